@@ -1,0 +1,45 @@
+//! The command line: `conduit [serve] | migrate | db reset --yes | --version`.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "conduit",
+    version,
+    about = "Orchestration service for coding-agent CLIs"
+)]
+pub struct Cli {
+    /// A TOML file layered over the compiled-in defaults (also CONDUIT_CONFIG).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Allow listening on a non-loopback address without CONDUIT_AUTH_TOKEN.
+    #[arg(long, global = true)]
+    pub insecure: bool,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the service (the default when no command is given).
+    Serve,
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Database maintenance.
+    Db {
+        #[command(subcommand)]
+        action: DbAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DbAction {
+    /// Erase the database and recreate it empty. Asks nothing; refuses without --yes.
+    Reset {
+        /// Confirm that every project, session and log row may be erased.
+        #[arg(long)]
+        yes: bool,
+    },
+}

@@ -1,0 +1,101 @@
+//! Queries on `projects`.
+
+use diesel::prelude::*;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::schema::projects;
+use super::{DbConnection, StoreError};
+
+/// A project: a folder on disk where sessions run, with defaults for the sessions it launches.
+#[derive(
+    Debug, Clone, PartialEq, Queryable, Selectable, Insertable, AsChangeset, Serialize, ToSchema,
+)]
+#[diesel(table_name = projects, treat_none_as_null = true)]
+pub struct Project {
+    /// UUID.
+    pub id: String,
+    pub name: String,
+    /// Canonical absolute path of the project folder.
+    pub folder_path: String,
+    pub description: Option<String>,
+    /// rust, node, python, go, java or generic, detected from marker files.
+    pub project_type: String,
+    /// `manual` (created) or `imported`.
+    pub source: String,
+    pub default_model: Option<String>,
+    pub default_permission_mode: Option<String>,
+    pub default_system_prompt: Option<String>,
+    pub default_append_system_prompt: Option<String>,
+    /// Live sessions this project may have at once.
+    pub max_sessions: i32,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+pub fn insert(conn: &mut DbConnection, project: &Project) -> Result<(), StoreError> {
+    diesel::insert_into(projects::table)
+        .values(project)
+        .execute(conn)?;
+    Ok(())
+}
+
+pub fn find(conn: &mut DbConnection, id: &str) -> Result<Option<Project>, StoreError> {
+    Ok(projects::table
+        .find(id)
+        .select(Project::as_select())
+        .first(conn)
+        .optional()?)
+}
+
+pub fn find_by_folder(
+    conn: &mut DbConnection,
+    folder: &str,
+) -> Result<Option<Project>, StoreError> {
+    Ok(projects::table
+        .filter(projects::folder_path.eq(folder))
+        .select(Project::as_select())
+        .first(conn)
+        .optional()?)
+}
+
+/// Projects whose folder is one of `folders`: (folder_path, id) pairs.
+pub fn ids_by_folder(
+    conn: &mut DbConnection,
+    folders: Vec<String>,
+) -> Result<Vec<(String, String)>, StoreError> {
+    Ok(projects::table
+        .filter(projects::folder_path.eq_any(folders))
+        .select((projects::folder_path, projects::id))
+        .load(conn)?)
+}
+
+/// Sorted by name, then id, so pages are stable.
+pub fn list(conn: &mut DbConnection, limit: i64, offset: i64) -> Result<Vec<Project>, StoreError> {
+    Ok(projects::table
+        .order((projects::name.asc(), projects::id.asc()))
+        .limit(limit)
+        .offset(offset)
+        .select(Project::as_select())
+        .load(conn)?)
+}
+
+/// Writes every column of `project`; `NotFound` when the row is gone.
+pub fn update(conn: &mut DbConnection, project: &Project) -> Result<(), StoreError> {
+    let n = diesel::update(projects::table.find(&project.id))
+        .set(project)
+        .execute(conn)?;
+    if n == 0 {
+        return Err(StoreError::NotFound);
+    }
+    Ok(())
+}
+
+/// Deletes the project; its rules, sessions, messages and audit rows go with it (cascade).
+pub fn delete(conn: &mut DbConnection, id: &str) -> Result<bool, StoreError> {
+    Ok(diesel::delete(projects::table.find(id)).execute(conn)? > 0)
+}
+
+pub fn count(conn: &mut DbConnection) -> Result<i64, StoreError> {
+    Ok(projects::table.count().get_result(conn)?)
+}

@@ -1,0 +1,119 @@
+// Written to match migrations/sqlite; keep the two in step (a test runs every query against a
+// freshly migrated database, so a mismatch fails there).
+
+diesel::table! {
+    projects (id) {
+        id -> Text,
+        name -> Text,
+        folder_path -> Text,
+        description -> Nullable<Text>,
+        project_type -> Text,
+        source -> Text,
+        default_model -> Nullable<Text>,
+        default_permission_mode -> Nullable<Text>,
+        default_system_prompt -> Nullable<Text>,
+        default_append_system_prompt -> Nullable<Text>,
+        max_sessions -> Integer,
+        created_at -> Text,
+        updated_at -> Text,
+    }
+}
+
+diesel::table! {
+    permission_rules (id) {
+        id -> Text,
+        project_id -> Nullable<Text>,
+        tool_name -> Text,
+        rule_content -> Text,
+        behavior -> Text,
+        priority -> Integer,
+        updated_input -> Nullable<Text>,
+        created_at -> Text,
+        updated_at -> Text,
+    }
+}
+
+diesel::table! {
+    sessions (id) {
+        id -> Text,
+        project_id -> Text,
+        session_id -> Nullable<Text>,
+        external_key -> Nullable<Text>,
+        name -> Text,
+        status -> Text,
+        model -> Nullable<Text>,
+        permission_mode -> Nullable<Text>,
+        system_prompt -> Nullable<Text>,
+        append_system_prompt -> Nullable<Text>,
+        resume_session_id -> Nullable<Text>,
+        fork_session -> Bool,
+        transport -> Text,
+        ws_port -> Nullable<Integer>,
+        cli_pid -> Nullable<Integer>,
+        cli_started_at -> Nullable<Text>,
+        total_cost_usd -> Double,
+        total_input_tokens -> BigInt,
+        total_output_tokens -> BigInt,
+        num_turns -> Integer,
+        error_message -> Nullable<Text>,
+        created_at -> Text,
+        last_active_at -> Text,
+        closed_at -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    messages (id) {
+        id -> BigInt,
+        session_id -> Text,
+        direction -> Text,
+        message_type -> Text,
+        message_subtype -> Nullable<Text>,
+        content -> Text,
+        timestamp -> Text,
+    }
+}
+
+diesel::table! {
+    permission_log (id) {
+        id -> BigInt,
+        project_id -> Nullable<Text>,
+        session_id -> Nullable<Text>,
+        request_id -> Text,
+        tool_use_id -> Nullable<Text>,
+        decision_point -> Text,
+        tool_name -> Text,
+        tool_input -> Text,
+        decision -> Text,
+        decision_source -> Text,
+        rule_id -> Nullable<Text>,
+        reason -> Nullable<Text>,
+        decided_at -> Text,
+    }
+}
+
+diesel::table! {
+    webhooks (id) {
+        id -> Text,
+        name -> Text,
+        url -> Text,
+        events -> Text,
+        secret -> Nullable<Text>,
+        active -> Bool,
+        created_at -> Text,
+        updated_at -> Text,
+    }
+}
+
+diesel::joinable!(permission_rules -> projects (project_id));
+diesel::joinable!(sessions -> projects (project_id));
+diesel::joinable!(messages -> sessions (session_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    projects,
+    permission_rules,
+    sessions,
+    messages,
+    permission_log,
+    webhooks
+);

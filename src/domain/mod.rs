@@ -1,0 +1,5 @@
+//! Plain Rust: the rules of the product, with no actix and no diesel.
+
+pub mod folders;
+pub mod time;
+pub mod validate;

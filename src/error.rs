@@ -1,0 +1,139 @@
+//! The one error type every HTTP handler returns.
+//!
+//! Doctrine:
+//! - Domain code (`domain`, `db`) has its own error types that say what went wrong in its terms;
+//!   they become an [`AppError`] through `From`, which picks the status and a stable `code`.
+//! - Every error response has the same body: `{"error":{"code":"snake_case","message":"..."}}`.
+//!   `code` is for programs and never changes; `message` is a sentence for people.
+//! - A 5xx never shows its cause to the client (it may hold paths or SQL); the cause chain is
+//!   logged instead, once, where the response is built.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+#[derive(Debug)]
+pub struct AppError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    /// What caused a server error; logged, never sent.
+    pub cause: Option<String>,
+}
+
+/// The body of every error response.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Stable, machine-readable: `not_found`, `validation_failed`, `conflict`, ...
+    pub code: String,
+    /// A human sentence.
+    pub message: String,
+}
+
+impl AppError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        AppError {
+            status,
+            code,
+            message: message.into(),
+            cause: None,
+        }
+    }
+
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "conflict", message)
+    }
+
+    pub fn forbidden(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, code, message)
+    }
+
+    pub fn validation(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "validation_failed",
+            message,
+        )
+    }
+
+    /// A failure of ours. The client sees a generic sentence; `cause` goes to the log.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        AppError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            code: "internal_error",
+            message: "The service hit an internal error; the details are in its log.".to_string(),
+            cause: Some(cause.to_string()),
+        }
+    }
+
+    pub fn unavailable(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
+    }
+}
+
+impl std::fmt::Display for AppError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}): {}",
+            self.status.as_u16(),
+            self.code,
+            self.message
+        )
+    }
+}
+
+impl ResponseError for AppError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        if let Some(cause) = &self.cause {
+            tracing::error!(code = self.code, cause = %cause, "request failed");
+        }
+        error_response(self.status, self.code, &self.message)
+    }
+}
+
+/// Builds the standard error body; also used by the middleware that rewrites
+/// framework-generated errors (404 for unknown routes, 405, ...).
+pub fn error_response(status: StatusCode, code: &str, message: &str) -> HttpResponse {
+    HttpResponse::build(status).json(ErrorBody {
+        error: ErrorDetail {
+            code: code.to_string(),
+            message: message.to_string(),
+        },
+    })
+}
+
+impl From<crate::db::StoreError> for AppError {
+    fn from(e: crate::db::StoreError) -> Self {
+        use crate::db::StoreError;
+        match e {
+            StoreError::Busy(m) => AppError {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                code: "database_busy",
+                message: "The database is busy; retry shortly.".to_string(),
+                cause: Some(m),
+            },
+            other => AppError::internal(other),
+        }
+    }
+}
+
+pub type AppResult<T> = Result<T, AppError>;

@@ -1,0 +1,233 @@
+//! Local-first access control, applied to every request before routing.
+//!
+//! Whoever drives this API runs commands on the machine, so:
+//! - `Host` must be a loopback name/address, the bound address, or a configured allowed host.
+//!   This defeats DNS rebinding, where a web page's own host name resolves to 127.0.0.1.
+//! - State-changing requests and WebSocket upgrades that carry an `Origin` must come from the
+//!   service's own origin or a configured one: a web page cannot drive the API. Requests without
+//!   `Origin` (curl, scripts) pass; browsers always send it on cross-site writes.
+//! - When a token is configured, every `/api` request must carry it (`Authorization: Bearer`,
+//!   or `?token=` for WebSocket/SSE, which browsers cannot give headers). Compared in constant time.
+//! No CORS headers are ever sent, so other origins cannot read responses either.
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::{header, Method, StatusCode};
+use actix_web::middleware::Next;
+use actix_web::{web, Error, ResponseError};
+use subtle::ConstantTimeEq;
+
+use crate::config::{is_loopback_host, Settings};
+use crate::error::AppError;
+
+#[derive(Debug, Clone)]
+pub struct AccessPolicy {
+    allowed_hosts: Vec<String>,
+    allowed_origins: Vec<String>,
+    token: Option<String>,
+}
+
+/// Splits `host[:port]` (IPv6 in brackets) into the lower-cased host and the optional port.
+fn split_host_port(value: &str) -> (String, Option<&str>) {
+    let value = value.trim();
+    if let Some(rest) = value.strip_prefix('[') {
+        if let Some(end) = rest.find(']') {
+            let port = rest[end + 1..].strip_prefix(':');
+            return (format!("[{}]", &rest[..end]).to_ascii_lowercase(), port);
+        }
+    }
+    match value.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') => (h.to_ascii_lowercase(), Some(p)),
+        _ => (value.to_ascii_lowercase(), None),
+    }
+}
+
+impl AccessPolicy {
+    pub fn from_settings(settings: &Settings) -> Self {
+        let mut allowed_hosts = settings.allowed_hosts.clone();
+        // The address the service is bound to is its own name, unless it is a wildcard.
+        let bound = settings.host.to_ascii_lowercase();
+        if bound != "0.0.0.0" && bound != "::" && bound != "[::]" {
+            allowed_hosts.push(bound);
+        }
+        AccessPolicy {
+            allowed_hosts,
+            allowed_origins: settings.allowed_origins.clone(),
+            token: settings.auth_token.clone(),
+        }
+    }
+
+    fn host_allowed(&self, host_header: &str) -> bool {
+        let (host, port) = split_host_port(host_header);
+        if is_loopback_host(&host) {
+            return true;
+        }
+        let full = match port {
+            Some(p) => format!("{host}:{p}"),
+            None => host.clone(),
+        };
+        self.allowed_hosts.iter().any(|a| *a == host || *a == full)
+    }
+
+    fn origin_allowed(&self, origin: &str, host_header: Option<&str>) -> bool {
+        let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
+        if self.allowed_origins.iter().any(|o| *o == origin) {
+            return true;
+        }
+        // Same origin: the page was served by this very host:port.
+        let Some(host) = host_header else {
+            return false;
+        };
+        let host = host.trim().to_ascii_lowercase();
+        origin == format!("http://{host}") || origin == format!("https://{host}")
+    }
+
+    fn token_ok(&self, req: &ServiceRequest) -> bool {
+        let Some(expected) = &self.token else {
+            return true;
+        };
+        let from_header = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
+            .map(str::trim)
+            .map(str::to_string);
+        let is_stream = req.path().ends_with("/ws") || req.path().ends_with("/stream");
+        let from_query = if is_stream {
+            web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
+                .ok()
+                .and_then(|q| q.get("token").cloned())
+        } else {
+            None
+        };
+        [from_header, from_query]
+            .into_iter()
+            .flatten()
+            .any(|given| bool::from(given.as_bytes().ct_eq(expected.as_bytes())))
+    }
+
+    /// `Err` with the response to send when the request is refused.
+    pub fn check(&self, req: &ServiceRequest) -> Result<(), AppError> {
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .map(|v| v.to_str().unwrap_or("\u{fffd}"));
+        if let Some(host) = host {
+            if !self.host_allowed(host) {
+                return Err(AppError::forbidden(
+                    "host_not_allowed",
+                    format!("Host {host:?} is not allowed. Use a loopback address, or add it to CONDUIT_ALLOWED_HOSTS."),
+                ));
+            }
+        }
+
+        let upgrading = req
+            .headers()
+            .get(header::UPGRADE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+        let changes_state = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+        if changes_state || upgrading {
+            if let Some(origin) = req.headers().get(header::ORIGIN) {
+                let origin = origin.to_str().unwrap_or("\u{fffd}");
+                if !self.origin_allowed(origin, host) {
+                    return Err(AppError::forbidden(
+                        "origin_not_allowed",
+                        format!("Requests from origin {origin:?} are not allowed. Add it to CONDUIT_ALLOWED_ORIGINS to permit it."),
+                    ));
+                }
+            }
+        }
+
+        if req.path().starts_with("/api") && !self.token_ok(req) {
+            return Err(AppError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "A valid token is required: send `Authorization: Bearer <CONDUIT_AUTH_TOKEN>`.",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The middleware: refuse early, or pass the request on.
+pub async fn enforce(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    let verdict = match req.app_data::<web::Data<AccessPolicy>>() {
+        Some(policy) => policy.check(&req),
+        None => Err(AppError::internal("access policy missing from app data")),
+    };
+    if let Err(refusal) = verdict {
+        let mut response = refusal.error_response();
+        if refusal.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+        }
+        return Ok(req.into_response(response));
+    }
+    next.call(req)
+        .await
+        .map(ServiceResponse::map_into_boxed_body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_port_splitting() {
+        assert_eq!(
+            split_host_port("127.0.0.1:3100"),
+            ("127.0.0.1".to_string(), Some("3100"))
+        );
+        assert_eq!(
+            split_host_port("[::1]:80"),
+            ("[::1]".to_string(), Some("80"))
+        );
+        assert_eq!(
+            split_host_port("LocalHost"),
+            ("localhost".to_string(), None)
+        );
+        assert_eq!(split_host_port("::1"), ("::1".to_string(), None));
+    }
+
+    #[test]
+    fn hosts_and_origins() {
+        let p = AccessPolicy {
+            allowed_hosts: vec!["box.lan".into(), "other.lan:8080".into()],
+            allowed_origins: vec!["http://localhost:5173".into()],
+            token: None,
+        };
+        for ok in [
+            "127.0.0.1:3100",
+            "localhost",
+            "[::1]:3100",
+            "box.lan:1234",
+            "other.lan:8080",
+        ] {
+            assert!(p.host_allowed(ok), "{ok}");
+        }
+        for bad in [
+            "evil.com",
+            "evil.com:3100",
+            "other.lan:9090",
+            "127.0.0.1.evil.com",
+            "localhost.evil.com:80",
+        ] {
+            assert!(!p.host_allowed(bad), "{bad}");
+        }
+        assert!(p.origin_allowed("http://127.0.0.1:3100", Some("127.0.0.1:3100")));
+        assert!(p.origin_allowed("http://localhost:5173/", Some("127.0.0.1:3100")));
+        assert!(!p.origin_allowed("http://evil.com", Some("127.0.0.1:3100")));
+        assert!(!p.origin_allowed("null", Some("127.0.0.1:3100")));
+        assert!(!p.origin_allowed("http://127.0.0.1:3101", Some("127.0.0.1:3100")));
+    }
+}

@@ -1,0 +1,106 @@
+//! `GET /api/health`: is the service usable, and how full is it.
+
+use actix_web::{web, HttpResponse};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::AppState;
+use crate::db;
+use crate::error::AppResult;
+
+#[derive(Debug, Serialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum HealthStatus {
+    /// Everything works.
+    Healthy,
+    /// Usable, but sessions cannot start (the CLI is missing).
+    Degraded,
+    /// The database does not answer.
+    Unhealthy,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HealthChecks {
+    /// The configured CLI path resolves to an executable file.
+    pub cli_available: bool,
+    /// A query against the database succeeded.
+    pub database_ok: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    pub status: HealthStatus,
+    pub checks: HealthChecks,
+    pub uptime_seconds: u64,
+    /// active_sessions as a percentage of max_sessions.
+    pub session_capacity_pct: f64,
+    pub active_sessions: i64,
+    pub max_sessions: u32,
+    pub projects: i64,
+    /// Live WebSocket/SSE subscribers.
+    pub event_subscribers: u64,
+    pub version: String,
+}
+
+/// Finds `cli` the way a shell would: a path is checked as is, a bare name along PATH.
+pub fn resolve_executable(cli: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let is_exec = |p: &std::path::Path| {
+        std::fs::metadata(p)
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
+    if cli.contains('/') {
+        let p = std::path::PathBuf::from(cli);
+        return is_exec(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(cli))
+        .find(|p| is_exec(p))
+}
+
+/// Service health. 200 when healthy or degraded, 503 when unhealthy.
+#[utoipa::path(get, path = "/api/health", tag = "health",
+    responses(
+        (status = 200, description = "Healthy or degraded", body = Health),
+        (status = 503, description = "Unhealthy: the database does not answer", body = Health),
+    ))]
+pub async fn health(state: web::Data<AppState>) -> AppResult<HttpResponse> {
+    let cli = state.settings.cli_path.clone();
+    let cli_available = web::block(move || resolve_executable(&cli).is_some())
+        .await
+        .unwrap_or(false);
+    let counts = state
+        .store
+        .run(|conn| Ok((db::projects::count(conn)?, db::sessions::count_live(conn)?)))
+        .await;
+    let database_ok = counts.is_ok();
+    let (projects, active_sessions) = counts.unwrap_or((0, 0));
+    let max_sessions = state.settings.max_sessions_global;
+    let status = match (database_ok, cli_available) {
+        (false, _) => HealthStatus::Unhealthy,
+        (true, false) => HealthStatus::Degraded,
+        (true, true) => HealthStatus::Healthy,
+    };
+    let body = Health {
+        checks: HealthChecks {
+            cli_available,
+            database_ok,
+        },
+        uptime_seconds: state.started.elapsed().as_secs(),
+        session_capacity_pct: ((active_sessions as f64 / max_sessions as f64) * 1000.0).round()
+            / 10.0,
+        active_sessions,
+        max_sessions,
+        projects,
+        event_subscribers: 0,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        status,
+    };
+    Ok(if body.status == HealthStatus::Unhealthy {
+        HttpResponse::ServiceUnavailable().json(body)
+    } else {
+        HttpResponse::Ok().json(body)
+    })
+}

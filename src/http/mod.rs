@@ -1,0 +1,88 @@
+//! The HTTP surface: one route table, one file per area. Handlers only translate between HTTP
+//! and the rest of the service.
+
+pub mod errors;
+pub mod folders;
+pub mod guard;
+pub mod health;
+pub mod openapi;
+pub mod pagination;
+pub mod projects;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix_web::http::Method;
+use actix_web::{web, Route};
+
+use crate::config::Settings;
+use crate::db::Store;
+use crate::domain::folders::ProjectRoot;
+
+/// What every handler can reach. Built once, outside `HttpServer::new`.
+pub struct AppState {
+    pub settings: Arc<Settings>,
+    pub store: Store,
+    pub root: ProjectRoot,
+    pub started: Instant,
+}
+
+/// One row of the route table.
+pub struct RouteSpec {
+    pub method: Method,
+    /// actix path pattern; the same text is the OpenAPI path.
+    pub path: &'static str,
+    pub route: fn() -> Route,
+}
+
+macro_rules! route {
+    ($method:ident, $path:expr, $handler:path) => {
+        RouteSpec {
+            method: Method::$method,
+            path: $path,
+            route: || web::method(Method::$method).to($handler),
+        }
+    };
+}
+
+/// Every API route. Order matters where patterns overlap: literal segments
+/// (`/api/projects/discover`) come before `{id}`.
+pub fn route_table() -> Vec<RouteSpec> {
+    vec![
+        route!(GET, "/api/health", health::health),
+        route!(GET, "/api/openapi.json", openapi::document),
+        route!(GET, "/api/projects/discover", projects::discover),
+        route!(POST, "/api/projects/import", projects::import),
+        route!(GET, "/api/projects", projects::list),
+        route!(POST, "/api/projects", projects::create),
+        route!(GET, "/api/projects/{id}", projects::get),
+        route!(PUT, "/api/projects/{id}", projects::update),
+        route!(DELETE, "/api/projects/{id}", projects::delete),
+        route!(GET, "/api/folders/browse", folders::browse),
+    ]
+}
+
+/// Registers the table: one resource per path holding all its methods, so a known path with
+/// an unknown method answers 405 (with `Allow`) rather than 404.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    let table = route_table();
+    let mut paths: Vec<&'static str> = Vec::new();
+    for spec in &table {
+        if !paths.contains(&spec.path) {
+            paths.push(spec.path);
+        }
+    }
+    for path in paths {
+        let specs: Vec<&RouteSpec> = table.iter().filter(|s| s.path == path).collect();
+        let allowed = specs
+            .iter()
+            .map(|s| s.method.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut resource = web::resource(path);
+        for spec in specs {
+            resource = resource.route((spec.route)());
+        }
+        cfg.service(resource.default_service(web::to(errors::method_not_allowed(allowed))));
+    }
+}

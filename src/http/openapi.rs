@@ -1,0 +1,63 @@
+//! The OpenAPI 3.1 document, generated from the handlers' annotations.
+
+use actix_web::HttpResponse;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use super::{folders, health, projects};
+use crate::db::projects::Project;
+use crate::error::{ErrorBody, ErrorDetail};
+
+struct BearerToken;
+
+impl Modify for BearerToken {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        if let Some(components) = openapi.components.as_mut() {
+            components.add_security_scheme(
+                "bearer",
+                SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+            );
+        }
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Conduit",
+        description = "Orchestration service for coding-agent CLIs. Errors are always \
+            `{\"error\":{\"code\",\"message\"}}`. When CONDUIT_AUTH_TOKEN is set every /api request \
+            needs `Authorization: Bearer <token>` (401 otherwise); a foreign Host or Origin gets 403."
+    ),
+    paths(
+        health::health,
+        document,
+        projects::discover,
+        projects::import,
+        projects::list,
+        projects::create,
+        projects::get,
+        projects::update,
+        projects::delete,
+        folders::browse,
+    ),
+    components(schemas(
+        ErrorBody, ErrorDetail, Project, projects::CreateProject, projects::ImportProject, projects::UpdateProject,
+        projects::DiscoveredProject, folders::FolderListing, folders::FolderEntry, health::Health,
+        health::HealthChecks, health::HealthStatus,
+    )),
+    modifiers(&BearerToken),
+    tags(
+        (name = "health", description = "Service status"),
+        (name = "projects", description = "Folders on disk where sessions run"),
+        (name = "folders", description = "Browsing folders inside the project root"),
+    )
+)]
+pub struct ApiDoc;
+
+/// This document.
+#[utoipa::path(get, path = "/api/openapi.json", tag = "health",
+    responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json")))]
+pub async fn document() -> HttpResponse {
+    HttpResponse::Ok().json(ApiDoc::openapi())
+}

@@ -1,0 +1,479 @@
+//! Projects: CRUD, import, and discovery of project folders on disk.
+
+use actix_web::http::header;
+use actix_web::{web, HttpResponse};
+use serde::{Deserialize, Deserializer, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::errors::parse_id;
+use super::folders::path_error;
+use super::pagination::Page;
+use super::AppState;
+use crate::db::{self, projects::Project, StoreError};
+use crate::domain::{folders, time, validate};
+use crate::error::{AppError, AppResult, ErrorBody};
+
+const MAX_DESCRIPTION_BYTES: usize = 10_000;
+const MAX_PROMPT_BYTES: usize = 100_000;
+const DEFAULT_MAX_SESSIONS: i32 = 5;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateProject {
+    /// 1-200 characters after trimming.
+    pub name: String,
+    /// An existing directory inside the project root (absolute, or relative to the root).
+    pub folder_path: String,
+    pub description: Option<String>,
+    pub default_model: Option<String>,
+    /// acceptEdits, bypassPermissions, default, delegate, dontAsk or plan.
+    pub default_permission_mode: Option<String>,
+    pub default_system_prompt: Option<String>,
+    pub default_append_system_prompt: Option<String>,
+    /// 1-1000, default 5.
+    pub max_sessions: Option<i32>,
+}
+
+/// Like creating a project, but the name defaults to the folder's name and `source` is `imported`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImportProject {
+    pub folder_path: String,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub default_model: Option<String>,
+    pub default_permission_mode: Option<String>,
+    pub default_system_prompt: Option<String>,
+    pub default_append_system_prompt: Option<String>,
+    pub max_sessions: Option<i32>,
+}
+
+/// Absent fields keep their value; `null` clears an optional field.
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// A partial update: only the fields given change; `null` clears an optional field.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateProject {
+    pub name: Option<String>,
+    pub folder_path: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub description: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub default_model: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub default_permission_mode: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub default_system_prompt: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub default_append_system_prompt: Option<Option<String>>,
+    pub max_sessions: Option<i32>,
+}
+
+/// Optional fields shared by create, import and update, validated together.
+struct Defaults<'a> {
+    description: Option<&'a str>,
+    default_model: Option<&'a str>,
+    default_permission_mode: Option<&'a str>,
+    default_system_prompt: Option<&'a str>,
+    default_append_system_prompt: Option<&'a str>,
+    max_sessions: Option<i32>,
+}
+
+fn check_defaults(d: &Defaults<'_>) -> Result<(), AppError> {
+    let v = |r: Result<String, String>| r.map(drop).map_err(AppError::validation);
+    if let Some(s) = d.description {
+        v(validate::free_text("description", s, MAX_DESCRIPTION_BYTES))?;
+    }
+    if let Some(s) = d.default_model {
+        v(validate::identifier("default_model", s))?;
+    }
+    if let Some(s) = d.default_permission_mode {
+        v(validate::permission_mode("default_permission_mode", s))?;
+    }
+    if let Some(s) = d.default_system_prompt {
+        v(validate::free_text(
+            "default_system_prompt",
+            s,
+            MAX_PROMPT_BYTES,
+        ))?;
+    }
+    if let Some(s) = d.default_append_system_prompt {
+        v(validate::free_text(
+            "default_append_system_prompt",
+            s,
+            MAX_PROMPT_BYTES,
+        ))?;
+    }
+    if let Some(n) = d.max_sessions {
+        if !(1..=1000).contains(&n) {
+            return Err(AppError::validation(format!(
+                "`max_sessions` must be from 1 to 1000, got {n}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Resolves `folder_path` to a canonical directory inside the root, off the executor.
+async fn resolve_folder(state: &AppState, raw: String) -> AppResult<String> {
+    let root = state.root.clone();
+    let resolved = web::block(move || root.resolve_dir(Some(&raw)))
+        .await
+        .map_err(AppError::internal)?;
+    match resolved {
+        Ok(path) => Ok(path.to_string_lossy().into_owned()),
+        Err(folders::PathError::NotFound(m)) | Err(folders::PathError::NotADirectory(m)) => Err(
+            AppError::validation(format!("`folder_path` must be an existing directory: {m}")),
+        ),
+        Err(other) => Err(path_error(other)),
+    }
+}
+
+fn conflict_on_folder(e: StoreError, folder: &str) -> AppError {
+    match e {
+        StoreError::Conflict(_) => {
+            AppError::conflict(format!("A project for the folder {folder} already exists."))
+        }
+        other => other.into(),
+    }
+}
+
+/// Inserts a new project after checking the folder is free. Shared by create and import.
+async fn insert_project(state: &AppState, project: Project) -> AppResult<HttpResponse> {
+    let folder = project.folder_path.clone();
+    let stored = project.clone();
+    state
+        .store
+        .run(move |conn| {
+            if let Some(existing) = db::projects::find_by_folder(conn, &stored.folder_path)? {
+                return Err(StoreError::Conflict(existing.id));
+            }
+            db::projects::insert(conn, &stored)
+        })
+        .await
+        .map_err(|e| conflict_on_folder(e, &folder))?;
+    Ok(HttpResponse::Created()
+        .insert_header((header::LOCATION, format!("/api/projects/{}", project.id)))
+        .json(project))
+}
+
+fn new_project(name: String, folder_path: String, source: &str, d: &Defaults<'_>) -> Project {
+    let now = time::now();
+    Project {
+        id: uuid::Uuid::new_v4().to_string(),
+        name,
+        project_type: folders::project_type(std::path::Path::new(&folder_path)).to_string(),
+        folder_path,
+        description: d.description.map(String::from),
+        source: source.to_string(),
+        default_model: d.default_model.map(String::from),
+        default_permission_mode: d.default_permission_mode.map(String::from),
+        default_system_prompt: d.default_system_prompt.map(String::from),
+        default_append_system_prompt: d.default_append_system_prompt.map(String::from),
+        max_sessions: d.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS),
+        created_at: now.clone(),
+        updated_at: now,
+    }
+}
+
+/// Create a project.
+#[utoipa::path(post, path = "/api/projects", tag = "projects", request_body = CreateProject,
+    responses(
+        (status = 201, description = "Created", body = Project),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 403, description = "Folder outside the project root", body = ErrorBody),
+        (status = 409, description = "A project already uses this folder", body = ErrorBody),
+        (status = 413, description = "Body over 1 MiB", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "Validation failed", body = ErrorBody),
+    ))]
+pub async fn create(
+    state: web::Data<AppState>,
+    body: web::Json<CreateProject>,
+) -> AppResult<HttpResponse> {
+    let b = body.into_inner();
+    let name = validate::name("name", &b.name).map_err(AppError::validation)?;
+    let defaults = Defaults {
+        description: b.description.as_deref(),
+        default_model: b.default_model.as_deref(),
+        default_permission_mode: b.default_permission_mode.as_deref(),
+        default_system_prompt: b.default_system_prompt.as_deref(),
+        default_append_system_prompt: b.default_append_system_prompt.as_deref(),
+        max_sessions: b.max_sessions,
+    };
+    check_defaults(&defaults)?;
+    let folder = resolve_folder(&state, b.folder_path.clone()).await?;
+    insert_project(&state, new_project(name, folder, "manual", &defaults)).await
+}
+
+/// Import an existing folder as a project.
+#[utoipa::path(post, path = "/api/projects/import", tag = "projects", request_body = ImportProject,
+    responses(
+        (status = 201, description = "Imported", body = Project),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 403, description = "Folder outside the project root", body = ErrorBody),
+        (status = 409, description = "A project already uses this folder", body = ErrorBody),
+        (status = 413, description = "Body over 1 MiB", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "Validation failed", body = ErrorBody),
+    ))]
+pub async fn import(
+    state: web::Data<AppState>,
+    body: web::Json<ImportProject>,
+) -> AppResult<HttpResponse> {
+    let b = body.into_inner();
+    let defaults = Defaults {
+        description: b.description.as_deref(),
+        default_model: b.default_model.as_deref(),
+        default_permission_mode: b.default_permission_mode.as_deref(),
+        default_system_prompt: b.default_system_prompt.as_deref(),
+        default_append_system_prompt: b.default_append_system_prompt.as_deref(),
+        max_sessions: b.max_sessions,
+    };
+    check_defaults(&defaults)?;
+    let folder = resolve_folder(&state, b.folder_path.clone()).await?;
+    let name = match &b.name {
+        Some(n) => validate::name("name", n),
+        None => {
+            let base = std::path::Path::new(&folder)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned());
+            validate::name("name", base.as_deref().unwrap_or("root"))
+        }
+    }
+    .map_err(AppError::validation)?;
+    insert_project(&state, new_project(name, folder, "imported", &defaults)).await
+}
+
+/// List projects, by name.
+#[utoipa::path(get, path = "/api/projects", tag = "projects", params(Page),
+    responses(
+        (status = 200, description = "Projects", body = Vec<Project>),
+        (status = 400, description = "Bad query string", body = ErrorBody),
+        (status = 422, description = "limit/offset out of range", body = ErrorBody),
+    ))]
+pub async fn list(state: web::Data<AppState>, page: web::Query<Page>) -> AppResult<HttpResponse> {
+    let (limit, offset) = page.bounds()?;
+    let rows = state
+        .store
+        .run(move |conn| db::projects::list(conn, limit, offset))
+        .await?;
+    Ok(HttpResponse::Ok().json(rows))
+}
+
+async fn load(state: &AppState, id: String) -> AppResult<Project> {
+    let lookup = id.clone();
+    state
+        .store
+        .run(move |conn| db::projects::find(conn, &lookup))
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("No project with id {id:?}.")))
+}
+
+/// Get one project.
+#[utoipa::path(get, path = "/api/projects/{id}", tag = "projects",
+    params(("id" = String, Path, description = "Project id (UUID)")),
+    responses(
+        (status = 200, description = "The project", body = Project),
+        (status = 404, description = "No such project", body = ErrorBody),
+    ))]
+pub async fn get(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
+    let id = parse_id("project", &id)?;
+    Ok(HttpResponse::Ok().json(load(&state, id).await?))
+}
+
+/// Update a project (partial: absent fields keep their value, `null` clears).
+#[utoipa::path(put, path = "/api/projects/{id}", tag = "projects", request_body = UpdateProject,
+    params(("id" = String, Path, description = "Project id (UUID)")),
+    responses(
+        (status = 200, description = "The updated project", body = Project),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 403, description = "Folder outside the project root", body = ErrorBody),
+        (status = 404, description = "No such project", body = ErrorBody),
+        (status = 409, description = "Another project already uses this folder", body = ErrorBody),
+        (status = 413, description = "Body over 1 MiB", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "Validation failed", body = ErrorBody),
+    ))]
+pub async fn update(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    body: web::Json<UpdateProject>,
+) -> AppResult<HttpResponse> {
+    let id = parse_id("project", &id)?;
+    let b = body.into_inner();
+    let name = b
+        .name
+        .as_deref()
+        .map(|n| validate::name("name", n))
+        .transpose()
+        .map_err(AppError::validation)?;
+    let inner =
+        |o: &Option<Option<String>>| o.as_ref().and_then(|v| v.as_deref()).map(|s| s.to_string());
+    let (description, model, mode, system, append) = (
+        inner(&b.description),
+        inner(&b.default_model),
+        inner(&b.default_permission_mode),
+        inner(&b.default_system_prompt),
+        inner(&b.default_append_system_prompt),
+    );
+    check_defaults(&Defaults {
+        description: description.as_deref(),
+        default_model: model.as_deref(),
+        default_permission_mode: mode.as_deref(),
+        default_system_prompt: system.as_deref(),
+        default_append_system_prompt: append.as_deref(),
+        max_sessions: b.max_sessions,
+    })?;
+    let mut project = load(&state, id).await?;
+    if let Some(raw) = b.folder_path {
+        project.folder_path = resolve_folder(&state, raw).await?;
+        project.project_type =
+            folders::project_type(std::path::Path::new(&project.folder_path)).to_string();
+    }
+    if let Some(name) = name {
+        project.name = name;
+    }
+    let apply = |field: &mut Option<String>, change: Option<Option<String>>| {
+        if let Some(value) = change {
+            *field = value;
+        }
+    };
+    apply(&mut project.description, b.description);
+    apply(&mut project.default_model, b.default_model);
+    apply(
+        &mut project.default_permission_mode,
+        b.default_permission_mode,
+    );
+    apply(&mut project.default_system_prompt, b.default_system_prompt);
+    apply(
+        &mut project.default_append_system_prompt,
+        b.default_append_system_prompt,
+    );
+    if let Some(n) = b.max_sessions {
+        project.max_sessions = n;
+    }
+    project.updated_at = time::now();
+
+    let stored = project.clone();
+    let folder = project.folder_path.clone();
+    state
+        .store
+        .run(move |conn| {
+            if let Some(other) = db::projects::find_by_folder(conn, &stored.folder_path)? {
+                if other.id != stored.id {
+                    return Err(StoreError::Conflict(other.id));
+                }
+            }
+            db::projects::update(conn, &stored)
+        })
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound => {
+                AppError::not_found(format!("No project with id {:?}.", project.id))
+            }
+            other => conflict_on_folder(other, &folder),
+        })?;
+    Ok(HttpResponse::Ok().json(project))
+}
+
+/// Delete a project and everything recorded for it.
+#[utoipa::path(delete, path = "/api/projects/{id}", tag = "projects",
+    params(("id" = String, Path, description = "Project id (UUID)")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such project", body = ErrorBody),
+    ))]
+pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
+    let id = parse_id("project", &id)?;
+    let target = id.clone();
+    if state
+        .store
+        .run(move |conn| db::projects::delete(conn, &target))
+        .await?
+    {
+        Ok(HttpResponse::NoContent().finish())
+    } else {
+        Err(AppError::not_found(format!("No project with id {id:?}.")))
+    }
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DiscoverQuery {
+    /// Folder to scan (absolute, or relative to the project root); the root when absent.
+    pub path: Option<String>,
+}
+
+/// A project folder found on disk.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DiscoveredProject {
+    pub folder_path: String,
+    pub name: String,
+    pub project_type: String,
+    /// Which of `.claude`, `CLAUDE.md`, `.git` the folder has.
+    pub markers: Vec<String>,
+    /// A `.claude/` folder, or CLI transcripts for this folder under `~/.claude/projects`.
+    pub has_claude_history: bool,
+    /// The id of the project already registered for this folder, if any.
+    pub project_id: Option<String>,
+}
+
+/// Scan for project folders up to `CONDUIT_SCAN_DEPTH` levels below `path`.
+#[utoipa::path(get, path = "/api/projects/discover", tag = "projects", params(DiscoverQuery),
+    responses(
+        (status = 200, description = "Project folders found, sorted by path", body = Vec<DiscoveredProject>),
+        (status = 400, description = "Bad query string", body = ErrorBody),
+        (status = 403, description = "Path outside the project root", body = ErrorBody),
+        (status = 404, description = "No such folder", body = ErrorBody),
+        (status = 422, description = "Not a directory, or a malformed path", body = ErrorBody),
+    ))]
+pub async fn discover(
+    state: web::Data<AppState>,
+    query: web::Query<DiscoverQuery>,
+) -> AppResult<HttpResponse> {
+    let root = state.root.clone();
+    let depth = state.settings.scan_depth;
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let raw = query.into_inner().path;
+    let found = web::block(move || {
+        let start = root.resolve_dir(raw.as_deref())?;
+        Ok::<_, folders::PathError>(folders::discover(&start, depth, home.as_deref()))
+    })
+    .await
+    .map_err(AppError::internal)?
+    .map_err(path_error)?;
+
+    let folders_found: Vec<String> = found.iter().map(|d| d.folder_path.clone()).collect();
+    let known = state
+        .store
+        .run(move |conn| db::projects::ids_by_folder(conn, folders_found))
+        .await?;
+    let body: Vec<DiscoveredProject> = found
+        .into_iter()
+        .map(|d| DiscoveredProject {
+            project_id: known
+                .iter()
+                .find(|(f, _)| *f == d.folder_path)
+                .map(|(_, id)| id.clone()),
+            folder_path: d.folder_path,
+            name: d.name,
+            project_type: d.project_type.to_string(),
+            markers: d.markers.into_iter().map(String::from).collect(),
+            has_claude_history: d.has_claude_history,
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(body))
+}

@@ -1,0 +1,13 @@
+//! Conduit: an orchestration service for coding-agent CLIs.
+//!
+//! `main.rs` is thin; everything lives here so integration tests can build the real
+//! application on port 0 ([`startup::Application`]).
+
+pub mod cli;
+pub mod config;
+pub mod db;
+pub mod domain;
+pub mod error;
+pub mod http;
+pub mod startup;
+pub mod telemetry;

@@ -1,0 +1,94 @@
+use std::process::ExitCode;
+
+use clap::Parser;
+use conduit::cli::{Cli, Command, DbAction};
+use conduit::config::Settings;
+use conduit::startup::{Application, ServeOptions};
+use conduit::{db, telemetry};
+
+#[actix_web::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let settings = match Settings::load(cli.config.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("conduit: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    telemetry::init(&settings.log_level, settings.log_format);
+
+    let outcome = match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => {
+            serve(
+                settings,
+                ServeOptions {
+                    insecure: cli.insecure,
+                },
+            )
+            .await
+        }
+        Command::Migrate => migrate(&settings).await,
+        Command::Db {
+            action: DbAction::Reset { yes },
+        } => reset(&settings, yes).await,
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("conduit: {message}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn serve(settings: Settings, options: ServeOptions) -> Result<(), String> {
+    let app = Application::build(settings, options)
+        .await
+        .map_err(|e| e.to_string())?;
+    app.run_until_stopped()
+        .await
+        .map_err(|e| format!("server error: {e}"))
+}
+
+async fn migrate(settings: &Settings) -> Result<(), String> {
+    let (path, timeout) = (settings.db_path.clone(), settings.db_busy_timeout_ms);
+    let applied = tokio::task::spawn_blocking(move || {
+        let mut conn = db::open_sqlite(&path, timeout)?;
+        db::run_migrations(&mut conn)
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| e.to_string())?;
+    if applied.is_empty() {
+        println!("database {} is up to date", settings.db_path.display());
+    } else {
+        println!(
+            "applied {} migration(s) to {}: {}",
+            applied.len(),
+            settings.db_path.display(),
+            applied.join(", ")
+        );
+    }
+    Ok(())
+}
+
+async fn reset(settings: &Settings, yes: bool) -> Result<(), String> {
+    let path = settings.db_path.clone();
+    if !yes {
+        return Err(format!(
+            "refusing to erase {} without --yes (nothing was changed)",
+            path.display()
+        ));
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
+        match std::fs::remove_file(&file) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("cannot remove {}: {e}", file.display())),
+        }
+    }
+    println!("erased {}", path.display());
+    migrate(settings).await
+}

@@ -1,0 +1,52 @@
+//! Logging: tracing with one span per request. Query strings are never logged (a WebSocket or
+//! SSE client may carry its token there), nor are headers.
+
+use std::time::Instant;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::middleware::Next;
+use actix_web::Error;
+use tracing::Instrument;
+use tracing_subscriber::EnvFilter;
+
+use crate::config::LogFormat;
+
+/// Installs the global subscriber. Safe to call more than once (later calls are no-ops), so
+/// tests can build several applications in one process.
+pub fn init(level: &str, format: LogFormat) {
+    let filter = EnvFilter::try_new(level).unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Pretty => builder.compact().try_init(),
+    };
+}
+
+/// Middleware: a `request` span around each request, and one line when it completes.
+pub async fn request_span(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, Error> {
+    let request_id = uuid::Uuid::new_v4();
+    let span =
+        tracing::info_span!("request", %request_id, method = %req.method(), path = %req.path());
+    let started = Instant::now();
+    async move {
+        let result = next.call(req).await;
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        match &result {
+            Ok(res) => tracing::info!(
+                status = res.status().as_u16(),
+                elapsed_ms,
+                "request completed"
+            ),
+            Err(e) => tracing::warn!(error = %e, elapsed_ms, "request failed"),
+        }
+        result
+    }
+    .instrument(span)
+    .await
+}
