@@ -5,11 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "conduit",
-    version,
-    about = "Orchestration service for coding-agent CLIs"
-)]
+#[command(name = "conduit", version, about = "Orchestration service for coding-agent CLIs")]
 pub struct Cli {
     /// A TOML file layered over the compiled-in defaults (also CONDUIT_CONFIG).
     #[arg(long, global = true, value_name = "FILE")]

@@ -78,11 +78,7 @@ pub struct ConfigError {
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "invalid setting `{}` (from {}): {}",
-            self.key, self.origin, self.problem
-        )
+        write!(f, "invalid setting `{}` (from {}): {}", self.key, self.origin, self.problem)
     }
 }
 
@@ -114,11 +110,7 @@ impl Layers {
     }
 
     fn err(&self, key: &str, problem: impl Into<String>) -> ConfigError {
-        ConfigError {
-            key: key.to_string(),
-            origin: self.take(key).origin.clone(),
-            problem: problem.into(),
-        }
+        ConfigError { key: key.to_string(), origin: self.take(key).origin.clone(), problem: problem.into() }
     }
 
     fn string(&self, key: &str) -> Result<String, ConfigError> {
@@ -137,10 +129,7 @@ impl Layers {
         let allowed = format!("expected an integer from {min} to {max}");
         let n = match &self.take(key).value {
             Value::Integer(n) => *n,
-            Value::String(s) => s
-                .trim()
-                .parse::<i64>()
-                .map_err(|_| self.err(key, format!("{allowed}, got {s:?}")))?,
+            Value::String(s) => s.trim().parse::<i64>().map_err(|_| self.err(key, format!("{allowed}, got {s:?}")))?,
             other => return Err(self.err(key, format!("{allowed}, got {other}"))),
         };
         if n < min || n > max {
@@ -152,12 +141,7 @@ impl Layers {
     fn list(&self, key: &str) -> Result<Vec<String>, ConfigError> {
         match &self.take(key).value {
             // The environment carries lists comma separated.
-            Value::String(s) => Ok(s
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-                .collect()),
+            Value::String(s) => Ok(s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()),
             Value::Array(items) => items
                 .iter()
                 .map(|v| match v {
@@ -186,30 +170,17 @@ impl Settings {
     }
 
     /// Same as [`Settings::load`] with an explicit environment, for tests.
-    pub fn load_from(
-        file: Option<&Path>,
-        env: &BTreeMap<String, String>,
-    ) -> Result<Settings, ConfigError> {
+    pub fn load_from(file: Option<&Path>, env: &BTreeMap<String, String>) -> Result<Settings, ConfigError> {
         let defaults = parse_toml(DEFAULT_TOML, "compiled-in defaults")?;
         let known: Vec<String> = defaults.keys().cloned().collect();
         let mut entries: BTreeMap<String, Entry> = defaults
             .into_iter()
-            .map(|(k, value)| {
-                (
-                    k,
-                    Entry {
-                        value,
-                        origin: "config/default.toml".to_string(),
-                    },
-                )
-            })
+            .map(|(k, value)| (k, Entry { value, origin: "config/default.toml".to_string() }))
             .collect();
 
-        let file = file.map(Path::to_path_buf).or_else(|| {
-            env.get(CONFIG_FILE_ENV)
-                .filter(|s| !s.is_empty())
-                .map(PathBuf::from)
-        });
+        let file = file
+            .map(Path::to_path_buf)
+            .or_else(|| env.get(CONFIG_FILE_ENV).filter(|s| !s.is_empty()).map(PathBuf::from));
         if let Some(path) = file {
             let origin = path.display().to_string();
             let text = std::fs::read_to_string(&path).map_err(|e| ConfigError {
@@ -225,13 +196,7 @@ impl Settings {
                         problem: format!("unknown key; allowed keys: {}", known.join(", ")),
                     });
                 }
-                entries.insert(
-                    key,
-                    Entry {
-                        value,
-                        origin: origin.clone(),
-                    },
-                );
+                entries.insert(key, Entry { value, origin: origin.clone() });
             }
         }
 
@@ -240,10 +205,7 @@ impl Settings {
             if let Some(value) = env.get(&var) {
                 entries.insert(
                     key.clone(),
-                    Entry {
-                        value: Value::String(value.clone()),
-                        origin: format!("environment {var}"),
-                    },
+                    Entry { value: Value::String(value.clone()), origin: format!("environment {var}") },
                 );
             }
         }
@@ -254,15 +216,10 @@ impl Settings {
     fn from_layers(l: &Layers) -> Result<Settings, ConfigError> {
         let host = l.string("host")?.trim().to_string();
         if host.is_empty() || host.contains(char::is_whitespace) {
-            return Err(l.err(
-                "host",
-                "expected an IP address or host name such as 127.0.0.1",
-            ));
+            return Err(l.err("host", "expected an IP address or host name such as 127.0.0.1"));
         }
         let log_level = l.string("log_level")?;
-        if tracing_subscriber::EnvFilter::try_new(&log_level).is_err()
-            || log_level.trim().is_empty()
-        {
+        if tracing_subscriber::EnvFilter::try_new(&log_level).is_err() || log_level.trim().is_empty() {
             return Err(l.err(
                 "log_level",
                 format!("expected one of trace, debug, info, warn, error, or a tracing directive, got {log_level:?}"),
@@ -271,12 +228,7 @@ impl Settings {
         let log_format = match l.string("log_format")?.as_str() {
             "pretty" => LogFormat::Pretty,
             "json" => LogFormat::Json,
-            other => {
-                return Err(l.err(
-                    "log_format",
-                    format!("expected one of pretty, json, got {other:?}"),
-                ))
-            }
+            other => return Err(l.err("log_format", format!("expected one of pretty, json, got {other:?}"))),
         };
         let ws_port_range_start = l.integer("ws_port_range_start", 1, 65535)? as u16;
         let ws_port_range_end = l.integer("ws_port_range_end", 1, 65535)? as u16;
@@ -295,24 +247,16 @@ impl Settings {
             return Err(l.err("cli_path", "expected an executable name or path"));
         }
         let allowed_origins = l.list("allowed_origins")?;
-        if let Some(bad) = allowed_origins
-            .iter()
-            .find(|o| !(o.starts_with("http://") || o.starts_with("https://")))
-        {
-            return Err(l.err(
-                "allowed_origins",
-                format!("expected origins such as http://localhost:5173, got {bad:?}"),
-            ));
+        if let Some(bad) = allowed_origins.iter().find(|o| !(o.starts_with("http://") || o.starts_with("https://"))) {
+            return Err(
+                l.err("allowed_origins", format!("expected origins such as http://localhost:5173, got {bad:?}"))
+            );
         }
         Ok(Settings {
             host,
             port: l.integer("port", 0, 65535)? as u16,
             auth_token: l.optional_string("auth_token")?,
-            allowed_hosts: l
-                .list("allowed_hosts")?
-                .into_iter()
-                .map(|h| h.to_ascii_lowercase())
-                .collect(),
+            allowed_hosts: l.list("allowed_hosts")?.into_iter().map(|h| h.to_ascii_lowercase()).collect(),
             allowed_origins: allowed_origins
                 .into_iter()
                 .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
@@ -325,8 +269,7 @@ impl Settings {
             ws_port_range_end,
             max_sessions_global: l.integer("max_sessions_global", 1, 100_000)? as u32,
             session_idle_timeout_ms: l.integer("session_idle_timeout_ms", 1_000, i64::MAX)? as u64,
-            project_root: expand_home(&l.string("project_root")?)
-                .map_err(|p| l.err("project_root", p))?,
+            project_root: expand_home(&l.string("project_root")?).map_err(|p| l.err("project_root", p))?,
             scan_depth: l.integer("scan_depth", 0, 10)? as u32,
             webhook_secret: l.optional_string("webhook_secret")?,
             log_level,
@@ -342,16 +285,11 @@ impl Settings {
 
 /// `localhost`, `*.localhost`, 127.0.0.0/8 and ::1 (brackets allowed).
 pub fn is_loopback_host(host: &str) -> bool {
-    let h = host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase();
+    let h = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
     if h == "localhost" || h.ends_with(".localhost") {
         return true;
     }
-    h.parse::<IpAddr>()
-        .map(|ip| ip.is_loopback())
-        .unwrap_or(false)
+    h.parse::<IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false)
 }
 
 fn expand_home(raw: &str) -> Result<PathBuf, String> {
@@ -360,8 +298,7 @@ fn expand_home(raw: &str) -> Result<PathBuf, String> {
         return Err("expected a folder path".to_string());
     }
     if raw == "~" || raw.starts_with("~/") {
-        let home = std::env::var_os("HOME")
-            .ok_or("\"~\" needs HOME to be set; give an absolute path instead")?;
+        let home = std::env::var_os("HOME").ok_or("\"~\" needs HOME to be set; give an absolute path instead")?;
         return Ok(PathBuf::from(home).join(raw.trim_start_matches('~').trim_start_matches('/')));
     }
     Ok(PathBuf::from(raw))
@@ -372,16 +309,12 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     #[test]
     fn defaults_match_the_documented_values() {
-        let s =
-            Settings::load_from(None, &env(&[("HOME", "/home/x")])).expect("defaults are valid");
+        let s = Settings::load_from(None, &env(&[("HOME", "/home/x")])).expect("defaults are valid");
         assert_eq!(s.port, 3100);
         assert_eq!(s.host, "127.0.0.1");
         assert_eq!(s.db_path, PathBuf::from("./data/conduit.db"));
@@ -427,27 +360,12 @@ mod tests {
             ("CONDUIT_PORT", "abc", "`port`", "integer"),
             ("LOG_FORMAT", "xml", "`log_format`", "pretty, json"),
             ("LOG_LEVEL", "loud[", "`log_level`", "trace, debug"),
-            (
-                "CONDUIT_WS_PORT_RANGE_END",
-                "10",
-                "`ws_port_range_end`",
-                "at least",
-            ),
-            (
-                "CONDUIT_ALLOWED_ORIGINS",
-                "evil.com",
-                "`allowed_origins`",
-                "http://",
-            ),
+            ("CONDUIT_WS_PORT_RANGE_END", "10", "`ws_port_range_end`", "at least"),
+            ("CONDUIT_ALLOWED_ORIGINS", "evil.com", "`allowed_origins`", "http://"),
         ];
         for (var, value, key, allowed) in cases {
-            let err = Settings::load_from(None, &env(&[(var, value)]))
-                .expect_err(var)
-                .to_string();
-            assert!(
-                err.contains(key) && err.contains(allowed) && err.contains(var),
-                "{var}={value}: {err}"
-            );
+            let err = Settings::load_from(None, &env(&[(var, value)])).expect_err(var).to_string();
+            assert!(err.contains(key) && err.contains(allowed) && err.contains(var), "{var}={value}: {err}");
             assert!(!err.contains('\n'), "one line: {err}");
         }
     }
@@ -457,13 +375,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("c.toml");
         std::fs::write(&path, "port = 5000\nprot = 1\n").expect("write");
-        let err = Settings::load_from(Some(&path), &env(&[]))
-            .expect_err("unknown key")
-            .to_string();
-        assert!(
-            err.contains("`prot`") && err.contains("unknown key") && err.contains("port"),
-            "{err}"
-        );
+        let err = Settings::load_from(Some(&path), &env(&[])).expect_err("unknown key").to_string();
+        assert!(err.contains("`prot`") && err.contains("unknown key") && err.contains("port"), "{err}");
 
         std::fs::write(&path, "port = 5000\n").expect("write");
         let s = Settings::load_from(Some(&path), &env(&[("HOME", "/h")])).expect("valid file");
@@ -472,32 +385,16 @@ mod tests {
 
     #[test]
     fn debug_output_hides_secrets() {
-        let s = Settings::load_from(
-            None,
-            &env(&[("CONDUIT_AUTH_TOKEN", "hunter2"), ("HOME", "/h")]),
-        )
-        .expect("valid");
+        let s = Settings::load_from(None, &env(&[("CONDUIT_AUTH_TOKEN", "hunter2"), ("HOME", "/h")])).expect("valid");
         assert!(!format!("{s:?}").contains("hunter2"));
     }
 
     #[test]
     fn loopback_detection() {
-        for h in [
-            "127.0.0.1",
-            "127.1.2.3",
-            "localhost",
-            "app.localhost",
-            "::1",
-            "[::1]",
-        ] {
+        for h in ["127.0.0.1", "127.1.2.3", "localhost", "app.localhost", "::1", "[::1]"] {
             assert!(is_loopback_host(h), "{h}");
         }
-        for h in [
-            "0.0.0.0",
-            "192.168.1.4",
-            "example.com",
-            "localhost.evil.com",
-        ] {
+        for h in ["0.0.0.0", "192.168.1.4", "example.com", "localhost.evil.com"] {
             assert!(!is_loopback_host(h), "{h}");
         }
     }

@@ -38,12 +38,7 @@ pub struct ErrorDetail {
 
 impl AppError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        AppError {
-            status,
-            code,
-            message: message.into(),
-            cause: None,
-        }
+        AppError { status, code, message: message.into(), cause: None }
     }
 
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
@@ -63,11 +58,7 @@ impl AppError {
     }
 
     pub fn validation(message: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "validation_failed",
-            message,
-        )
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed", message)
     }
 
     /// A failure of ours. The client sees a generic sentence; `cause` goes to the log.
@@ -87,13 +78,7 @@ impl AppError {
 
 impl std::fmt::Display for AppError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} ({}): {}",
-            self.status.as_u16(),
-            self.code,
-            self.message
-        )
+        write!(f, "{} ({}): {}", self.status.as_u16(), self.code, self.message)
     }
 }
 
@@ -113,12 +98,8 @@ impl ResponseError for AppError {
 /// Builds the standard error body; also used by the middleware that rewrites
 /// framework-generated errors (404 for unknown routes, 405, ...).
 pub fn error_response(status: StatusCode, code: &str, message: &str) -> HttpResponse {
-    HttpResponse::build(status).json(ErrorBody {
-        error: ErrorDetail {
-            code: code.to_string(),
-            message: message.to_string(),
-        },
-    })
+    HttpResponse::build(status)
+        .json(ErrorBody { error: ErrorDetail { code: code.to_string(), message: message.to_string() } })
 }
 
 impl From<crate::db::StoreError> for AppError {

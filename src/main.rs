@@ -19,19 +19,9 @@ async fn main() -> ExitCode {
     telemetry::init(&settings.log_level, settings.log_format);
 
     let outcome = match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => {
-            serve(
-                settings,
-                ServeOptions {
-                    insecure: cli.insecure,
-                },
-            )
-            .await
-        }
+        Command::Serve => serve(settings, ServeOptions { insecure: cli.insecure }).await,
         Command::Migrate => migrate(&settings).await,
-        Command::Db {
-            action: DbAction::Reset { yes },
-        } => reset(&settings, yes).await,
+        Command::Db { action: DbAction::Reset { yes } } => reset(&settings, yes).await,
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -43,12 +33,11 @@ async fn main() -> ExitCode {
 }
 
 async fn serve(settings: Settings, options: ServeOptions) -> Result<(), String> {
-    let app = Application::build(settings, options)
-        .await
-        .map_err(|e| e.to_string())?;
-    app.run_until_stopped()
-        .await
-        .map_err(|e| format!("server error: {e}"))
+    let host = settings.host.clone();
+    let app = Application::build(settings, options).await.map_err(|e| e.to_string())?;
+    // On stdout, for people and scripts (with port 0 this is how they learn the port).
+    println!("conduit listening on http://{host}:{}", app.port());
+    app.run_until_stopped().await.map_err(|e| format!("server error: {e}"))
 }
 
 async fn migrate(settings: &Settings) -> Result<(), String> {
@@ -63,12 +52,7 @@ async fn migrate(settings: &Settings) -> Result<(), String> {
     if applied.is_empty() {
         println!("database {} is up to date", settings.db_path.display());
     } else {
-        println!(
-            "applied {} migration(s) to {}: {}",
-            applied.len(),
-            settings.db_path.display(),
-            applied.join(", ")
-        );
+        println!("applied {} migration(s) to {}: {}", applied.len(), settings.db_path.display(), applied.join(", "));
     }
     Ok(())
 }
@@ -76,10 +60,7 @@ async fn migrate(settings: &Settings) -> Result<(), String> {
 async fn reset(settings: &Settings, yes: bool) -> Result<(), String> {
     let path = settings.db_path.clone();
     if !yes {
-        return Err(format!(
-            "refusing to erase {} without --yes (nothing was changed)",
-            path.display()
-        ));
+        return Err(format!("refusing to erase {} without --yes (nothing was changed)", path.display()));
     }
     for suffix in ["", "-wal", "-shm"] {
         let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));

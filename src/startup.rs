@@ -20,10 +20,7 @@ pub enum StartupError {
     #[error("refusing to listen on {0} without CONDUIT_AUTH_TOKEN: anyone who can reach it could run commands on this machine. Set CONDUIT_AUTH_TOKEN, or pass --insecure if the network is trusted")]
     TokenRequired(String),
     #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        addr: String,
-        source: std::io::Error,
-    },
+    Bind { addr: String, source: std::io::Error },
     #[error("{0}")]
     Database(#[from] crate::db::StoreError),
 }
@@ -41,10 +38,7 @@ pub struct Application {
 }
 
 impl Application {
-    pub async fn build(
-        settings: Settings,
-        options: ServeOptions,
-    ) -> Result<Application, StartupError> {
+    pub async fn build(settings: Settings, options: ServeOptions) -> Result<Application, StartupError> {
         let addr = format!("{}:{}", settings.host, settings.port);
         if !settings.binds_loopback() && settings.auth_token.is_none() && !options.insecure {
             return Err(StartupError::TokenRequired(addr));
@@ -53,35 +47,16 @@ impl Application {
             tracing::warn!(%addr, "listening off loopback with no token (--insecure)");
         }
 
-        let store = Store::open_blocking(
-            &settings.db_path,
-            settings.db_pool_size,
-            settings.db_busy_timeout_ms,
-        )
-        .await?;
-        let listener = TcpListener::bind(&addr).map_err(|source| StartupError::Bind {
-            addr: addr.clone(),
-            source,
-        })?;
-        let port = listener
-            .local_addr()
-            .map_err(|source| StartupError::Bind {
-                addr: addr.clone(),
-                source,
-            })?
-            .port();
+        let store = Store::open_blocking(&settings.db_path, settings.db_pool_size, settings.db_busy_timeout_ms).await?;
+        let listener = TcpListener::bind(&addr).map_err(|source| StartupError::Bind { addr: addr.clone(), source })?;
+        let port = listener.local_addr().map_err(|source| StartupError::Bind { addr: addr.clone(), source })?.port();
 
         let policy = web::Data::new(AccessPolicy::from_settings(&settings));
         let root = ProjectRoot::new(&settings.project_root);
         if !root.path().is_dir() {
             tracing::warn!(root = %root.path().display(), "the project root does not exist; browsing and projects will fail until it does");
         }
-        let state = web::Data::new(AppState {
-            settings: Arc::new(settings),
-            store,
-            root,
-            started: Instant::now(),
-        });
+        let state = web::Data::new(AppState { settings: Arc::new(settings), store, root, started: Instant::now() });
 
         let server = HttpServer::new(move || {
             App::new()
@@ -96,10 +71,7 @@ impl Application {
                 .default_service(web::to(errors::route_not_found))
         })
         .listen(listener)
-        .map_err(|source| StartupError::Bind {
-            addr: addr.clone(),
-            source,
-        })?
+        .map_err(|source| StartupError::Bind { addr: addr.clone(), source })?
         .shutdown_timeout(5)
         .run();
         tracing::info!(%addr, port, "conduit listening");

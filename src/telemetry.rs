@@ -16,9 +16,7 @@ use crate::config::LogFormat;
 /// tests can build several applications in one process.
 pub fn init(level: &str, format: LogFormat) {
     let filter = EnvFilter::try_new(level).unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
         LogFormat::Pretty => builder.compact().try_init(),
@@ -31,18 +29,13 @@ pub async fn request_span(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, Error> {
     let request_id = uuid::Uuid::new_v4();
-    let span =
-        tracing::info_span!("request", %request_id, method = %req.method(), path = %req.path());
+    let span = tracing::info_span!("request", %request_id, method = %req.method(), path = %req.path());
     let started = Instant::now();
     async move {
         let result = next.call(req).await;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         match &result {
-            Ok(res) => tracing::info!(
-                status = res.status().as_u16(),
-                elapsed_ms,
-                "request completed"
-            ),
+            Ok(res) => tracing::info!(status = res.status().as_u16(), elapsed_ms, "request completed"),
             Err(e) => tracing::warn!(error = %e, elapsed_ms, "request failed"),
         }
         result

@@ -50,8 +50,7 @@ impl From<DieselError> for StoreError {
                 StoreError::Conflict(info.message().to_string())
             }
             DieselError::DatabaseError(_, info)
-                if info.message().contains("database is locked")
-                    || info.message().contains("database is busy") =>
+                if info.message().contains("database is locked") || info.message().contains("database is busy") =>
             {
                 StoreError::Busy(info.message().to_string())
             }
@@ -72,19 +71,13 @@ fn sqlite_pragmas(busy_timeout_ms: u64) -> String {
 /// Opens a SQLite connection with the pragmas set. Used by the pool and by the CLI commands.
 pub fn open_sqlite(path: &Path, busy_timeout_ms: u64) -> Result<SqliteConnection, StoreError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| {
-            StoreError::Other(format!(
-                "cannot create the database folder {}: {e}",
-                parent.display()
-            ))
-        })?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| StoreError::Other(format!("cannot create the database folder {}: {e}", parent.display())))?;
     }
-    let url = path.to_str().ok_or_else(|| {
-        StoreError::Other(format!("database path is not UTF-8: {}", path.display()))
-    })?;
-    let mut conn = SqliteConnection::establish(url).map_err(|e| {
-        StoreError::Other(format!("cannot open the database {}: {e}", path.display()))
-    })?;
+    let url =
+        path.to_str().ok_or_else(|| StoreError::Other(format!("database path is not UTF-8: {}", path.display())))?;
+    let mut conn = SqliteConnection::establish(url)
+        .map_err(|e| StoreError::Other(format!("cannot open the database {}: {e}", path.display())))?;
     conn.batch_execute(&sqlite_pragmas(busy_timeout_ms))?;
     Ok(conn)
 }
@@ -110,11 +103,7 @@ impl ManageConnection for ConnectionManager {
     fn connect(&self) -> Result<DbConnection, Self::Error> {
         open_sqlite(&self.path, self.busy_timeout_ms)
             .map(DbConnection::Sqlite)
-            .map_err(|e| {
-                diesel::r2d2::Error::ConnectionError(diesel::ConnectionError::BadConnection(
-                    e.to_string(),
-                ))
-            })
+            .map_err(|e| diesel::r2d2::Error::ConnectionError(diesel::ConnectionError::BadConnection(e.to_string())))
     }
 
     fn is_valid(&self, conn: &mut DbConnection) -> Result<(), Self::Error> {
@@ -142,10 +131,7 @@ impl Store {
             tracing::info!(migrations = ?applied, "database migrated");
         }
         drop(conn);
-        let manager = ConnectionManager {
-            path: path.to_path_buf(),
-            busy_timeout_ms,
-        };
+        let manager = ConnectionManager { path: path.to_path_buf(), busy_timeout_ms };
         let pool = Pool::builder()
             .max_size(pool_size)
             .connection_timeout(Duration::from_secs(10))
@@ -154,11 +140,7 @@ impl Store {
         Ok(Store { pool })
     }
 
-    pub async fn open_blocking(
-        path: &Path,
-        pool_size: u32,
-        busy_timeout_ms: u64,
-    ) -> Result<Store, StoreError> {
+    pub async fn open_blocking(path: &Path, pool_size: u32, busy_timeout_ms: u64) -> Result<Store, StoreError> {
         let path = path.to_path_buf();
         tokio::task::spawn_blocking(move || Store::open(&path, pool_size, busy_timeout_ms))
             .await
@@ -174,9 +156,8 @@ impl Store {
     {
         let pool = self.pool.clone();
         tokio::task::spawn_blocking(move || {
-            let mut conn = pool
-                .get()
-                .map_err(|e| StoreError::Busy(format!("no database connection available: {e}")))?;
+            let mut conn =
+                pool.get().map_err(|e| StoreError::Busy(format!("no database connection available: {e}")))?;
             f(&mut conn)
         })
         .await
@@ -185,8 +166,6 @@ impl Store {
 
     /// A trivial round trip, for health checks.
     pub async fn ping(&self) -> bool {
-        self.run(|conn| conn.batch_execute("SELECT 1").map_err(StoreError::from))
-            .await
-            .is_ok()
+        self.run(|conn| conn.batch_execute("SELECT 1").map_err(StoreError::from)).await.is_ok()
     }
 }

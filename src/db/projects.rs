@@ -8,9 +8,7 @@ use super::schema::projects;
 use super::{DbConnection, StoreError};
 
 /// A project: a folder on disk where sessions run, with defaults for the sessions it launches.
-#[derive(
-    Debug, Clone, PartialEq, Queryable, Selectable, Insertable, AsChangeset, Serialize, ToSchema,
-)]
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, AsChangeset, Serialize, ToSchema)]
 #[diesel(table_name = projects, treat_none_as_null = true)]
 pub struct Project {
     /// UUID.
@@ -34,36 +32,20 @@ pub struct Project {
 }
 
 pub fn insert(conn: &mut DbConnection, project: &Project) -> Result<(), StoreError> {
-    diesel::insert_into(projects::table)
-        .values(project)
-        .execute(conn)?;
+    diesel::insert_into(projects::table).values(project).execute(conn)?;
     Ok(())
 }
 
 pub fn find(conn: &mut DbConnection, id: &str) -> Result<Option<Project>, StoreError> {
-    Ok(projects::table
-        .find(id)
-        .select(Project::as_select())
-        .first(conn)
-        .optional()?)
+    Ok(projects::table.find(id).select(Project::as_select()).first(conn).optional()?)
 }
 
-pub fn find_by_folder(
-    conn: &mut DbConnection,
-    folder: &str,
-) -> Result<Option<Project>, StoreError> {
-    Ok(projects::table
-        .filter(projects::folder_path.eq(folder))
-        .select(Project::as_select())
-        .first(conn)
-        .optional()?)
+pub fn find_by_folder(conn: &mut DbConnection, folder: &str) -> Result<Option<Project>, StoreError> {
+    Ok(projects::table.filter(projects::folder_path.eq(folder)).select(Project::as_select()).first(conn).optional()?)
 }
 
 /// Projects whose folder is one of `folders`: (folder_path, id) pairs.
-pub fn ids_by_folder(
-    conn: &mut DbConnection,
-    folders: Vec<String>,
-) -> Result<Vec<(String, String)>, StoreError> {
+pub fn ids_by_folder(conn: &mut DbConnection, folders: Vec<String>) -> Result<Vec<(String, String)>, StoreError> {
     Ok(projects::table
         .filter(projects::folder_path.eq_any(folders))
         .select((projects::folder_path, projects::id))
@@ -82,9 +64,7 @@ pub fn list(conn: &mut DbConnection, limit: i64, offset: i64) -> Result<Vec<Proj
 
 /// Writes every column of `project`; `NotFound` when the row is gone.
 pub fn update(conn: &mut DbConnection, project: &Project) -> Result<(), StoreError> {
-    let n = diesel::update(projects::table.find(&project.id))
-        .set(project)
-        .execute(conn)?;
+    let n = diesel::update(projects::table.find(&project.id)).set(project).execute(conn)?;
     if n == 0 {
         return Err(StoreError::NotFound);
     }

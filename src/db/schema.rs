@@ -109,11 +109,4 @@ diesel::joinable!(permission_rules -> projects (project_id));
 diesel::joinable!(sessions -> projects (project_id));
 diesel::joinable!(messages -> sessions (session_id));
 
-diesel::allow_tables_to_appear_in_same_query!(
-    projects,
-    permission_rules,
-    sessions,
-    messages,
-    permission_log,
-    webhooks
-);
+diesel::allow_tables_to_appear_in_same_query!(projects, permission_rules, sessions, messages, permission_log, webhooks);

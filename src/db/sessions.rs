@@ -9,8 +9,5 @@ use super::{DbConnection, StoreError};
 pub const LIVE_STATUSES: [&str; 4] = ["starting", "idle", "active", "compacting"];
 
 pub fn count_live(conn: &mut DbConnection) -> Result<i64, StoreError> {
-    Ok(sessions::table
-        .filter(sessions::status.eq_any(LIVE_STATUSES))
-        .count()
-        .get_result(conn)?)
+    Ok(sessions::table.filter(sessions::status.eq_any(LIVE_STATUSES)).count().get_result(conn)?)
 }

@@ -50,13 +50,9 @@ impl ProjectRoot {
         let absolute = if configured.is_absolute() {
             configured
         } else {
-            std::env::current_dir()
-                .map(|d| d.join(&configured))
-                .unwrap_or(configured)
+            std::env::current_dir().map(|d| d.join(&configured)).unwrap_or(configured)
         };
-        ProjectRoot {
-            configured: normalize_lexically(&absolute),
-        }
+        ProjectRoot { configured: normalize_lexically(&absolute) }
     }
 
     /// The root as configured (absolute, normalized).
@@ -79,16 +75,10 @@ impl ProjectRoot {
     pub fn resolve_dir(&self, raw: Option<&str>) -> Result<PathBuf, PathError> {
         let raw = raw.unwrap_or("").trim_end_matches('\n');
         if raw.contains('\0') {
-            return Err(PathError::Invalid(
-                "the path must not contain NUL bytes".to_string(),
-            ));
+            return Err(PathError::Invalid("the path must not contain NUL bytes".to_string()));
         }
         let canonical_root = self.canonical()?;
-        let requested = if raw.is_empty() {
-            self.configured.clone()
-        } else {
-            self.configured.join(raw)
-        };
+        let requested = if raw.is_empty() { self.configured.clone() } else { self.configured.join(raw) };
         let lexical = normalize_lexically(&requested);
         if !lexical.starts_with(&self.configured) && !lexical.starts_with(&canonical_root) {
             return Err(PathError::OutsideRoot);
@@ -106,15 +96,10 @@ impl ProjectRoot {
             return Err(PathError::OutsideRoot);
         }
         if !canonical.is_dir() {
-            return Err(PathError::NotADirectory(format!(
-                "{} is not a directory",
-                canonical.display()
-            )));
+            return Err(PathError::NotADirectory(format!("{} is not a directory", canonical.display())));
         }
         if canonical.to_str().is_none() {
-            return Err(PathError::Invalid(
-                "the path is not valid UTF-8".to_string(),
-            ));
+            return Err(PathError::Invalid("the path is not valid UTF-8".to_string()));
         }
         Ok(canonical)
     }
@@ -130,9 +115,7 @@ impl ProjectRoot {
     pub fn list_dirs(&self, dir: &Path) -> Result<Vec<FolderEntry>, PathError> {
         let canonical_root = self.canonical()?;
         let reader = std::fs::read_dir(dir).map_err(|e| match e.kind() {
-            ErrorKind::PermissionDenied => {
-                PathError::Denied(format!("permission denied reading {}", dir.display()))
-            }
+            ErrorKind::PermissionDenied => PathError::Denied(format!("permission denied reading {}", dir.display())),
             _ => PathError::Io(format!("cannot read {}: {e}", dir.display())),
         })?;
         let mut entries = Vec::new();
@@ -145,9 +128,7 @@ impl ProjectRoot {
                 continue;
             };
             let is_dir = if file_type.is_symlink() {
-                std::fs::canonicalize(&path)
-                    .map(|t| t.is_dir() && t.starts_with(&canonical_root))
-                    .unwrap_or(false)
+                std::fs::canonicalize(&path).map(|t| t.is_dir() && t.starts_with(&canonical_root)).unwrap_or(false)
             } else {
                 file_type.is_dir()
             };
@@ -162,12 +143,7 @@ impl ProjectRoot {
                 name,
             });
         }
-        entries.sort_by(|a, b| {
-            a.name
-                .to_lowercase()
-                .cmp(&b.name.to_lowercase())
-                .then_with(|| a.name.cmp(&b.name))
-        });
+        entries.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()).then_with(|| a.name.cmp(&b.name)));
         Ok(entries)
     }
 }
@@ -206,11 +182,7 @@ pub fn project_type(dir: &Path) -> &'static str {
         ("go.mod", "go"),
         ("pom.xml", "java"),
     ];
-    MARKERS
-        .iter()
-        .find(|(file, _)| dir.join(file).is_file())
-        .map(|(_, kind)| *kind)
-        .unwrap_or("generic")
+    MARKERS.iter().find(|(file, _)| dir.join(file).is_file()).map(|(_, kind)| *kind).unwrap_or("generic")
 }
 
 /// A `.claude/` folder in the project, or transcripts the CLI keeps for it under
@@ -221,20 +193,8 @@ pub fn has_claude_history(dir: &Path, home: Option<&Path>) -> bool {
     }
     let Some(home) = home else { return false };
     let text = dir.to_string_lossy();
-    let slashes: String = text
-        .chars()
-        .map(|c| if c == '/' { '-' } else { c })
-        .collect();
-    let all: String = text
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
+    let slashes: String = text.chars().map(|c| if c == '/' { '-' } else { c }).collect();
+    let all: String = text.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' }).collect();
     let projects = home.join(".claude").join("projects");
     projects.join(slashes).is_dir() || projects.join(all).is_dir()
 }
@@ -264,10 +224,7 @@ pub fn discover(start: &Path, depth: u32, home: Option<&Path>) -> Vec<Discovered
             if !markers.is_empty() {
                 found.push(Discovered {
                     folder_path: dir.to_string_lossy().into_owned(),
-                    name: dir
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_else(|| "/".to_string()),
+                    name: dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "/".to_string()),
                     project_type: project_type(&dir),
                     has_claude_history: has_claude_history(&dir, home),
                     markers,
@@ -316,42 +273,18 @@ mod tests {
         let (base, root) = tree();
         let canonical_root = fs::canonicalize(base.path().join("root")).expect("canon");
         assert_eq!(root.resolve_dir(None), Ok(canonical_root.clone()));
-        assert_eq!(
-            root.resolve_dir(Some("a/b")),
-            Ok(canonical_root.join("a/b"))
-        );
-        assert_eq!(
-            root.resolve_dir(Some("a/../a/b/..")),
-            Ok(canonical_root.join("a"))
-        );
+        assert_eq!(root.resolve_dir(Some("a/b")), Ok(canonical_root.join("a/b")));
+        assert_eq!(root.resolve_dir(Some("a/../a/b/..")), Ok(canonical_root.join("a")));
         assert_eq!(root.resolve_dir(Some("..")), Err(PathError::OutsideRoot));
-        assert_eq!(
-            root.resolve_dir(Some("../root-leak")),
-            Err(PathError::OutsideRoot)
-        );
+        assert_eq!(root.resolve_dir(Some("../root-leak")), Err(PathError::OutsideRoot));
         let leak = base.path().join("root-leak");
-        assert_eq!(
-            root.resolve_dir(Some(leak.to_str().expect("utf8"))),
-            Err(PathError::OutsideRoot)
-        );
+        assert_eq!(root.resolve_dir(Some(leak.to_str().expect("utf8"))), Err(PathError::OutsideRoot));
         assert_eq!(root.resolve_dir(Some("/etc")), Err(PathError::OutsideRoot));
-        assert!(matches!(
-            root.resolve_dir(Some("nope")),
-            Err(PathError::NotFound(_))
-        ));
-        assert!(matches!(
-            root.resolve_dir(Some("file.txt")),
-            Err(PathError::NotADirectory(_))
-        ));
-        assert!(matches!(
-            root.resolve_dir(Some("a\0b")),
-            Err(PathError::Invalid(_))
-        ));
+        assert!(matches!(root.resolve_dir(Some("nope")), Err(PathError::NotFound(_))));
+        assert!(matches!(root.resolve_dir(Some("file.txt")), Err(PathError::NotADirectory(_))));
+        assert!(matches!(root.resolve_dir(Some("a\0b")), Err(PathError::Invalid(_))));
         // A folder literally named "%2e%2e" is just a name: never decoded twice.
-        assert!(matches!(
-            root.resolve_dir(Some("%2e%2e")),
-            Err(PathError::NotFound(_))
-        ));
+        assert!(matches!(root.resolve_dir(Some("%2e%2e")), Err(PathError::NotFound(_))));
     }
 
     #[test]
@@ -362,17 +295,9 @@ mod tests {
         std::os::unix::fs::symlink(r.join("a"), r.join("in")).expect("symlink");
         assert_eq!(root.resolve_dir(Some("out")), Err(PathError::OutsideRoot));
         assert!(root.resolve_dir(Some("in")).is_ok());
-        let listed: Vec<String> = root
-            .list_dirs(&fs::canonicalize(&r).expect("c"))
-            .expect("list")
-            .into_iter()
-            .map(|e| e.name)
-            .collect();
-        assert_eq!(
-            listed,
-            vec![".hidden", "a", "in"],
-            "dirs only, sorted, escaping symlink left out"
-        );
+        let listed: Vec<String> =
+            root.list_dirs(&fs::canonicalize(&r).expect("c")).expect("list").into_iter().map(|e| e.name).collect();
+        assert_eq!(listed, vec![".hidden", "a", "in"], "dirs only, sorted, escaping symlink left out");
     }
 
     #[test]
@@ -415,20 +340,12 @@ mod tests {
         fs::create_dir_all(p.join("node_modules/dep/.git")).expect("mkdir");
         fs::write(p.join("x/two/package.json"), "{}").expect("write");
 
-        let names = |d: u32| {
-            discover(&p, d, None)
-                .into_iter()
-                .map(|d| d.name)
-                .collect::<Vec<_>>()
-        };
+        let names = |d: u32| discover(&p, d, None).into_iter().map(|d| d.name).collect::<Vec<_>>();
         assert_eq!(names(0), Vec::<String>::new());
         assert_eq!(names(1), vec!["one"]);
         assert_eq!(names(2), vec!["one", "two"]);
         assert_eq!(names(3), vec!["one", "two", "three"]);
-        let two = discover(&p, 2, None)
-            .into_iter()
-            .find(|d| d.name == "two")
-            .expect("two");
+        let two = discover(&p, 2, None).into_iter().find(|d| d.name == "two").expect("two");
         assert_eq!(two.project_type, "node");
         assert!(two.has_claude_history);
         assert_eq!(two.markers, vec![".claude"]);

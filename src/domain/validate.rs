@@ -1,14 +1,35 @@
 //! Field checks shared by every endpoint, each returning the sentence a client will read.
 
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
 /// The permission modes the CLI accepts for `--permission-mode`.
-pub const PERMISSION_MODES: [&str; 6] = [
-    "acceptEdits",
-    "bypassPermissions",
-    "default",
-    "delegate",
-    "dontAsk",
-    "plan",
-];
+pub const PERMISSION_MODES: [&str; 6] = ["acceptEdits", "bypassPermissions", "default", "delegate", "dontAsk", "plan"];
+
+/// A permission mode as it travels in JSON; serde rejects anything else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum PermissionMode {
+    AcceptEdits,
+    BypassPermissions,
+    Default,
+    Delegate,
+    DontAsk,
+    Plan,
+}
+
+impl PermissionMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::AcceptEdits => "acceptEdits",
+            PermissionMode::BypassPermissions => "bypassPermissions",
+            PermissionMode::Default => "default",
+            PermissionMode::Delegate => "delegate",
+            PermissionMode::DontAsk => "dontAsk",
+            PermissionMode::Plan => "plan",
+        }
+    }
+}
 
 /// Trims a display name and checks it is 1 to 200 characters.
 pub fn name(field: &str, raw: &str) -> Result<String, String> {
@@ -18,9 +39,7 @@ pub fn name(field: &str, raw: &str) -> Result<String, String> {
         return Err(format!("`{field}` must not be empty"));
     }
     if len > 200 {
-        return Err(format!(
-            "`{field}` must be at most 200 characters (got {len})"
-        ));
+        return Err(format!("`{field}` must be at most 200 characters (got {len})"));
     }
     if trimmed.chars().any(|c| c.is_control()) {
         return Err(format!("`{field}` must not contain control characters"));
@@ -41,9 +60,7 @@ pub fn identifier(field: &str, raw: &str) -> Result<String, String> {
         return Err(format!("`{field}` must not start with '-'"));
     }
     if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!(
-            "`{field}` must not contain whitespace, newlines or control characters"
-        ));
+        return Err(format!("`{field}` must not contain whitespace, newlines or control characters"));
     }
     Ok(raw.to_string())
 }
@@ -52,10 +69,7 @@ pub fn permission_mode(field: &str, raw: &str) -> Result<String, String> {
     if PERMISSION_MODES.contains(&raw) {
         Ok(raw.to_string())
     } else {
-        Err(format!(
-            "`{field}` must be one of {}; got {raw:?}",
-            PERMISSION_MODES.join(", ")
-        ))
+        Err(format!("`{field}` must be one of {}; got {raw:?}", PERMISSION_MODES.join(", ")))
     }
 }
 
@@ -65,10 +79,7 @@ pub fn free_text(field: &str, raw: &str, max_bytes: usize) -> Result<String, Str
         return Err(format!("`{field}` must not contain NUL bytes"));
     }
     if raw.len() > max_bytes {
-        return Err(format!(
-            "`{field}` must be at most {max_bytes} bytes (got {})",
-            raw.len()
-        ));
+        return Err(format!("`{field}` must be at most {max_bytes} bytes (got {})", raw.len()));
     }
     Ok(raw.to_string())
 }
@@ -89,15 +100,7 @@ mod tests {
     #[test]
     fn identifiers_cannot_smuggle_flags() {
         assert!(identifier("model", "claude-sonnet-4-5").is_ok());
-        for bad in [
-            "-p",
-            "--dangerously-skip-permissions",
-            "a b",
-            "a\nb",
-            "a\0b",
-            "a\tb",
-            "",
-        ] {
+        for bad in ["-p", "--dangerously-skip-permissions", "a b", "a\nb", "a\0b", "a\tb", ""] {
             assert!(identifier("model", bad).is_err(), "{bad:?}");
         }
     }
@@ -106,6 +109,8 @@ mod tests {
     fn permission_modes_are_a_closed_list() {
         for m in PERMISSION_MODES {
             assert!(permission_mode("mode", m).is_ok());
+            let parsed: PermissionMode = serde_json::from_value(serde_json::json!(m)).expect("known mode");
+            assert_eq!(parsed.as_str(), m);
         }
         assert!(permission_mode("mode", "ask").is_err());
         assert!(permission_mode("mode", "Default").is_err());

@@ -25,34 +25,24 @@ fn classify_json(err: &JsonPayloadError) -> AppError {
             format!("The request body is larger than the limit of {MAX_BODY_BYTES} bytes."),
         ),
         // A well-formed document of the wrong shape: unknown field, missing field, wrong type.
-        JsonPayloadError::Deserialize(e) if e.is_data() => {
-            AppError::validation(format!("Invalid request body: {e}"))
+        JsonPayloadError::Deserialize(e) if e.is_data() => AppError::validation(format!("Invalid request body: {e}")),
+        JsonPayloadError::Deserialize(e) => {
+            AppError::bad_request("malformed_json", format!("The request body is not valid JSON: {e}"))
         }
-        JsonPayloadError::Deserialize(e) => AppError::bad_request(
-            "malformed_json",
-            format!("The request body is not valid JSON: {e}"),
-        ),
-        other => AppError::bad_request(
-            "bad_request",
-            format!("Could not read the request body: {other}"),
-        ),
+        other => AppError::bad_request("bad_request", format!("Could not read the request body: {other}")),
     }
 }
 
 pub fn json_config() -> web::JsonConfig {
-    web::JsonConfig::default()
-        .limit(MAX_BODY_BYTES)
-        .error_handler(|err, _req| {
-            let response = classify_json(&err).error_response();
-            InternalError::from_response(err, response).into()
-        })
+    web::JsonConfig::default().limit(MAX_BODY_BYTES).error_handler(|err, _req| {
+        let response = classify_json(&err).error_response();
+        InternalError::from_response(err, response).into()
+    })
 }
 
 pub fn query_config() -> web::QueryConfig {
     web::QueryConfig::default().error_handler(|err, _req| {
-        let response =
-            AppError::bad_request("invalid_query", format!("Invalid query string: {err}"))
-                .error_response();
+        let response = AppError::bad_request("invalid_query", format!("Invalid query string: {err}")).error_response();
         InternalError::from_response(err, response).into()
     })
 }
@@ -66,26 +56,16 @@ pub fn path_config() -> web::PathConfig {
 
 /// The app's fallback: no route matched the path.
 pub async fn route_not_found(req: HttpRequest) -> HttpResponse {
-    error_response(
-        StatusCode::NOT_FOUND,
-        "not_found",
-        &format!("No route for {} {}.", req.method(), req.path()),
-    )
+    error_response(StatusCode::NOT_FOUND, "not_found", &format!("No route for {} {}.", req.method(), req.path()))
 }
 
 /// A resource's fallback: the path exists, the method does not.
-pub fn method_not_allowed(
-    allowed: String,
-) -> impl Fn(HttpRequest) -> std::future::Ready<HttpResponse> + Clone {
+pub fn method_not_allowed(allowed: String) -> impl Fn(HttpRequest) -> std::future::Ready<HttpResponse> + Clone {
     move |req: HttpRequest| {
         let mut response = error_response(
             StatusCode::METHOD_NOT_ALLOWED,
             "method_not_allowed",
-            &format!(
-                "{} is not allowed on {}; allowed: {allowed}.",
-                req.method(),
-                req.path()
-            ),
+            &format!("{} is not allowed on {}; allowed: {allowed}.", req.method(), req.path()),
         );
         if let Ok(value) = header::HeaderValue::from_str(&allowed) {
             response.headers_mut().insert(header::ALLOW, value);

@@ -13,14 +13,11 @@ use crate::error::{AppError, AppResult, ErrorBody};
 pub fn path_error(e: PathError) -> AppError {
     match e {
         PathError::Invalid(m) => AppError::validation(m),
-        PathError::OutsideRoot => AppError::forbidden(
-            "path_outside_root",
-            "That path is outside the project root (CONDUIT_PROJECT_ROOT).",
-        ),
-        PathError::NotFound(m) => AppError::not_found(m),
-        PathError::NotADirectory(m) => {
-            AppError::new(StatusCode::UNPROCESSABLE_ENTITY, "not_a_directory", m)
+        PathError::OutsideRoot => {
+            AppError::forbidden("path_outside_root", "That path is outside the project root (CONDUIT_PROJECT_ROOT).")
         }
+        PathError::NotFound(m) => AppError::not_found(m),
+        PathError::NotADirectory(m) => AppError::new(StatusCode::UNPROCESSABLE_ENTITY, "not_a_directory", m),
         PathError::Denied(m) => AppError::forbidden("permission_denied", m),
         PathError::Io(m) => AppError::internal(m),
     }
@@ -65,20 +62,13 @@ pub struct FolderListing {
         (status = 404, description = "No such folder", body = ErrorBody),
         (status = 422, description = "Not a directory, or a malformed path", body = ErrorBody),
     ))]
-pub async fn browse(
-    state: web::Data<AppState>,
-    query: web::Query<BrowseQuery>,
-) -> AppResult<HttpResponse> {
+pub async fn browse(state: web::Data<AppState>, query: web::Query<BrowseQuery>) -> AppResult<HttpResponse> {
     let root = state.root.clone();
     let raw = query.into_inner().path;
     let listing = web::block(move || {
         let dir = root.resolve_dir(raw.as_deref())?;
         let entries = root.list_dirs(&dir)?;
-        let parent = if root.is_root(&dir) {
-            None
-        } else {
-            dir.parent().map(|p| p.to_string_lossy().into_owned())
-        };
+        let parent = if root.is_root(&dir) { None } else { dir.parent().map(|p| p.to_string_lossy().into_owned()) };
         let root_path = root.resolve_dir(None)?;
         Ok::<_, PathError>(FolderListing {
             path: dir.to_string_lossy().into_owned(),
@@ -86,12 +76,7 @@ pub async fn browse(
             root: root_path.to_string_lossy().into_owned(),
             entries: entries
                 .into_iter()
-                .map(|e| FolderEntry {
-                    name: e.name,
-                    path: e.path,
-                    hidden: e.hidden,
-                    is_project: e.is_project,
-                })
+                .map(|e| FolderEntry { name: e.name, path: e.path, hidden: e.hidden, is_project: e.is_project })
                 .collect(),
         })
     })

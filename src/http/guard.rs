@@ -90,10 +90,7 @@ impl AccessPolicy {
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                v.strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "))
-            })
+            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
             .map(str::trim)
             .map(str::to_string);
         let is_stream = req.path().ends_with("/ws") || req.path().ends_with("/stream");
@@ -112,15 +109,14 @@ impl AccessPolicy {
 
     /// `Err` with the response to send when the request is refused.
     pub fn check(&self, req: &ServiceRequest) -> Result<(), AppError> {
-        let host = req
-            .headers()
-            .get(header::HOST)
-            .map(|v| v.to_str().unwrap_or("\u{fffd}"));
+        let host = req.headers().get(header::HOST).map(|v| v.to_str().unwrap_or("\u{fffd}"));
         if let Some(host) = host {
             if !self.host_allowed(host) {
                 return Err(AppError::forbidden(
                     "host_not_allowed",
-                    format!("Host {host:?} is not allowed. Use a loopback address, or add it to CONDUIT_ALLOWED_HOSTS."),
+                    format!(
+                        "Host {host:?} is not allowed. Use a loopback address, or add it to CONDUIT_ALLOWED_HOSTS."
+                    ),
                 ));
             }
         }
@@ -166,16 +162,11 @@ pub async fn enforce(
     if let Err(refusal) = verdict {
         let mut response = refusal.error_response();
         if refusal.status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                header::HeaderValue::from_static("Bearer"),
-            );
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
         }
         return Ok(req.into_response(response));
     }
-    next.call(req)
-        .await
-        .map(ServiceResponse::map_into_boxed_body)
+    next.call(req).await.map(ServiceResponse::map_into_boxed_body)
 }
 
 #[cfg(test)]
@@ -184,18 +175,9 @@ mod tests {
 
     #[test]
     fn host_port_splitting() {
-        assert_eq!(
-            split_host_port("127.0.0.1:3100"),
-            ("127.0.0.1".to_string(), Some("3100"))
-        );
-        assert_eq!(
-            split_host_port("[::1]:80"),
-            ("[::1]".to_string(), Some("80"))
-        );
-        assert_eq!(
-            split_host_port("LocalHost"),
-            ("localhost".to_string(), None)
-        );
+        assert_eq!(split_host_port("127.0.0.1:3100"), ("127.0.0.1".to_string(), Some("3100")));
+        assert_eq!(split_host_port("[::1]:80"), ("[::1]".to_string(), Some("80")));
+        assert_eq!(split_host_port("LocalHost"), ("localhost".to_string(), None));
         assert_eq!(split_host_port("::1"), ("::1".to_string(), None));
     }
 
@@ -206,22 +188,10 @@ mod tests {
             allowed_origins: vec!["http://localhost:5173".into()],
             token: None,
         };
-        for ok in [
-            "127.0.0.1:3100",
-            "localhost",
-            "[::1]:3100",
-            "box.lan:1234",
-            "other.lan:8080",
-        ] {
+        for ok in ["127.0.0.1:3100", "localhost", "[::1]:3100", "box.lan:1234", "other.lan:8080"] {
             assert!(p.host_allowed(ok), "{ok}");
         }
-        for bad in [
-            "evil.com",
-            "evil.com:3100",
-            "other.lan:9090",
-            "127.0.0.1.evil.com",
-            "localhost.evil.com:80",
-        ] {
+        for bad in ["evil.com", "evil.com:3100", "other.lan:9090", "127.0.0.1.evil.com", "localhost.evil.com:80"] {
             assert!(!p.host_allowed(bad), "{bad}");
         }
         assert!(p.origin_allowed("http://127.0.0.1:3100", Some("127.0.0.1:3100")));

@@ -46,18 +46,14 @@ pub struct Health {
 pub fn resolve_executable(cli: &str) -> Option<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let is_exec = |p: &std::path::Path| {
-        std::fs::metadata(p)
-            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            .unwrap_or(false)
+        std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
     };
     if cli.contains('/') {
         let p = std::path::PathBuf::from(cli);
         return is_exec(&p).then_some(p);
     }
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(cli))
-        .find(|p| is_exec(p))
+    std::env::split_paths(&path).map(|dir| dir.join(cli)).find(|p| is_exec(p))
 }
 
 /// Service health. 200 when healthy or degraded, 503 when unhealthy.
@@ -68,13 +64,8 @@ pub fn resolve_executable(cli: &str) -> Option<std::path::PathBuf> {
     ))]
 pub async fn health(state: web::Data<AppState>) -> AppResult<HttpResponse> {
     let cli = state.settings.cli_path.clone();
-    let cli_available = web::block(move || resolve_executable(&cli).is_some())
-        .await
-        .unwrap_or(false);
-    let counts = state
-        .store
-        .run(|conn| Ok((db::projects::count(conn)?, db::sessions::count_live(conn)?)))
-        .await;
+    let cli_available = web::block(move || resolve_executable(&cli).is_some()).await.unwrap_or(false);
+    let counts = state.store.run(|conn| Ok((db::projects::count(conn)?, db::sessions::count_live(conn)?))).await;
     let database_ok = counts.is_ok();
     let (projects, active_sessions) = counts.unwrap_or((0, 0));
     let max_sessions = state.settings.max_sessions_global;
@@ -84,13 +75,9 @@ pub async fn health(state: web::Data<AppState>) -> AppResult<HttpResponse> {
         (true, true) => HealthStatus::Healthy,
     };
     let body = Health {
-        checks: HealthChecks {
-            cli_available,
-            database_ok,
-        },
+        checks: HealthChecks { cli_available, database_ok },
         uptime_seconds: state.started.elapsed().as_secs(),
-        session_capacity_pct: ((active_sessions as f64 / max_sessions as f64) * 1000.0).round()
-            / 10.0,
+        session_capacity_pct: ((active_sessions as f64 / max_sessions as f64) * 1000.0).round() / 10.0,
         active_sessions,
         max_sessions,
         projects,

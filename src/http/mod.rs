@@ -37,11 +37,7 @@ pub struct RouteSpec {
 
 macro_rules! route {
     ($method:ident, $path:expr, $handler:path) => {
-        RouteSpec {
-            method: Method::$method,
-            path: $path,
-            route: || web::method(Method::$method).to($handler),
-        }
+        RouteSpec { method: Method::$method, path: $path, route: || web::method(Method::$method).to($handler) }
     };
 }
 
@@ -62,6 +58,16 @@ pub fn route_table() -> Vec<RouteSpec> {
     ]
 }
 
+/// `/` until the dashboard exists: says where things are.
+async fn index() -> actix_web::HttpResponse {
+    actix_web::HttpResponse::Ok().content_type("text/html; charset=utf-8").body(concat!(
+        "<!doctype html><title>Conduit</title><h1>Conduit is running</h1>",
+        "<p>The dashboard is not built yet. The API is described at ",
+        "<a href=\"/api/openapi.json\">/api/openapi.json</a>; health is at ",
+        "<a href=\"/api/health\">/api/health</a>.</p>"
+    ))
+}
+
 /// Registers the table: one resource per path holding all its methods, so a known path with
 /// an unknown method answers 405 (with `Allow`) rather than 404.
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -72,13 +78,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             paths.push(spec.path);
         }
     }
+    cfg.service(web::resource("/").route(web::get().to(index)));
     for path in paths {
         let specs: Vec<&RouteSpec> = table.iter().filter(|s| s.path == path).collect();
-        let allowed = specs
-            .iter()
-            .map(|s| s.method.as_str())
-            .collect::<Vec<_>>()
-            .join(", ");
+        let allowed = specs.iter().map(|s| s.method.as_str()).collect::<Vec<_>>().join(", ");
         let mut resource = web::resource(path);
         for spec in specs {
             resource = resource.route((spec.route)());

@@ -44,7 +44,7 @@ impl Modify for BearerToken {
     components(schemas(
         ErrorBody, ErrorDetail, Project, projects::CreateProject, projects::ImportProject, projects::UpdateProject,
         projects::DiscoveredProject, folders::FolderListing, folders::FolderEntry, health::Health,
-        health::HealthChecks, health::HealthStatus,
+        health::HealthChecks, health::HealthStatus, crate::domain::validate::PermissionMode,
     )),
     modifiers(&BearerToken),
     tags(

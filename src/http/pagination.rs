@@ -24,15 +24,11 @@ impl Page {
     pub fn bounds(&self) -> Result<(i64, i64), AppError> {
         let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
         if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(AppError::validation(format!(
-                "`limit` must be from 1 to {MAX_LIMIT}, got {limit}"
-            )));
+            return Err(AppError::validation(format!("`limit` must be from 1 to {MAX_LIMIT}, got {limit}")));
         }
         let offset = self.offset.unwrap_or(0);
         if offset < 0 {
-            return Err(AppError::validation(format!(
-                "`offset` must not be negative, got {offset}"
-            )));
+            return Err(AppError::validation(format!("`offset` must not be negative, got {offset}")));
         }
         Ok((limit, offset))
     }

@@ -10,6 +10,7 @@ use super::folders::path_error;
 use super::pagination::Page;
 use super::AppState;
 use crate::db::{self, projects::Project, StoreError};
+use crate::domain::validate::PermissionMode;
 use crate::domain::{folders, time, validate};
 use crate::error::{AppError, AppResult, ErrorBody};
 
@@ -21,16 +22,20 @@ const DEFAULT_MAX_SESSIONS: i32 = 5;
 #[serde(deny_unknown_fields)]
 pub struct CreateProject {
     /// 1-200 characters after trimming.
+    #[schema(min_length = 1, max_length = 200)]
     pub name: String,
     /// An existing directory inside the project root (absolute, or relative to the root).
+    #[schema(min_length = 1)]
     pub folder_path: String,
     pub description: Option<String>,
+    /// A model name; never starts with '-', no whitespace.
+    #[schema(pattern = r"^[^\s-]\S*$", max_length = 200)]
     pub default_model: Option<String>,
-    /// acceptEdits, bypassPermissions, default, delegate, dontAsk or plan.
-    pub default_permission_mode: Option<String>,
+    pub default_permission_mode: Option<PermissionMode>,
     pub default_system_prompt: Option<String>,
     pub default_append_system_prompt: Option<String>,
-    /// 1-1000, default 5.
+    /// Live sessions allowed at once in this project, 1-1000 (default 5).
+    #[schema(minimum = 1, maximum = 1000)]
     pub max_sessions: Option<i32>,
 }
 
@@ -38,13 +43,19 @@ pub struct CreateProject {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ImportProject {
+    #[schema(min_length = 1)]
     pub folder_path: String,
+    /// Defaults to the folder's name.
+    #[schema(min_length = 1, max_length = 200)]
     pub name: Option<String>,
     pub description: Option<String>,
+    /// A model name; never starts with '-', no whitespace.
+    #[schema(pattern = r"^[^\s-]\S*$", max_length = 200)]
     pub default_model: Option<String>,
-    pub default_permission_mode: Option<String>,
+    pub default_permission_mode: Option<PermissionMode>,
     pub default_system_prompt: Option<String>,
     pub default_append_system_prompt: Option<String>,
+    #[schema(minimum = 1, maximum = 1000)]
     pub max_sessions: Option<i32>,
 }
 
@@ -61,23 +72,26 @@ where
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateProject {
+    #[schema(min_length = 1, max_length = 200)]
     pub name: Option<String>,
+    #[schema(min_length = 1)]
     pub folder_path: Option<String>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
     pub description: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, pattern = r"^[^\s-]\S*$", max_length = 200)]
     pub default_model: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
-    pub default_permission_mode: Option<Option<String>>,
+    #[schema(value_type = Option<PermissionMode>)]
+    pub default_permission_mode: Option<Option<PermissionMode>>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
     pub default_system_prompt: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
     pub default_append_system_prompt: Option<Option<String>>,
+    #[schema(minimum = 1, maximum = 1000)]
     pub max_sessions: Option<i32>,
 }
 
@@ -85,7 +99,7 @@ pub struct UpdateProject {
 struct Defaults<'a> {
     description: Option<&'a str>,
     default_model: Option<&'a str>,
-    default_permission_mode: Option<&'a str>,
+    default_permission_mode: Option<PermissionMode>,
     default_system_prompt: Option<&'a str>,
     default_append_system_prompt: Option<&'a str>,
     max_sessions: Option<i32>,
@@ -99,28 +113,15 @@ fn check_defaults(d: &Defaults<'_>) -> Result<(), AppError> {
     if let Some(s) = d.default_model {
         v(validate::identifier("default_model", s))?;
     }
-    if let Some(s) = d.default_permission_mode {
-        v(validate::permission_mode("default_permission_mode", s))?;
-    }
     if let Some(s) = d.default_system_prompt {
-        v(validate::free_text(
-            "default_system_prompt",
-            s,
-            MAX_PROMPT_BYTES,
-        ))?;
+        v(validate::free_text("default_system_prompt", s, MAX_PROMPT_BYTES))?;
     }
     if let Some(s) = d.default_append_system_prompt {
-        v(validate::free_text(
-            "default_append_system_prompt",
-            s,
-            MAX_PROMPT_BYTES,
-        ))?;
+        v(validate::free_text("default_append_system_prompt", s, MAX_PROMPT_BYTES))?;
     }
     if let Some(n) = d.max_sessions {
         if !(1..=1000).contains(&n) {
-            return Err(AppError::validation(format!(
-                "`max_sessions` must be from 1 to 1000, got {n}"
-            )));
+            return Err(AppError::validation(format!("`max_sessions` must be from 1 to 1000, got {n}")));
         }
     }
     Ok(())
@@ -128,24 +129,23 @@ fn check_defaults(d: &Defaults<'_>) -> Result<(), AppError> {
 
 /// Resolves `folder_path` to a canonical directory inside the root, off the executor.
 async fn resolve_folder(state: &AppState, raw: String) -> AppResult<String> {
+    if raw.trim().is_empty() {
+        return Err(AppError::validation("`folder_path` must not be empty"));
+    }
     let root = state.root.clone();
-    let resolved = web::block(move || root.resolve_dir(Some(&raw)))
-        .await
-        .map_err(AppError::internal)?;
+    let resolved = web::block(move || root.resolve_dir(Some(&raw))).await.map_err(AppError::internal)?;
     match resolved {
         Ok(path) => Ok(path.to_string_lossy().into_owned()),
-        Err(folders::PathError::NotFound(m)) | Err(folders::PathError::NotADirectory(m)) => Err(
-            AppError::validation(format!("`folder_path` must be an existing directory: {m}")),
-        ),
+        Err(folders::PathError::NotFound(m)) | Err(folders::PathError::NotADirectory(m)) => {
+            Err(AppError::validation(format!("`folder_path` must be an existing directory: {m}")))
+        }
         Err(other) => Err(path_error(other)),
     }
 }
 
 fn conflict_on_folder(e: StoreError, folder: &str) -> AppError {
     match e {
-        StoreError::Conflict(_) => {
-            AppError::conflict(format!("A project for the folder {folder} already exists."))
-        }
+        StoreError::Conflict(_) => AppError::conflict(format!("A project for the folder {folder} already exists.")),
         other => other.into(),
     }
 }
@@ -164,9 +164,7 @@ async fn insert_project(state: &AppState, project: Project) -> AppResult<HttpRes
         })
         .await
         .map_err(|e| conflict_on_folder(e, &folder))?;
-    Ok(HttpResponse::Created()
-        .insert_header((header::LOCATION, format!("/api/projects/{}", project.id)))
-        .json(project))
+    Ok(HttpResponse::Created().insert_header((header::LOCATION, format!("/api/projects/{}", project.id))).json(project))
 }
 
 fn new_project(name: String, folder_path: String, source: &str, d: &Defaults<'_>) -> Project {
@@ -179,7 +177,7 @@ fn new_project(name: String, folder_path: String, source: &str, d: &Defaults<'_>
         description: d.description.map(String::from),
         source: source.to_string(),
         default_model: d.default_model.map(String::from),
-        default_permission_mode: d.default_permission_mode.map(String::from),
+        default_permission_mode: d.default_permission_mode.map(|m| m.as_str().to_string()),
         default_system_prompt: d.default_system_prompt.map(String::from),
         default_append_system_prompt: d.default_append_system_prompt.map(String::from),
         max_sessions: d.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS),
@@ -199,16 +197,13 @@ fn new_project(name: String, folder_path: String, source: &str, d: &Defaults<'_>
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "Validation failed", body = ErrorBody),
     ))]
-pub async fn create(
-    state: web::Data<AppState>,
-    body: web::Json<CreateProject>,
-) -> AppResult<HttpResponse> {
+pub async fn create(state: web::Data<AppState>, body: web::Json<CreateProject>) -> AppResult<HttpResponse> {
     let b = body.into_inner();
     let name = validate::name("name", &b.name).map_err(AppError::validation)?;
     let defaults = Defaults {
         description: b.description.as_deref(),
         default_model: b.default_model.as_deref(),
-        default_permission_mode: b.default_permission_mode.as_deref(),
+        default_permission_mode: b.default_permission_mode,
         default_system_prompt: b.default_system_prompt.as_deref(),
         default_append_system_prompt: b.default_append_system_prompt.as_deref(),
         max_sessions: b.max_sessions,
@@ -229,15 +224,12 @@ pub async fn create(
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "Validation failed", body = ErrorBody),
     ))]
-pub async fn import(
-    state: web::Data<AppState>,
-    body: web::Json<ImportProject>,
-) -> AppResult<HttpResponse> {
+pub async fn import(state: web::Data<AppState>, body: web::Json<ImportProject>) -> AppResult<HttpResponse> {
     let b = body.into_inner();
     let defaults = Defaults {
         description: b.description.as_deref(),
         default_model: b.default_model.as_deref(),
-        default_permission_mode: b.default_permission_mode.as_deref(),
+        default_permission_mode: b.default_permission_mode,
         default_system_prompt: b.default_system_prompt.as_deref(),
         default_append_system_prompt: b.default_append_system_prompt.as_deref(),
         max_sessions: b.max_sessions,
@@ -247,9 +239,7 @@ pub async fn import(
     let name = match &b.name {
         Some(n) => validate::name("name", n),
         None => {
-            let base = std::path::Path::new(&folder)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned());
+            let base = std::path::Path::new(&folder).file_name().map(|n| n.to_string_lossy().into_owned());
             validate::name("name", base.as_deref().unwrap_or("root"))
         }
     }
@@ -266,10 +256,7 @@ pub async fn import(
     ))]
 pub async fn list(state: web::Data<AppState>, page: web::Query<Page>) -> AppResult<HttpResponse> {
     let (limit, offset) = page.bounds()?;
-    let rows = state
-        .store
-        .run(move |conn| db::projects::list(conn, limit, offset))
-        .await?;
+    let rows = state.store.run(move |conn| db::projects::list(conn, limit, offset)).await?;
     Ok(HttpResponse::Ok().json(rows))
 }
 
@@ -314,25 +301,19 @@ pub async fn update(
 ) -> AppResult<HttpResponse> {
     let id = parse_id("project", &id)?;
     let b = body.into_inner();
-    let name = b
-        .name
-        .as_deref()
-        .map(|n| validate::name("name", n))
-        .transpose()
-        .map_err(AppError::validation)?;
-    let inner =
-        |o: &Option<Option<String>>| o.as_ref().and_then(|v| v.as_deref()).map(|s| s.to_string());
+    let name = b.name.as_deref().map(|n| validate::name("name", n)).transpose().map_err(AppError::validation)?;
+    let inner = |o: &Option<Option<String>>| o.as_ref().and_then(|v| v.as_deref()).map(|s| s.to_string());
     let (description, model, mode, system, append) = (
         inner(&b.description),
         inner(&b.default_model),
-        inner(&b.default_permission_mode),
+        b.default_permission_mode.flatten(),
         inner(&b.default_system_prompt),
         inner(&b.default_append_system_prompt),
     );
     check_defaults(&Defaults {
         description: description.as_deref(),
         default_model: model.as_deref(),
-        default_permission_mode: mode.as_deref(),
+        default_permission_mode: mode,
         default_system_prompt: system.as_deref(),
         default_append_system_prompt: append.as_deref(),
         max_sessions: b.max_sessions,
@@ -340,8 +321,7 @@ pub async fn update(
     let mut project = load(&state, id).await?;
     if let Some(raw) = b.folder_path {
         project.folder_path = resolve_folder(&state, raw).await?;
-        project.project_type =
-            folders::project_type(std::path::Path::new(&project.folder_path)).to_string();
+        project.project_type = folders::project_type(std::path::Path::new(&project.folder_path)).to_string();
     }
     if let Some(name) = name {
         project.name = name;
@@ -353,15 +333,9 @@ pub async fn update(
     };
     apply(&mut project.description, b.description);
     apply(&mut project.default_model, b.default_model);
-    apply(
-        &mut project.default_permission_mode,
-        b.default_permission_mode,
-    );
+    apply(&mut project.default_permission_mode, b.default_permission_mode.map(|m| m.map(|m| m.as_str().to_string())));
     apply(&mut project.default_system_prompt, b.default_system_prompt);
-    apply(
-        &mut project.default_append_system_prompt,
-        b.default_append_system_prompt,
-    );
+    apply(&mut project.default_append_system_prompt, b.default_append_system_prompt);
     if let Some(n) = b.max_sessions {
         project.max_sessions = n;
     }
@@ -381,9 +355,7 @@ pub async fn update(
         })
         .await
         .map_err(|e| match e {
-            StoreError::NotFound => {
-                AppError::not_found(format!("No project with id {:?}.", project.id))
-            }
+            StoreError::NotFound => AppError::not_found(format!("No project with id {:?}.", project.id)),
             other => conflict_on_folder(other, &folder),
         })?;
     Ok(HttpResponse::Ok().json(project))
@@ -399,11 +371,7 @@ pub async fn update(
 pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
     let id = parse_id("project", &id)?;
     let target = id.clone();
-    if state
-        .store
-        .run(move |conn| db::projects::delete(conn, &target))
-        .await?
-    {
+    if state.store.run(move |conn| db::projects::delete(conn, &target)).await? {
         Ok(HttpResponse::NoContent().finish())
     } else {
         Err(AppError::not_found(format!("No project with id {id:?}.")))
@@ -440,10 +408,7 @@ pub struct DiscoveredProject {
         (status = 404, description = "No such folder", body = ErrorBody),
         (status = 422, description = "Not a directory, or a malformed path", body = ErrorBody),
     ))]
-pub async fn discover(
-    state: web::Data<AppState>,
-    query: web::Query<DiscoverQuery>,
-) -> AppResult<HttpResponse> {
+pub async fn discover(state: web::Data<AppState>, query: web::Query<DiscoverQuery>) -> AppResult<HttpResponse> {
     let root = state.root.clone();
     let depth = state.settings.scan_depth;
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
@@ -457,17 +422,11 @@ pub async fn discover(
     .map_err(path_error)?;
 
     let folders_found: Vec<String> = found.iter().map(|d| d.folder_path.clone()).collect();
-    let known = state
-        .store
-        .run(move |conn| db::projects::ids_by_folder(conn, folders_found))
-        .await?;
+    let known = state.store.run(move |conn| db::projects::ids_by_folder(conn, folders_found)).await?;
     let body: Vec<DiscoveredProject> = found
         .into_iter()
         .map(|d| DiscoveredProject {
-            project_id: known
-                .iter()
-                .find(|(f, _)| *f == d.folder_path)
-                .map(|(_, id)| id.clone()),
+            project_id: known.iter().find(|(f, _)| *f == d.folder_path).map(|(_, id)| id.clone()),
             folder_path: d.folder_path,
             name: d.name,
             project_type: d.project_type.to_string(),
