@@ -210,10 +210,10 @@ impl Settings {
             }
         }
 
-        Self::from_layers(&Layers { entries })
+        Self::from_layers(&Layers { entries }, env.get("HOME").map(String::as_str))
     }
 
-    fn from_layers(l: &Layers) -> Result<Settings, ConfigError> {
+    fn from_layers(l: &Layers, home: Option<&str>) -> Result<Settings, ConfigError> {
         let host = l.string("host")?.trim().to_string();
         if host.is_empty() || host.contains(char::is_whitespace) {
             return Err(l.err("host", "expected an IP address or host name such as 127.0.0.1"));
@@ -269,7 +269,7 @@ impl Settings {
             ws_port_range_end,
             max_sessions_global: l.integer("max_sessions_global", 1, 100_000)? as u32,
             session_idle_timeout_ms: l.integer("session_idle_timeout_ms", 1_000, i64::MAX)? as u64,
-            project_root: expand_home(&l.string("project_root")?).map_err(|p| l.err("project_root", p))?,
+            project_root: expand_home(&l.string("project_root")?, home).map_err(|p| l.err("project_root", p))?,
             scan_depth: l.integer("scan_depth", 0, 10)? as u32,
             webhook_secret: l.optional_string("webhook_secret")?,
             log_level,
@@ -292,24 +292,32 @@ pub fn is_loopback_host(host: &str) -> bool {
     h.parse::<IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false)
 }
 
-fn expand_home(raw: &str) -> Result<PathBuf, String> {
+/// `~` and `~/...` mean the home folder of the environment the settings were read from.
+fn expand_home(raw: &str, home: Option<&str>) -> Result<PathBuf, String> {
     let raw = raw.trim();
     if raw.is_empty() || raw.contains('\0') {
         return Err("expected a folder path".to_string());
     }
-    if raw == "~" || raw.starts_with("~/") {
-        let home = std::env::var_os("HOME").ok_or("\"~\" needs HOME to be set; give an absolute path instead")?;
-        return Ok(PathBuf::from(home).join(raw.trim_start_matches('~').trim_start_matches('/')));
+    let rest = if raw == "~" { Some("") } else { raw.strip_prefix("~/") };
+    match rest {
+        Some(rest) => {
+            let home = home.filter(|h| !h.is_empty()).ok_or("\"~\" needs HOME to be set; give an absolute path instead")?;
+            let home = PathBuf::from(home);
+            Ok(if rest.is_empty() { home } else { home.join(rest) })
+        }
+        None => Ok(PathBuf::from(raw)),
     }
-    Ok(PathBuf::from(raw))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// An environment with HOME=/h unless the pairs set it.
     fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        let mut env: BTreeMap<String, String> = [("HOME".to_string(), "/h".to_string())].into();
+        env.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        env
     }
 
     #[test]
@@ -350,6 +358,8 @@ mod tests {
         assert_eq!(s.project_root, PathBuf::from("/srv/p"));
         assert_eq!(s.log_format, LogFormat::Json);
         assert_eq!(s.webhook_secret.as_deref(), Some("s3"));
+        let s = Settings::load_from(None, &env(&[("HOME", "/h"), ("CONDUIT_PROJECT_ROOT", "~/code")])).expect("valid");
+        assert_eq!(s.project_root, PathBuf::from("/h/code"));
     }
 
     #[test]
