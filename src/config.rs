@@ -43,6 +43,9 @@ pub struct Settings {
     pub webhook_secret: Option<String>,
     pub log_level: String,
     pub log_format: LogFormat,
+    /// HOME of the environment the settings came from (where the CLI keeps its transcripts).
+    /// Not a setting of its own.
+    pub home: Option<PathBuf>,
 }
 
 impl fmt::Debug for Settings {
@@ -274,6 +277,7 @@ impl Settings {
             webhook_secret: l.optional_string("webhook_secret")?,
             log_level,
             log_format,
+            home: home.filter(|h| !h.is_empty()).map(PathBuf::from),
         })
     }
 
@@ -301,7 +305,8 @@ fn expand_home(raw: &str, home: Option<&str>) -> Result<PathBuf, String> {
     let rest = if raw == "~" { Some("") } else { raw.strip_prefix("~/") };
     match rest {
         Some(rest) => {
-            let home = home.filter(|h| !h.is_empty()).ok_or("\"~\" needs HOME to be set; give an absolute path instead")?;
+            let home =
+                home.filter(|h| !h.is_empty()).ok_or("\"~\" needs HOME to be set; give an absolute path instead")?;
             let home = PathBuf::from(home);
             Ok(if rest.is_empty() { home } else { home.join(rest) })
         }

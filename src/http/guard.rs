@@ -8,6 +8,7 @@
 //!   `Origin` (curl, scripts) pass; browsers always send it on cross-site writes.
 //! - When a token is configured, every `/api` request must carry it (`Authorization: Bearer`,
 //!   or `?token=` for WebSocket/SSE, which browsers cannot give headers). Compared in constant time.
+//!
 //! No CORS headers are ever sent, so other origins cannot read responses either.
 
 use actix_web::body::{BoxBody, MessageBody};
@@ -71,7 +72,7 @@ impl AccessPolicy {
 
     fn origin_allowed(&self, origin: &str, host_header: Option<&str>) -> bool {
         let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
-        if self.allowed_origins.iter().any(|o| *o == origin) {
+        if self.allowed_origins.contains(&origin) {
             return true;
         }
         // Same origin: the page was served by this very host:port.

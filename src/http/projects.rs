@@ -68,14 +68,25 @@ where
     Option::<T>::deserialize(d).map(Some)
 }
 
+/// A field that may be left out of an update but not cleared: `null` is refused.
+fn required<T>(field: &str, value: Option<Option<T>>) -> Result<Option<T>, AppError> {
+    match value {
+        Some(None) => Err(AppError::validation(format!("`{field}` cannot be null; leave it out to keep its value"))),
+        Some(Some(v)) => Ok(Some(v)),
+        None => Ok(None),
+    }
+}
+
 /// A partial update: only the fields given change; `null` clears an optional field.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateProject {
-    #[schema(min_length = 1, max_length = 200)]
-    pub name: Option<String>,
-    #[schema(min_length = 1)]
-    pub folder_path: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = String, min_length = 1, max_length = 200)]
+    pub name: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = String, min_length = 1)]
+    pub folder_path: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
     pub description: Option<Option<String>>,
@@ -91,8 +102,9 @@ pub struct UpdateProject {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
     pub default_append_system_prompt: Option<Option<String>>,
-    #[schema(minimum = 1, maximum = 1000)]
-    pub max_sessions: Option<i32>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = i32, minimum = 1, maximum = 1000)]
+    pub max_sessions: Option<Option<i32>>,
 }
 
 /// Optional fields shared by create, import and update, validated together.
@@ -301,7 +313,10 @@ pub async fn update(
 ) -> AppResult<HttpResponse> {
     let id = parse_id("project", &id)?;
     let b = body.into_inner();
-    let name = b.name.as_deref().map(|n| validate::name("name", n)).transpose().map_err(AppError::validation)?;
+    let name =
+        required("name", b.name)?.map(|n| validate::name("name", &n)).transpose().map_err(AppError::validation)?;
+    let folder_path = required("folder_path", b.folder_path)?;
+    let max_sessions = required("max_sessions", b.max_sessions)?;
     let inner = |o: &Option<Option<String>>| o.as_ref().and_then(|v| v.as_deref()).map(|s| s.to_string());
     let (description, model, mode, system, append) = (
         inner(&b.description),
@@ -316,10 +331,10 @@ pub async fn update(
         default_permission_mode: mode,
         default_system_prompt: system.as_deref(),
         default_append_system_prompt: append.as_deref(),
-        max_sessions: b.max_sessions,
+        max_sessions,
     })?;
     let mut project = load(&state, id).await?;
-    if let Some(raw) = b.folder_path {
+    if let Some(raw) = folder_path {
         project.folder_path = resolve_folder(&state, raw).await?;
         project.project_type = folders::project_type(std::path::Path::new(&project.folder_path)).to_string();
     }
@@ -336,7 +351,7 @@ pub async fn update(
     apply(&mut project.default_permission_mode, b.default_permission_mode.map(|m| m.map(|m| m.as_str().to_string())));
     apply(&mut project.default_system_prompt, b.default_system_prompt);
     apply(&mut project.default_append_system_prompt, b.default_append_system_prompt);
-    if let Some(n) = b.max_sessions {
+    if let Some(n) = max_sessions {
         project.max_sessions = n;
     }
     project.updated_at = time::now();
@@ -411,7 +426,7 @@ pub struct DiscoveredProject {
 pub async fn discover(state: web::Data<AppState>, query: web::Query<DiscoverQuery>) -> AppResult<HttpResponse> {
     let root = state.root.clone();
     let depth = state.settings.scan_depth;
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let home = state.settings.home.clone();
     let raw = query.into_inner().path;
     let found = web::block(move || {
         let start = root.resolve_dir(raw.as_deref())?;

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what the tests need, idempotently, into a cache folder outside the checkout:
+#   - schemathesis (PyPI, pinned) in a Python virtualenv, for the OpenAPI fuzz test.
+# Re-running it is cheap: each step checks for the pinned version first.
+# The cache folder is $CONDUIT_TEST_CACHE, default ${XDG_CACHE_HOME:-~/.cache}/conduit-test.
+set -euo pipefail
+
+SCHEMATHESIS_VERSION="4.32.5"
+
+cache="${CONDUIT_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/conduit-test}"
+mkdir -p "$cache"
+
+venv="$cache/venv"
+if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('schemathesis') != '$SCHEMATHESIS_VERSION')" 2>/dev/null; then
+    echo "test-setup: installing schemathesis $SCHEMATHESIS_VERSION into $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+echo "test-setup: schemathesis $SCHEMATHESIS_VERSION ready ($venv/bin/schemathesis)"

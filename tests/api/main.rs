@@ -1,0 +1,14 @@
+//! The integration test binary: every test starts the real application on a random loopback
+//! port with a fresh SQLite file and project root of its own, so tests run in parallel.
+
+mod helpers;
+
+mod cli;
+mod folders;
+mod health;
+mod migrations;
+mod openapi;
+mod projects;
+mod readme;
+mod schemathesis;
+mod security;

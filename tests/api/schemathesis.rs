@@ -1,0 +1,57 @@
+//! Fuzzes the running service from its own OpenAPI document with schemathesis (installed by
+//! `scripts/test-setup.sh`): no server errors, no response that breaks the documented schema,
+//! status codes and content types as documented, and schema-invalid input always refused.
+//!
+//! `positive_data_acceptance` is left out on purpose: a schema cannot say that `folder_path`
+//! must exist on disk, so schema-valid bodies are rightly refused with 422.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::helpers::spawn_app;
+
+fn schemathesis_binary() -> PathBuf {
+    if let Some(explicit) = std::env::var_os("CONDUIT_SCHEMATHESIS") {
+        return PathBuf::from(explicit);
+    }
+    let cache = std::env::var_os("CONDUIT_TEST_CACHE").map(PathBuf::from).unwrap_or_else(|| {
+        let base = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache"));
+        base.join("conduit-test")
+    });
+    cache.join("venv/bin/schemathesis")
+}
+
+#[actix_web::test]
+async fn the_openapi_document_survives_schemathesis() {
+    let binary = schemathesis_binary();
+    assert!(binary.exists(), "schemathesis is not installed at {}; run scripts/test-setup.sh first", binary.display());
+
+    let app = spawn_app().await;
+    // Something to find, list and update.
+    app.mkdir("empty");
+    app.mkdir("repo/.git");
+    app.create_project("Seed", "seed").await;
+
+    let run = tokio::process::Command::new(&binary)
+        .arg("run")
+        .arg(app.url("/api/openapi.json"))
+        .args(["--checks", "all", "--exclude-checks", "positive_data_acceptance"])
+        .args(["--max-examples", "100", "--no-color", "--generation-database", "none"])
+        .args(["--request-timeout", "10"])
+        .current_dir(app.dir.path())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(600), run)
+        .await
+        .expect("schemathesis finished within 10 minutes")
+        .expect("schemathesis runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "schemathesis found problems:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("passed"), "schemathesis ran no test:\n{stdout}");
+}
