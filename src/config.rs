@@ -34,6 +34,8 @@ pub struct Settings {
     pub db_pool_size: u32,
     pub db_busy_timeout_ms: u64,
     pub cli_path: String,
+    /// Passed to every CLI as CLAUDE_CODE_SESSION_ACCESS_TOKEN; never shown by any endpoint.
+    pub cli_session_access_token: Option<String>,
     pub ws_port_range_start: u16,
     pub ws_port_range_end: u16,
     pub max_sessions_global: u32,
@@ -60,6 +62,7 @@ impl fmt::Debug for Settings {
             .field("db_path", &self.db_path)
             .field("db_pool_size", &self.db_pool_size)
             .field("cli_path", &self.cli_path)
+            .field("cli_session_access_token", &redact(&self.cli_session_access_token))
             .field("max_sessions_global", &self.max_sessions_global)
             .field("project_root", &self.project_root)
             .field("scan_depth", &self.scan_depth)
@@ -268,6 +271,7 @@ impl Settings {
             db_pool_size: l.integer("db_pool_size", 1, 64)? as u32,
             db_busy_timeout_ms: l.integer("db_busy_timeout_ms", 0, 600_000)? as u64,
             cli_path,
+            cli_session_access_token: l.optional_string("cli_session_access_token")?,
             ws_port_range_start,
             ws_port_range_end,
             max_sessions_global: l.integer("max_sessions_global", 1, 100_000)? as u32,

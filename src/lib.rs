@@ -3,11 +3,15 @@
 //! `main.rs` is thin; everything lives here so integration tests can build the real
 //! application on port 0 ([`startup::Application`]).
 
+pub mod actors;
 pub mod cli;
 pub mod config;
 pub mod db;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod process;
+pub mod protocol;
 pub mod startup;
 pub mod telemetry;
+pub mod transport;

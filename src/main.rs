@@ -19,7 +19,17 @@ async fn main() -> ExitCode {
     telemetry::init(&settings.log_level, settings.log_format);
 
     let outcome = match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => serve(settings, ServeOptions { insecure: cli.insecure }).await,
+        Command::Serve => {
+            // Orphaned tool processes are re-parented to the service, so none outlives its session.
+            let subreaper = match conduit::process::become_subreaper() {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot become a child subreaper; detached tool processes may outlive sessions");
+                    false
+                }
+            };
+            serve(settings, ServeOptions { insecure: cli.insecure, subreaper }).await
+        }
         Command::Migrate => migrate(&settings).await,
         Command::Db { action: DbAction::Reset { yes } } => reset(&settings, yes).await,
     };

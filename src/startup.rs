@@ -5,11 +5,14 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Instant;
 
+use actix::{Actor, Addr};
 use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 
+use crate::actors::registry::{self, SessionRegistry, Shutdown};
 use crate::config::Settings;
+use crate::db::writer::Writer;
 use crate::db::Store;
 use crate::domain::folders::ProjectRoot;
 use crate::http::{self, errors, guard::AccessPolicy, AppState};
@@ -30,11 +33,16 @@ pub enum StartupError {
 pub struct ServeOptions {
     /// Allow a non-loopback address without a token.
     pub insecure: bool,
+    /// The process was made a child subreaper (the binary does this; in-process tests do not),
+    /// so orphaned descendants of CLIs are re-parented here and must be reaped here.
+    pub subreaper: bool,
 }
 
 pub struct Application {
     port: u16,
     server: Server,
+    registry: Addr<SessionRegistry>,
+    writer: Writer,
 }
 
 impl Application {
@@ -48,6 +56,10 @@ impl Application {
         }
 
         let store = Store::open_blocking(&settings.db_path, settings.db_pool_size, settings.db_busy_timeout_ms).await?;
+        let interrupted = registry::recover_after_restart(&store).await?;
+        if interrupted > 0 {
+            tracing::warn!(sessions = interrupted, "sessions left live by a previous run were marked as errored");
+        }
         let listener = TcpListener::bind(&addr).map_err(|source| StartupError::Bind { addr: addr.clone(), source })?;
         let port = listener.local_addr().map_err(|source| StartupError::Bind { addr: addr.clone(), source })?.port();
 
@@ -56,7 +68,17 @@ impl Application {
         if !root.path().is_dir() {
             tracing::warn!(root = %root.path().display(), "the project root does not exist; browsing and projects will fail until it does");
         }
-        let state = web::Data::new(AppState { settings: Arc::new(settings), store, root, started: Instant::now() });
+        let settings = Arc::new(settings);
+        let (writer, _writer_thread) = Writer::start(store.clone());
+        let registry = SessionRegistry::new(settings.clone(), store.clone(), writer.clone(), options.subreaper).start();
+        let state = web::Data::new(AppState {
+            settings,
+            store,
+            root,
+            started: Instant::now(),
+            registry: registry.clone(),
+            writer: writer.clone(),
+        });
 
         let server = HttpServer::new(move || {
             App::new()
@@ -73,18 +95,40 @@ impl Application {
         .listen(listener)
         .map_err(|source| StartupError::Bind { addr: addr.clone(), source })?
         .shutdown_timeout(5)
+        .disable_signals()
         .run();
         tracing::info!(%addr, port, "conduit listening");
-        Ok(Application { port, server })
+        Ok(Application { port, server, registry, writer })
     }
 
     pub fn port(&self) -> u16 {
         self.port
     }
 
-    /// Serves until SIGINT/SIGTERM (graceful) or until the server handle is stopped.
+    /// Serves until SIGINT/SIGTERM, then stops accepting work and ends every session (stdin
+    /// closed, SIGINT to each group, grace, SIGKILL) with everything written flushed.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut terminate = signal(SignalKind::terminate())?;
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        let handle = self.server.handle();
+        let mut server = actix_web::rt::spawn(self.server);
+        tokio::select! {
+            finished = &mut server => return finished.unwrap_or_else(|e| Err(std::io::Error::other(e))),
+            _ = terminate.recv() => tracing::info!("SIGTERM received; shutting down"),
+            _ = interrupt.recv() => tracing::info!("SIGINT received; shutting down"),
+        }
+        let stop_http = handle.stop(true);
+        let end_sessions = self.registry.send(Shutdown);
+        let (_, ended) = tokio::join!(stop_http, end_sessions);
+        if ended.is_err() {
+            tracing::error!("the session registry stopped before shutdown");
+        }
+        if let Err(e) = self.writer.flush().await {
+            tracing::error!(error = %e, "could not flush the last writes");
+        }
+        tracing::info!("shutdown complete");
+        Ok(())
     }
 
     pub fn server_handle(&self) -> actix_web::dev::ServerHandle {

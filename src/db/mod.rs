@@ -7,9 +7,11 @@
 //! rewriting a single query. Nothing here is async: [`Store::run`] moves each closure onto
 //! tokio's blocking pool, so no diesel call ever runs on an actix worker thread.
 
+pub mod messages;
 pub mod projects;
 pub mod schema;
 pub mod sessions;
+pub mod writer;
 
 use std::path::Path;
 use std::time::Duration;
@@ -162,6 +164,13 @@ impl Store {
         })
         .await
         .map_err(|e| StoreError::Other(format!("database task failed: {e}")))?
+    }
+
+    /// Runs `f` on the calling thread, for threads that are not async (the writer thread).
+    pub fn run_blocking<T>(&self, f: impl FnOnce(&mut DbConnection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut conn =
+            self.pool.get().map_err(|e| StoreError::Busy(format!("no database connection available: {e}")))?;
+        f(&mut conn)
     }
 
     /// A trivial round trip, for health checks.

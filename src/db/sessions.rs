@@ -1,6 +1,8 @@
 //! Queries on `sessions`.
 
 use diesel::prelude::*;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::schema::sessions;
 use super::{DbConnection, StoreError};
@@ -8,6 +10,134 @@ use super::{DbConnection, StoreError};
 /// Statuses of a session whose CLI process is (or should be) running.
 pub const LIVE_STATUSES: [&str; 4] = ["starting", "idle", "active", "compacting"];
 
+/// A session: one supervised CLI process and everything recorded about it.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Serialize, ToSchema)]
+#[diesel(table_name = sessions)]
+pub struct Session {
+    /// Conduit's id (UUID).
+    pub id: String,
+    pub project_id: String,
+    /// The CLI's own session id, known after its first `system`/`init`.
+    pub session_id: Option<String>,
+    /// Idempotency key given at launch, if any.
+    pub external_key: Option<String>,
+    pub name: String,
+    /// starting, idle, active, compacting, closed or error.
+    pub status: String,
+    pub model: Option<String>,
+    pub permission_mode: Option<String>,
+    #[serde(skip)]
+    pub system_prompt: Option<String>,
+    #[serde(skip)]
+    pub append_system_prompt: Option<String>,
+    #[serde(skip)]
+    pub resume_session_id: Option<String>,
+    #[serde(skip)]
+    pub fork_session: bool,
+    /// `stdio` (or `websocket` for the bridge transport).
+    pub transport: String,
+    #[serde(skip)]
+    pub ws_port: Option<i32>,
+    pub cli_pid: Option<i32>,
+    /// The CLI process's start time (clock ticks since boot), to recognise it after a restart.
+    #[serde(skip)]
+    pub cli_started_at: Option<String>,
+    pub total_cost_usd: f64,
+    pub total_input_tokens: i64,
+    pub total_output_tokens: i64,
+    pub num_turns: i32,
+    pub error_message: Option<String>,
+    pub created_at: String,
+    pub last_active_at: String,
+    pub closed_at: Option<String>,
+}
+
+/// A change to a session row; `None` leaves a column as it is.
+#[derive(Debug, Clone, Default, PartialEq, AsChangeset)]
+#[diesel(table_name = sessions)]
+pub struct SessionPatch {
+    pub status: Option<String>,
+    pub session_id: Option<String>,
+    pub model: Option<String>,
+    pub permission_mode: Option<String>,
+    pub cli_pid: Option<Option<i32>>,
+    pub cli_started_at: Option<Option<String>>,
+    pub total_cost_usd: Option<f64>,
+    pub total_input_tokens: Option<i64>,
+    pub total_output_tokens: Option<i64>,
+    pub num_turns: Option<i32>,
+    pub error_message: Option<Option<String>>,
+    pub last_active_at: Option<String>,
+    pub closed_at: Option<Option<String>>,
+}
+
+impl SessionPatch {
+    pub fn is_empty(&self) -> bool {
+        *self == SessionPatch::default()
+    }
+}
+
+pub fn insert(conn: &mut DbConnection, session: &Session) -> Result<(), StoreError> {
+    diesel::insert_into(sessions::table).values(session).execute(conn)?;
+    Ok(())
+}
+
+pub fn find(conn: &mut DbConnection, id: &str) -> Result<Option<Session>, StoreError> {
+    Ok(sessions::table.find(id).select(Session::as_select()).first(conn).optional()?)
+}
+
+pub fn apply(conn: &mut DbConnection, id: &str, patch: &SessionPatch) -> Result<(), StoreError> {
+    if !patch.is_empty() {
+        diesel::update(sessions::table.find(id)).set(patch).execute(conn)?;
+    }
+    Ok(())
+}
+
+/// A project's sessions, newest first.
+pub fn list_for_project(
+    conn: &mut DbConnection,
+    project_id: &str,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<Session>, StoreError> {
+    Ok(sessions::table
+        .filter(sessions::project_id.eq(project_id))
+        .order((sessions::created_at.desc(), sessions::id.asc()))
+        .limit(limit)
+        .offset(offset)
+        .select(Session::as_select())
+        .load(conn)?)
+}
+
+/// Sessions whose status says their CLI is running, oldest first.
+pub fn list_live(conn: &mut DbConnection, limit: i64, offset: i64) -> Result<Vec<Session>, StoreError> {
+    Ok(sessions::table
+        .filter(sessions::status.eq_any(LIVE_STATUSES))
+        .order((sessions::created_at.asc(), sessions::id.asc()))
+        .limit(limit)
+        .offset(offset)
+        .select(Session::as_select())
+        .load(conn)?)
+}
+
 pub fn count_live(conn: &mut DbConnection) -> Result<i64, StoreError> {
     Ok(sessions::table.filter(sessions::status.eq_any(LIVE_STATUSES)).count().get_result(conn)?)
+}
+
+/// After a crash of the service: every session still marked live is now `error`. Returns the
+/// rows as they were, so their processes can be looked for.
+pub fn fail_interrupted(conn: &mut DbConnection, now: &str) -> Result<Vec<Session>, StoreError> {
+    conn.transaction(|conn| {
+        let rows: Vec<Session> =
+            sessions::table.filter(sessions::status.eq_any(LIVE_STATUSES)).select(Session::as_select()).load(conn)?;
+        diesel::update(sessions::table.filter(sessions::status.eq_any(LIVE_STATUSES)))
+            .set((
+                sessions::status.eq("error"),
+                sessions::error_message.eq("service restarted"),
+                sessions::closed_at.eq(now),
+            ))
+            .execute(conn)?;
+        Ok::<_, diesel::result::Error>(rows)
+    })
+    .map_err(StoreError::from)
 }

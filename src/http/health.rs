@@ -5,6 +5,9 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::AppState;
+use std::sync::atomic::Ordering;
+
+use crate::actors::registry::LiveCount;
 use crate::db;
 use crate::error::AppResult;
 
@@ -13,7 +16,8 @@ use crate::error::AppResult;
 pub enum HealthStatus {
     /// Everything works.
     Healthy,
-    /// Usable, but sessions cannot start (the CLI is missing).
+    /// Usable, but sessions cannot start (the CLI is missing), or session lines are failing
+    /// to be stored.
     Degraded,
     /// The database does not answer.
     Unhealthy,
@@ -25,6 +29,8 @@ pub struct HealthChecks {
     pub cli_available: bool,
     /// A query against the database succeeded.
     pub database_ok: bool,
+    /// Session lines (and row changes) that could not be stored since the service started.
+    pub unstored_lines: u64,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -65,17 +71,20 @@ pub fn resolve_executable(cli: &str) -> Option<std::path::PathBuf> {
 pub async fn health(state: web::Data<AppState>) -> AppResult<HttpResponse> {
     let cli = state.settings.cli_path.clone();
     let cli_available = web::block(move || resolve_executable(&cli).is_some()).await.unwrap_or(false);
-    let counts = state.store.run(|conn| Ok((db::projects::count(conn)?, db::sessions::count_live(conn)?))).await;
-    let database_ok = counts.is_ok();
-    let (projects, active_sessions) = counts.unwrap_or((0, 0));
+    let counted = state.store.run(db::projects::count).await;
+    let database_ok = counted.is_ok();
+    let projects = counted.unwrap_or(0);
+    let active_sessions = state.registry.send(LiveCount).await.unwrap_or(0) as i64;
+    let unstored_lines = state.writer.stats.unstored.load(Ordering::Relaxed);
+    let writes_failing = state.writer.stats.failing.load(Ordering::Relaxed);
     let max_sessions = state.settings.max_sessions_global;
-    let status = match (database_ok, cli_available) {
+    let status = match (database_ok, cli_available && !writes_failing) {
         (false, _) => HealthStatus::Unhealthy,
         (true, false) => HealthStatus::Degraded,
         (true, true) => HealthStatus::Healthy,
     };
     let body = Health {
-        checks: HealthChecks { cli_available, database_ok },
+        checks: HealthChecks { cli_available, database_ok, unstored_lines },
         uptime_seconds: state.started.elapsed().as_secs(),
         session_capacity_pct: ((active_sessions as f64 / max_sessions as f64) * 1000.0).round() / 10.0,
         active_sessions,

@@ -8,14 +8,18 @@ pub mod health;
 pub mod openapi;
 pub mod pagination;
 pub mod projects;
+pub mod sessions;
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use actix::Addr;
 use actix_web::http::Method;
 use actix_web::{web, Route};
 
+use crate::actors::registry::SessionRegistry;
 use crate::config::Settings;
+use crate::db::writer::Writer;
 use crate::db::Store;
 use crate::domain::folders::ProjectRoot;
 
@@ -25,6 +29,8 @@ pub struct AppState {
     pub store: Store,
     pub root: ProjectRoot,
     pub started: Instant,
+    pub registry: Addr<SessionRegistry>,
+    pub writer: Writer,
 }
 
 /// One row of the route table.
@@ -55,6 +61,16 @@ pub fn route_table() -> Vec<RouteSpec> {
         route!(PUT, "/api/projects/{id}", projects::update),
         route!(DELETE, "/api/projects/{id}", projects::delete),
         route!(GET, "/api/folders/browse", folders::browse),
+        route!(POST, "/api/projects/{id}/sessions", sessions::launch),
+        route!(GET, "/api/projects/{id}/sessions", sessions::list_for_project),
+        route!(GET, "/api/sessions/active", sessions::list_active),
+        route!(GET, "/api/sessions/{id}", sessions::get),
+        route!(DELETE, "/api/sessions/{id}", sessions::close),
+        route!(GET, "/api/sessions/{id}/messages", sessions::messages),
+        route!(POST, "/api/sessions/{id}/message", sessions::send_message),
+        route!(POST, "/api/sessions/{id}/interrupt", sessions::interrupt),
+        route!(POST, "/api/sessions/{id}/model", sessions::set_model),
+        route!(POST, "/api/sessions/{id}/permission-mode", sessions::set_permission_mode),
     ]
 }
 

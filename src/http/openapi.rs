@@ -4,7 +4,7 @@ use actix_web::HttpResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{folders, health, projects};
+use super::{folders, health, projects, sessions};
 use crate::db::projects::Project;
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -40,17 +40,30 @@ impl Modify for BearerToken {
         projects::update,
         projects::delete,
         folders::browse,
+        sessions::launch,
+        sessions::list_for_project,
+        sessions::list_active,
+        sessions::get,
+        sessions::close,
+        sessions::messages,
+        sessions::send_message,
+        sessions::interrupt,
+        sessions::set_model,
+        sessions::set_permission_mode,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, Project, projects::CreateProject, projects::ImportProject, projects::UpdateProject,
         projects::DiscoveredProject, folders::FolderListing, folders::FolderEntry, health::Health,
         health::HealthChecks, health::HealthStatus, crate::domain::validate::PermissionMode,
+        crate::db::sessions::Session, crate::db::messages::Message, sessions::LaunchSession, sessions::SendMessage,
+        sessions::SetModel, sessions::SetPermissionMode, crate::actors::session::SendOutcome,
     )),
     modifiers(&BearerToken),
     tags(
         (name = "health", description = "Service status"),
         (name = "projects", description = "Folders on disk where sessions run"),
         (name = "folders", description = "Browsing folders inside the project root"),
+        (name = "sessions", description = "Supervised Claude Code CLI processes"),
     )
 )]
 pub struct ApiDoc;

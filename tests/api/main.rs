@@ -12,3 +12,5 @@ mod projects;
 mod readme;
 mod schemathesis;
 mod security;
+mod sessions_real;
+mod support;

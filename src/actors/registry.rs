@@ -1,0 +1,388 @@
+//! `SessionRegistry`: the one actor that launches, finds and ends sessions.
+//!
+//! It owns the map of live sessions (id -> actor, project, external key, pid), enforces the
+//! global and per-project capacity, and is the only place CLI processes are spawned, so the set
+//! of pids tokio waits for is always known here. Launches are handled one at a time
+//! (`AtomicResponse`), which makes `external_key` idempotent without a check-then-spawn race.
+//! When the service is a child subreaper it also reaps orphaned descendants that were
+//! re-parented to it, skipping the CLI pids tokio reaps itself.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use futures_util::StreamExt;
+
+use super::session::{CliSession, Close, SessionTerminated, Snapshot, Spawned};
+use crate::config::Settings;
+use crate::db::projects::Project;
+use crate::db::sessions::{self, Session, SessionPatch};
+use crate::db::writer::{WriteOp, Writer};
+use crate::db::{Store, StoreError};
+use crate::domain::{names, time};
+use crate::process::command::{stdio_args, CliOptions};
+use crate::process::{kill, procfs, SESSION_MARKER_ENV};
+use crate::transport::stdio;
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+/// What a launch asks for; unset fields were already filled from the project's defaults.
+#[derive(Debug, Clone, Default)]
+pub struct LaunchSpec {
+    pub name: Option<String>,
+    pub external_key: Option<String>,
+    pub options: CliOptions,
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<Launched, LaunchError>")]
+pub struct Launch {
+    pub project: Project,
+    pub spec: LaunchSpec,
+}
+
+pub struct Launched {
+    pub session: Session,
+    /// False when an existing live session with the same external key was returned.
+    pub created: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("{0}")]
+    Capacity(String),
+    #[error("the service is shutting down")]
+    ShuttingDown,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The actor of a live session, if there is one.
+#[derive(Message)]
+#[rtype(result = "Option<Addr<CliSession>>")]
+pub struct Find(pub String);
+
+/// How many sessions are live.
+#[derive(Message)]
+#[rtype(result = "usize")]
+pub struct LiveCount;
+
+/// Ends every session (stdin closed, SIGINT to each group, grace, SIGKILL) and refuses new
+/// launches. Answers when all are gone.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Shutdown;
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct ChildSignal;
+
+// ---------------------------------------------------------------------------------------------
+// State
+
+struct Live {
+    addr: Addr<CliSession>,
+    project_id: String,
+    external_key: Option<String>,
+    pid: i32,
+}
+
+pub struct SessionRegistry {
+    settings: Arc<Settings>,
+    store: Store,
+    writer: Writer,
+    live: HashMap<String, Live>,
+    shutting_down: bool,
+    /// Reap orphans re-parented to this process (only when it is a subreaper).
+    reap_orphans: bool,
+}
+
+impl SessionRegistry {
+    pub fn new(settings: Arc<Settings>, store: Store, writer: Writer, reap_orphans: bool) -> Self {
+        SessionRegistry { settings, store, writer, live: HashMap::new(), shutting_down: false, reap_orphans }
+    }
+
+    fn capacity_error(&self, project: &Project) -> Option<String> {
+        let max_global = self.settings.max_sessions_global as usize;
+        if self.live.len() >= max_global {
+            return Some(format!(
+                "the global limit of {max_global} live sessions is reached (CONDUIT_MAX_SESSIONS_GLOBAL); close a session first"
+            ));
+        }
+        let in_project = self.live.values().filter(|l| l.project_id == project.id).count();
+        if in_project >= project.max_sessions.max(0) as usize {
+            return Some(format!(
+                "project {:?} already has its limit of {} live sessions (its max_sessions); close one first",
+                project.name, project.max_sessions
+            ));
+        }
+        None
+    }
+
+    fn new_row(project: &Project, spec: &LaunchSpec) -> Session {
+        let now = time::now();
+        let o = &spec.options;
+        Session {
+            id: uuid::Uuid::new_v4().to_string(),
+            project_id: project.id.clone(),
+            session_id: None,
+            external_key: spec.external_key.clone(),
+            name: spec.name.clone().unwrap_or_else(names::friendly),
+            status: "starting".to_string(),
+            model: o.model.clone(),
+            permission_mode: o.permission_mode.clone(),
+            system_prompt: o.system_prompt.clone(),
+            append_system_prompt: o.append_system_prompt.clone(),
+            resume_session_id: o.resume_session_id.clone(),
+            fork_session: o.fork_session,
+            transport: "stdio".to_string(),
+            ws_port: None,
+            cli_pid: None,
+            cli_started_at: None,
+            total_cost_usd: 0.0,
+            total_input_tokens: 0,
+            total_output_tokens: 0,
+            num_turns: 0,
+            error_message: None,
+            created_at: now.clone(),
+            last_active_at: now,
+            closed_at: None,
+        }
+    }
+
+    /// Spawns the CLI for `row` and starts its actor. A spawn failure becomes the row's error.
+    fn spawn_session(
+        &mut self,
+        mut row: Session,
+        folder: &str,
+        options: &CliOptions,
+        ctx: &mut Context<Self>,
+    ) -> Session {
+        let mut cmd = tokio::process::Command::new(&self.settings.cli_path);
+        cmd.args(stdio_args(options))
+            .current_dir(folder)
+            .process_group(0)
+            .env(SESSION_MARKER_ENV, &row.id)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(false);
+        if let Some(token) = &self.settings.cli_session_access_token {
+            cmd.env("CLAUDE_CODE_SESSION_ACCESS_TOKEN", token);
+        }
+        let mut child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                let now = time::now();
+                row.status = "error".to_string();
+                row.error_message = Some(format!("cannot start the CLI {:?}: {e}", self.settings.cli_path));
+                row.closed_at = Some(now.clone());
+                self.writer.persist(WriteOp::Session {
+                    id: row.id.clone(),
+                    patch: SessionPatch {
+                        status: Some(row.status.clone()),
+                        error_message: Some(row.error_message.clone()),
+                        closed_at: Some(row.closed_at.clone()),
+                        ..Default::default()
+                    },
+                });
+                return row;
+            }
+        };
+        let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) =
+            (child.id(), child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            // Cannot happen with all three piped; end the child rather than leave it unwatched.
+            let _ = child.start_kill();
+            row.status = "error".to_string();
+            row.error_message = Some("the CLI started without its standard streams".to_string());
+            return row;
+        };
+        let pid = pid as i32;
+        row.cli_pid = Some(pid);
+        row.cli_started_at = procfs::stat(pid).map(|s| s.start_time.to_string());
+        self.writer.persist(WriteOp::Session {
+            id: row.id.clone(),
+            patch: SessionPatch {
+                cli_pid: Some(row.cli_pid),
+                cli_started_at: Some(row.cli_started_at.clone()),
+                ..Default::default()
+            },
+        });
+        let spawned = Spawned {
+            row: row.clone(),
+            pid,
+            stdin: stdio::stdin_writer(stdin),
+            outputs: vec![Box::pin(stdio::stdout_stream(stdout)), Box::pin(stdio::stderr_stream(stderr))],
+            exited: Box::pin(async move {
+                match child.wait().await {
+                    Ok(status) => describe_exit(status),
+                    Err(e) => format!("could not be waited for: {e}"),
+                }
+            }),
+        };
+        let addr = CliSession::start(spawned, self.writer.clone(), ctx.address().recipient());
+        self.live.insert(
+            row.id.clone(),
+            Live { addr, project_id: row.project_id.clone(), external_key: row.external_key.clone(), pid },
+        );
+        row
+    }
+
+    fn reap(&self) {
+        if self.reap_orphans {
+            let keep: Vec<i32> = self.live.values().map(|l| l.pid).collect();
+            let reaped = kill::reap_zombie_children(&keep);
+            if reaped > 0 {
+                tracing::debug!(reaped, "reaped orphaned descendants");
+            }
+        }
+    }
+}
+
+pub fn describe_exit(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(sig)) => format!("was killed by signal {sig}"),
+        _ => "ended".to_string(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handlers
+
+impl Actor for SessionRegistry {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        if self.reap_orphans {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()) {
+                Ok(signal) => {
+                    let signals =
+                        futures_util::stream::unfold(signal, |mut s| async move { s.recv().await.map(|_| ((), s)) });
+                    ctx.add_stream(signals.map(|_| ChildSignal));
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot watch SIGCHLD; orphans are reaped every few seconds only"),
+            }
+            // Signals coalesce; sweep now and then as well.
+            ctx.run_interval(Duration::from_secs(5), |act, _| act.reap());
+        }
+    }
+}
+
+impl StreamHandler<ChildSignal> for SessionRegistry {
+    fn handle(&mut self, _: ChildSignal, _ctx: &mut Context<Self>) {
+        self.reap();
+    }
+
+    fn finished(&mut self, _ctx: &mut Context<Self>) {}
+}
+
+impl Handler<Launch> for SessionRegistry {
+    type Result = AtomicResponse<Self, Result<Launched, LaunchError>>;
+
+    fn handle(&mut self, msg: Launch, _ctx: &mut Context<Self>) -> Self::Result {
+        if self.shutting_down {
+            return AtomicResponse::new(Box::pin(actix::fut::ready(Err(LaunchError::ShuttingDown))));
+        }
+        if let Some(key) = &msg.spec.external_key {
+            let existing =
+                self.live.values().find(|l| l.project_id == msg.project.id && l.external_key.as_ref() == Some(key));
+            if let Some(live) = existing {
+                let addr = live.addr.clone();
+                return AtomicResponse::new(Box::pin(async move { addr.send(Snapshot).await }.into_actor(self).map(
+                    |snapshot, _, _| {
+                        snapshot.map(|session| Launched { session, created: false }).map_err(|_| {
+                            LaunchError::Store(StoreError::Other("the session ended while being looked up".into()))
+                        })
+                    },
+                )));
+            }
+        }
+        if let Some(reason) = self.capacity_error(&msg.project) {
+            return AtomicResponse::new(Box::pin(actix::fut::ready(Err(LaunchError::Capacity(reason)))));
+        }
+        let row = Self::new_row(&msg.project, &msg.spec);
+        let stored = row.clone();
+        let store = self.store.clone();
+        let insert = async move { store.run(move |conn| sessions::insert(conn, &stored)).await };
+        let folder = msg.project.folder_path.clone();
+        let options = msg.spec.options.clone();
+        AtomicResponse::new(Box::pin(insert.into_actor(self).map(move |inserted, act, ctx| {
+            inserted?;
+            let session = act.spawn_session(row, &folder, &options, ctx);
+            Ok(Launched { session, created: true })
+        })))
+    }
+}
+
+impl Handler<Find> for SessionRegistry {
+    type Result = Option<Addr<CliSession>>;
+
+    fn handle(&mut self, msg: Find, _ctx: &mut Context<Self>) -> Self::Result {
+        self.live.get(&msg.0).map(|l| l.addr.clone())
+    }
+}
+
+impl Handler<LiveCount> for SessionRegistry {
+    type Result = usize;
+
+    fn handle(&mut self, _msg: LiveCount, _ctx: &mut Context<Self>) -> usize {
+        self.live.len()
+    }
+}
+
+impl Handler<SessionTerminated> for SessionRegistry {
+    type Result = ();
+
+    fn handle(&mut self, msg: SessionTerminated, _ctx: &mut Context<Self>) {
+        if self.live.remove(&msg.id).is_some() {
+            tracing::debug!(session = %msg.id, pid = msg.pid, "session ended");
+        }
+        self.reap();
+    }
+}
+
+impl Handler<Shutdown> for SessionRegistry {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _msg: Shutdown, _ctx: &mut Context<Self>) -> Self::Result {
+        self.shutting_down = true;
+        let closing: Vec<_> = self.live.values().map(|l| l.addr.send(Close { signal: libc::SIGINT })).collect();
+        tracing::info!(sessions = closing.len(), "ending every session");
+        Box::pin(async move {
+            for outcome in futures_util::future::join_all(closing).await {
+                if let Ok(Err(e)) = outcome {
+                    tracing::warn!(error = %e, "a session did not close cleanly");
+                }
+            }
+        })
+    }
+}
+
+/// After a crash of the service: sessions the database still shows as live become `error`
+/// ("service restarted"), and any of their CLIs still running is ended, but only after checking
+/// it really is that process (same pid and same start time), never a reused pid.
+pub async fn recover_after_restart(store: &Store) -> Result<usize, StoreError> {
+    let now = time::now();
+    let rows = store.run(move |conn| sessions::fail_interrupted(conn, &now)).await?;
+    let count = rows.len();
+    tokio::task::spawn_blocking(move || {
+        for row in rows {
+            let (Some(pid), Some(started)) = (row.cli_pid, row.cli_started_at.as_deref()) else { continue };
+            let same = procfs::stat(pid).is_some_and(|s| s.start_time.to_string() == started && s.state != 'Z');
+            if same {
+                tracing::warn!(session = %row.id, pid, "ending a CLI left over from before the restart");
+                let _ = kill::signal_session(pid, SESSION_MARKER_ENV, &row.id, libc::SIGTERM);
+                std::thread::sleep(Duration::from_millis(200));
+                kill::kill_until_gone(pid, SESSION_MARKER_ENV, &row.id, Duration::from_secs(2));
+            }
+        }
+    })
+    .await
+    .map_err(|e| StoreError::Other(format!("recovery task failed: {e}")))?;
+    Ok(count)
+}

@@ -1,0 +1,669 @@
+//! `CliSession`: one actor per CLI process.
+//!
+//! It owns the session's state machine (`starting -> idle -> active -> idle ... -> closed |
+//! error`, `compacting` while the CLI compacts), the transport's outbound queue, the control
+//! requests waiting for an answer, the queue of user turns, and the in-memory session row, which
+//! the database follows through the write-behind [`Writer`]. Every line in both directions is
+//! recorded. When the CLI is gone (asked to close, or died) the actor ends whatever is left of
+//! its process group and marked escapees, writes the final row, and stops; the registry hears
+//! about it through [`SessionTerminated`].
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+use actix::prelude::*;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::db::messages::NewMessage;
+use crate::db::sessions::{Session, SessionPatch};
+use crate::db::writer::{WriteOp, Writer};
+use crate::domain::time;
+use crate::process::{kill, SESSION_MARKER_ENV};
+use crate::protocol::framing::{Frame, MAX_LINE_BYTES};
+use crate::protocol::incoming::{self, Kind, TurnResult};
+use crate::protocol::outgoing;
+use crate::transport::CliOutput;
+
+/// How long a control request Conduit sends may wait for the CLI's answer.
+pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Between SIGTERM (or SIGINT) and SIGKILL when closing.
+pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// User turns waiting behind a running one, at most.
+pub const MAX_QUEUED_TURNS: usize = 100;
+/// The end of stderr kept for error messages.
+const STDERR_TAIL_BYTES: usize = 4096;
+/// After the CLI exits, how long its stdout may stay open (held by a descendant) before the
+/// session stops waiting for it.
+const STDOUT_DRAIN: Duration = Duration::from_secs(2);
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+/// Queue a user turn. Answers once the line is stored (a 2xx means it survives a crash).
+#[derive(Message)]
+#[rtype(result = "Result<SendOutcome, SessionError>")]
+pub struct SendUser {
+    pub content: String,
+}
+
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct SendOutcome {
+    /// True when the turn waits behind a running one (or for the CLI to be ready).
+    pub queued: bool,
+    /// Turns ahead of this one, the running turn included.
+    pub position: usize,
+}
+
+/// A control request to the CLI; answers with the session row after the CLI's answer.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<Session, SessionError>")]
+pub enum Control {
+    Interrupt,
+    SetModel(String),
+    SetPermissionMode(String),
+}
+
+/// End the CLI: close stdin, send `signal` to the group, SIGKILL after the grace period.
+/// Answers with the final row once the processes are confirmed gone.
+#[derive(Message)]
+#[rtype(result = "Result<Session, SessionError>")]
+pub struct Close {
+    pub signal: i32,
+}
+
+/// The session row as this actor knows it (fresher than the database).
+#[derive(Message)]
+#[rtype(result = "Session")]
+pub struct Snapshot;
+
+/// Sent to the registry when the actor stops.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct SessionTerminated {
+    pub id: String,
+    pub pid: i32,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct ProcessExited(String);
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SessionError {
+    #[error("the session is {0}")]
+    NotLive(String),
+    #[error("{MAX_QUEUED_TURNS} messages are already waiting for this session")]
+    QueueFull,
+    #[error("the CLI did not answer {0} within {CONTROL_TIMEOUT:?}")]
+    Timeout(String),
+    #[error("{0}")]
+    Cli(String),
+    #[error("the message could not be stored: {0}")]
+    Storage(String),
+}
+
+// ---------------------------------------------------------------------------------------------
+// State
+
+enum Pending {
+    Initialize,
+    Command { what: String, reply: oneshot::Sender<Result<Value, SessionError>> },
+}
+
+struct QueuedTurn {
+    seq: u64,
+    line: String,
+    stored: bool,
+}
+
+/// Totals the session had when this process started (non-zero after a resume); the CLI's
+/// figures are cumulative per process and are added to these.
+#[derive(Debug, Clone, Copy, Default)]
+struct Base {
+    cost: f64,
+    input: i64,
+    output: i64,
+}
+
+pub struct CliSession {
+    row: Session,
+    pid: i32,
+    writer: Writer,
+    registry: Recipient<SessionTerminated>,
+    stdin: Option<mpsc::Sender<String>>,
+    pending: HashMap<String, Pending>,
+    next_id: u64,
+    queue: VecDeque<QueuedTurn>,
+    turn_running: bool,
+    stderr_tail: String,
+    base: Base,
+    stdout_done: bool,
+    exit: Option<String>,
+    close_requested: bool,
+    closers: Vec<oneshot::Sender<Session>>,
+    finishing: bool,
+}
+
+/// What the registry hands over after spawning the CLI.
+pub struct Spawned {
+    pub row: Session,
+    pub pid: i32,
+    pub stdin: mpsc::Sender<String>,
+    pub outputs: Vec<std::pin::Pin<Box<dyn futures_util::Stream<Item = CliOutput>>>>,
+    /// Resolves with a description of how the process ended.
+    pub exited: std::pin::Pin<Box<dyn std::future::Future<Output = String>>>,
+}
+
+impl CliSession {
+    pub fn start(spawned: Spawned, writer: Writer, registry: Recipient<SessionTerminated>) -> Addr<CliSession> {
+        CliSession::create(move |ctx| {
+            for stream in spawned.outputs {
+                ctx.add_stream(stream);
+            }
+            let addr = ctx.address();
+            let exited = spawned.exited;
+            actix::spawn(async move {
+                let how = exited.await;
+                addr.do_send(ProcessExited(how));
+            });
+            let base = Base {
+                cost: spawned.row.total_cost_usd,
+                input: spawned.row.total_input_tokens,
+                output: spawned.row.total_output_tokens,
+            };
+            CliSession {
+                row: spawned.row,
+                pid: spawned.pid,
+                writer,
+                registry,
+                stdin: Some(spawned.stdin),
+                pending: HashMap::new(),
+                next_id: 0,
+                queue: VecDeque::new(),
+                turn_running: false,
+                stderr_tail: String::new(),
+                base,
+                stdout_done: false,
+                exit: None,
+                close_requested: false,
+                closers: Vec::new(),
+                finishing: false,
+            }
+        })
+    }
+
+    fn is_live(&self) -> bool {
+        !self.close_requested && !self.finishing && !matches!(self.row.status.as_str(), "closed" | "error")
+    }
+
+    fn request_id(&mut self) -> String {
+        self.next_id += 1;
+        format!("conduit-{}-{}", &self.row.id[..8], self.next_id)
+    }
+
+    /// Records a line in the messages table (write-behind).
+    fn record(&self, direction: &'static str, message_type: &str, subtype: Option<String>, content: String) {
+        self.writer.persist(WriteOp::Message(NewMessage {
+            session_id: self.row.id.clone(),
+            direction,
+            message_type: message_type.to_string(),
+            message_subtype: subtype,
+            content,
+            timestamp: time::now(),
+        }));
+    }
+
+    /// Writes a line to the CLI (already recorded, or recorded here when `record` is set).
+    fn write(&mut self, line: String, record: Option<(&str, Option<String>)>) -> Result<(), SessionError> {
+        if let Some((kind, subtype)) = record {
+            self.record("to_cli", kind, subtype, line.clone());
+        }
+        let tx = self.stdin.as_ref().ok_or_else(|| SessionError::Cli("the CLI's input is closed".to_string()))?;
+        tx.try_send(line).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => SessionError::Cli("the CLI is not reading its input".to_string()),
+            mpsc::error::TrySendError::Closed(_) => SessionError::Cli("the CLI's input is closed".to_string()),
+        })
+    }
+
+    fn patch(&mut self, patch: SessionPatch) {
+        self.writer.persist(WriteOp::Session { id: self.row.id.clone(), patch });
+    }
+
+    fn set_status(&mut self, status: &str) {
+        if self.row.status != status {
+            self.row.status = status.to_string();
+            self.row.last_active_at = time::now();
+            let patch = SessionPatch {
+                status: Some(status.to_string()),
+                last_active_at: Some(self.row.last_active_at.clone()),
+                ..Default::default()
+            };
+            self.patch(patch);
+        }
+    }
+
+    /// Sends a control request and arranges its timeout.
+    fn control(
+        &mut self,
+        ctx: &mut Context<Self>,
+        line_for: impl FnOnce(&str) -> String,
+        pending: Pending,
+    ) -> Result<(), SessionError> {
+        let id = self.request_id();
+        let line = line_for(&id);
+        let subtype = incoming::parse(&line).message_subtype;
+        self.write(line, Some(("control_request", subtype)))?;
+        self.pending.insert(id.clone(), pending);
+        ctx.run_later(CONTROL_TIMEOUT, move |act, ctx| act.control_timed_out(&id, ctx));
+        Ok(())
+    }
+
+    fn control_timed_out(&mut self, id: &str, ctx: &mut Context<Self>) {
+        match self.pending.remove(id) {
+            Some(Pending::Initialize) => {
+                tracing::warn!(session = %self.row.id, "the CLI did not answer initialize in time");
+                self.fail(ctx, format!("the CLI did not answer initialize within {CONTROL_TIMEOUT:?}"));
+            }
+            Some(Pending::Command { what, reply }) => {
+                tracing::warn!(session = %self.row.id, %what, "the CLI did not answer a control request in time");
+                let _ = reply.send(Err(SessionError::Timeout(what)));
+            }
+            None => {}
+        }
+    }
+
+    /// Starts the next queued turn when the CLI is ready for one.
+    fn pump(&mut self) {
+        if self.turn_running || !self.is_live() || self.row.status != "idle" {
+            return;
+        }
+        if !self.queue.front().is_some_and(|t| t.stored) {
+            return;
+        }
+        let Some(turn) = self.queue.pop_front() else { return };
+        match self.write(turn.line, None) {
+            Ok(()) => {
+                self.turn_running = true;
+                self.set_status("active");
+            }
+            Err(e) => tracing::warn!(session = %self.row.id, error = %e, "could not start a turn"),
+        }
+    }
+
+    fn on_line(&mut self, line: String, ctx: &mut Context<Self>) {
+        let msg = incoming::parse(&line);
+        self.record("from_cli", &msg.message_type, msg.message_subtype.clone(), line);
+        match msg.kind {
+            Kind::SystemInit { session_id, model, permission_mode } => {
+                let mut patch = SessionPatch::default();
+                if session_id.is_some() && session_id != self.row.session_id {
+                    self.row.session_id = session_id.clone();
+                    patch.session_id = session_id;
+                }
+                if model.is_some() && model != self.row.model {
+                    self.row.model = model.clone();
+                    patch.model = model;
+                }
+                if permission_mode.is_some() && permission_mode != self.row.permission_mode {
+                    self.row.permission_mode = permission_mode.clone();
+                    patch.permission_mode = permission_mode;
+                }
+                self.patch(patch);
+            }
+            Kind::SystemStatus { status, permission_mode } => {
+                if let Some(mode) = permission_mode.filter(|m| Some(m) != self.row.permission_mode.as_ref()) {
+                    self.row.permission_mode = Some(mode.clone());
+                    self.patch(SessionPatch { permission_mode: Some(mode), ..Default::default() });
+                }
+                match status.as_deref() {
+                    Some("compacting") => self.set_status("compacting"),
+                    _ if self.row.status == "compacting" => {
+                        self.set_status(if self.turn_running { "active" } else { "idle" })
+                    }
+                    _ => {}
+                }
+            }
+            Kind::Result(result) => self.on_result(result),
+            Kind::ControlRequest { request_id, subtype, request } => self.answer_cli(&request_id, &subtype, &request),
+            Kind::ControlResponse { request_id, outcome } => match self.pending.remove(&request_id) {
+                Some(Pending::Initialize) => match outcome {
+                    Ok(_) => {
+                        self.set_status("idle");
+                        self.pump();
+                    }
+                    Err(e) => self.fail(ctx, format!("the CLI refused initialize: {e}")),
+                },
+                Some(Pending::Command { what, reply }) => {
+                    let _ = reply.send(outcome.map_err(|e| SessionError::Cli(format!("the CLI refused {what}: {e}"))));
+                }
+                None => tracing::debug!(session = %self.row.id, %request_id, "answer to an unknown control request"),
+            },
+            Kind::ControlCancel { request_id } => {
+                // Conduit answers the CLI's requests as they arrive, so nothing is outstanding.
+                tracing::debug!(session = %self.row.id, %request_id, "the CLI cancelled a request");
+            }
+            Kind::Invalid { error } => {
+                tracing::warn!(session = %self.row.id, %error, "the CLI wrote a line that is not a JSON object");
+            }
+            Kind::Other => {}
+        }
+    }
+
+    fn on_result(&mut self, r: TurnResult) {
+        let now = time::now();
+        if let Some(cost) = r.total_cost_usd {
+            self.row.total_cost_usd = self.base.cost + cost;
+        }
+        match r.cumulative_tokens {
+            // Cumulative for this process: set, never add.
+            Some((input, output)) => {
+                self.row.total_input_tokens = self.base.input + input;
+                self.row.total_output_tokens = self.base.output + output;
+            }
+            // Older CLIs only report the turn's usage: add it.
+            None => {
+                self.row.total_input_tokens += r.input_tokens.unwrap_or(0);
+                self.row.total_output_tokens += r.output_tokens.unwrap_or(0);
+            }
+        }
+        self.row.num_turns += 1;
+        self.row.last_active_at = now.clone();
+        self.turn_running = false;
+        let status = if self.is_live() { "idle" } else { self.row.status.as_str() }.to_string();
+        self.row.status = status.clone();
+        self.patch(SessionPatch {
+            status: Some(status),
+            total_cost_usd: Some(self.row.total_cost_usd),
+            total_input_tokens: Some(self.row.total_input_tokens),
+            total_output_tokens: Some(self.row.total_output_tokens),
+            num_turns: Some(self.row.num_turns),
+            last_active_at: Some(now),
+            ..Default::default()
+        });
+        self.pump();
+    }
+
+    /// Answers a request from the CLI at once; it would wait forever otherwise.
+    fn answer_cli(&mut self, request_id: &str, subtype: &str, request: &Value) {
+        let answer = match subtype {
+            // Until rules exist every tool call is allowed; the permission engine decides here.
+            "hook_callback" => outgoing::hook_decision(request_id, true, "allowed: no rule matched"),
+            "can_use_tool" => {
+                let input = request.get("input").cloned().unwrap_or(Value::Object(Default::default()));
+                outgoing::tool_permission(request_id, true, &input, "")
+            }
+            other => outgoing::control_error(request_id, &format!("Conduit does not handle `{other}` requests")),
+        };
+        if let Err(e) = self.write(answer, Some(("control_response", Some(subtype.to_string())))) {
+            tracing::warn!(session = %self.row.id, error = %e, "could not answer the CLI");
+        }
+    }
+
+    fn on_stderr(&mut self, line: String) {
+        self.stderr_tail.push_str(&line);
+        self.stderr_tail.push('\n');
+        if self.stderr_tail.len() > STDERR_TAIL_BYTES {
+            let mut cut = self.stderr_tail.len() - STDERR_TAIL_BYTES;
+            while !self.stderr_tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.stderr_tail.drain(..cut);
+        }
+        self.record("from_cli", "stderr", None, line);
+    }
+
+    /// Something went wrong while the CLI runs: end it and report `reason`.
+    fn fail(&mut self, ctx: &mut Context<Self>, reason: String) {
+        if self.finishing {
+            return;
+        }
+        self.row.error_message = Some(reason);
+        self.begin_close(libc::SIGTERM, ctx);
+    }
+
+    fn begin_close(&mut self, signal: i32, ctx: &mut Context<Self>) {
+        self.close_requested = true;
+        self.stdin = None;
+        if self.exit.is_some() {
+            self.maybe_finish(ctx);
+            return;
+        }
+        let (pgid, marker) = (self.pid, self.row.id.clone());
+        tokio::task::spawn_blocking(move || {
+            let _ = kill::signal_session(pgid, SESSION_MARKER_ENV, &marker, signal);
+        });
+        ctx.run_later(CLOSE_GRACE, |act, _ctx| {
+            if act.exit.is_none() {
+                tracing::warn!(session = %act.row.id, "the CLI outlived the grace period; killing its group");
+                let (pgid, marker) = (act.pid, act.row.id.clone());
+                tokio::task::spawn_blocking(move || {
+                    let _ = kill::signal_session(pgid, SESSION_MARKER_ENV, &marker, libc::SIGKILL);
+                });
+            }
+        });
+    }
+
+    /// Once the process has exited and its output is drained: end leftovers, write the final
+    /// row, answer whoever asked to close, stop.
+    fn maybe_finish(&mut self, ctx: &mut Context<Self>) {
+        if self.finishing || !self.stdout_done || self.exit.is_none() {
+            return;
+        }
+        self.finishing = true;
+        self.stdin = None;
+        for (_, pending) in self.pending.drain() {
+            if let Pending::Command { what, reply } = pending {
+                let _ = reply.send(Err(SessionError::Cli(format!("the CLI exited before answering {what}"))));
+            }
+        }
+        let (pgid, marker) = (self.pid, self.row.id.clone());
+        let cleanup = tokio::task::spawn_blocking(move || {
+            kill::kill_until_gone(pgid, SESSION_MARKER_ENV, &marker, Duration::from_secs(2))
+        });
+        ctx.wait(cleanup.into_actor(self).then(|survivors, act, _ctx| {
+            let survivors = survivors.unwrap_or_default();
+            let exit = act.exit.clone().unwrap_or_default();
+            let now = time::now();
+            if !survivors.is_empty() {
+                act.row.status = "error".to_string();
+                act.row.error_message = Some(format!("could not end processes {survivors:?} of this session"));
+            } else if act.close_requested && act.row.error_message.is_none() {
+                act.row.status = "closed".to_string();
+                act.row.closed_at = Some(now.clone());
+            } else {
+                act.row.status = "error".to_string();
+                let reason = act.row.error_message.take().unwrap_or_else(|| format!("the CLI {exit}"));
+                let tail = act.stderr_tail.trim();
+                act.row.error_message =
+                    Some(if tail.is_empty() { reason } else { format!("{reason}; stderr: {tail}") });
+                act.row.closed_at = Some(now.clone());
+            }
+            act.row.last_active_at = now.clone();
+            act.turn_running = false;
+            let patch = SessionPatch {
+                status: Some(act.row.status.clone()),
+                error_message: Some(act.row.error_message.clone()),
+                closed_at: Some(act.row.closed_at.clone()),
+                last_active_at: Some(now),
+                ..Default::default()
+            };
+            let id = act.row.id.clone();
+            let writer = act.writer.clone();
+            async move { writer.persist_acked(WriteOp::Session { id, patch }).await }.into_actor(act).map(
+                |stored, act, ctx| {
+                    if let Err(e) = stored {
+                        tracing::error!(session = %act.row.id, error = %e, "could not store the final session state");
+                    }
+                    for closer in act.closers.drain(..) {
+                        let _ = closer.send(act.row.clone());
+                    }
+                    ctx.stop();
+                },
+            )
+        }));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handlers
+
+impl Actor for CliSession {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        if let Err(e) = self.control(ctx, outgoing::initialize, Pending::Initialize) {
+            self.fail(ctx, format!("could not send initialize: {e}"));
+        }
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        self.registry.do_send(SessionTerminated { id: self.row.id.clone(), pid: self.pid });
+    }
+}
+
+impl StreamHandler<CliOutput> for CliSession {
+    fn handle(&mut self, item: CliOutput, ctx: &mut Context<Self>) {
+        match item {
+            CliOutput::Stdout(Frame::Line(line)) => self.on_line(line, ctx),
+            CliOutput::Stdout(Frame::Oversized { len }) => {
+                tracing::warn!(session = %self.row.id, len, "the CLI wrote a line over the cap; it was dropped");
+                let note = serde_json::json!({
+                    "conduit_error": format!("a line of {len} bytes exceeded the {MAX_LINE_BYTES}-byte cap and was dropped")
+                });
+                self.record("from_cli", "invalid", None, note.to_string());
+            }
+            CliOutput::Stderr(Frame::Line(line)) => self.on_stderr(line),
+            CliOutput::Stderr(Frame::Oversized { len }) => self.on_stderr(format!("[{len} bytes of stderr dropped]")),
+            CliOutput::StdoutEnd => {
+                self.stdout_done = true;
+                self.maybe_finish(ctx);
+            }
+        }
+    }
+
+    /// Streams end on their own schedule; the session ends when the process does.
+    fn finished(&mut self, _ctx: &mut Context<Self>) {}
+}
+
+impl Handler<ProcessExited> for CliSession {
+    type Result = ();
+
+    fn handle(&mut self, msg: ProcessExited, ctx: &mut Context<Self>) {
+        tracing::info!(session = %self.row.id, pid = self.pid, how = %msg.0, "CLI process ended");
+        self.exit = Some(msg.0);
+        self.stdin = None;
+        ctx.run_later(STDOUT_DRAIN, |act, ctx| {
+            act.stdout_done = true;
+            act.maybe_finish(ctx);
+        });
+        self.maybe_finish(ctx);
+    }
+}
+
+impl Handler<SendUser> for CliSession {
+    type Result = ResponseActFuture<Self, Result<SendOutcome, SessionError>>;
+
+    fn handle(&mut self, msg: SendUser, _ctx: &mut Context<Self>) -> Self::Result {
+        if !self.is_live() {
+            let status = if self.close_requested { "closing".to_string() } else { self.row.status.clone() };
+            return Box::pin(actix::fut::ready(Err(SessionError::NotLive(status))));
+        }
+        if self.queue.len() >= MAX_QUEUED_TURNS {
+            return Box::pin(actix::fut::ready(Err(SessionError::QueueFull)));
+        }
+        let line = outgoing::user_turn(&msg.content);
+        self.next_id += 1;
+        let seq = self.next_id;
+        let position = self.queue.len() + usize::from(self.turn_running);
+        let queued = position > 0 || self.row.status != "idle";
+        self.queue.push_back(QueuedTurn { seq, line: line.clone(), stored: false });
+        let op = WriteOp::Message(NewMessage {
+            session_id: self.row.id.clone(),
+            direction: "to_cli",
+            message_type: "user".to_string(),
+            message_subtype: None,
+            content: line,
+            timestamp: time::now(),
+        });
+        let writer = self.writer.clone();
+        let stored = async move { writer.persist_acked(op).await };
+        Box::pin(stored.into_actor(self).map(move |result, act, _ctx| match result {
+            Ok(()) => {
+                if let Some(turn) = act.queue.iter_mut().find(|t| t.seq == seq) {
+                    turn.stored = true;
+                }
+                act.pump();
+                Ok(SendOutcome { queued, position })
+            }
+            Err(e) => {
+                act.queue.retain(|t| t.seq != seq);
+                Err(SessionError::Storage(e))
+            }
+        }))
+    }
+}
+
+impl Handler<Control> for CliSession {
+    type Result = ResponseActFuture<Self, Result<Session, SessionError>>;
+
+    fn handle(&mut self, msg: Control, ctx: &mut Context<Self>) -> Self::Result {
+        if !self.is_live() || self.row.status == "starting" {
+            let status = if self.close_requested { "closing".to_string() } else { self.row.status.clone() };
+            return Box::pin(actix::fut::ready(Err(SessionError::NotLive(status))));
+        }
+        let (reply, answer) = oneshot::channel();
+        let (what, line_for): (String, Box<dyn FnOnce(&str) -> String>) = match msg.clone() {
+            Control::Interrupt => ("interrupt".to_string(), Box::new(outgoing::interrupt)),
+            Control::SetModel(m) => ("set_model".to_string(), Box::new(move |id| outgoing::set_model(id, &m))),
+            Control::SetPermissionMode(m) => {
+                ("set_permission_mode".to_string(), Box::new(move |id| outgoing::set_permission_mode(id, &m)))
+            }
+        };
+        if let Err(e) = self.control(ctx, line_for, Pending::Command { what, reply }) {
+            return Box::pin(actix::fut::ready(Err(e)));
+        }
+        Box::pin(
+            async move { answer.await.unwrap_or_else(|_| Err(SessionError::Cli("the session ended".to_string()))) }
+                .into_actor(self)
+                .map(move |outcome, act, _ctx| {
+                    outcome?;
+                    let mut patch = SessionPatch::default();
+                    match msg {
+                        Control::SetModel(m) => {
+                            act.row.model = Some(m.clone());
+                            patch.model = Some(m);
+                        }
+                        Control::SetPermissionMode(m) => {
+                            act.row.permission_mode = Some(m.clone());
+                            patch.permission_mode = Some(m);
+                        }
+                        Control::Interrupt => {}
+                    }
+                    act.patch(patch);
+                    Ok(act.row.clone())
+                }),
+        )
+    }
+}
+
+impl Handler<Close> for CliSession {
+    type Result = ResponseFuture<Result<Session, SessionError>>;
+
+    fn handle(&mut self, msg: Close, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.closers.push(tx);
+        if !self.close_requested {
+            self.begin_close(msg.signal, ctx);
+        }
+        Box::pin(async move { rx.await.map_err(|_| SessionError::Cli("the session ended while closing".to_string())) })
+    }
+}
+
+impl Handler<Snapshot> for CliSession {
+    type Result = MessageResult<Snapshot>;
+
+    fn handle(&mut self, _msg: Snapshot, _ctx: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.row.clone())
+    }
+}

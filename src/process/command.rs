@@ -1,0 +1,98 @@
+//! The CLI's command line for a session. Every value goes in `--flag=value` form, so no value
+//! (a prompt may start with "- ") can ever be read as a flag.
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CliOptions {
+    pub model: Option<String>,
+    pub permission_mode: Option<String>,
+    pub resume_session_id: Option<String>,
+    pub fork_session: bool,
+    pub system_prompt: Option<String>,
+    pub append_system_prompt: Option<String>,
+}
+
+/// Arguments for the stdio stream-json transport.
+pub fn stdio_args(o: &CliOptions) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--permission-prompt-tool",
+        "stdio",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(option_args(o));
+    args
+}
+
+/// The session's own flags, shared by every transport.
+pub fn option_args(o: &CliOptions) -> Vec<String> {
+    let mut args = Vec::new();
+    let mut push = |flag: &str, value: &Option<String>| {
+        if let Some(v) = value {
+            args.push(format!("--{flag}={v}"));
+        }
+    };
+    push("model", &o.model);
+    push("permission-mode", &o.permission_mode);
+    push("resume", &o.resume_session_id);
+    push("system-prompt", &o.system_prompt);
+    push("append-system-prompt", &o.append_system_prompt);
+    if o.fork_session {
+        args.push("--fork-session".to_string());
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_always_attached_to_their_flag() {
+        let o = CliOptions {
+            model: Some("claude-x".into()),
+            permission_mode: Some("plan".into()),
+            resume_session_id: Some("abc".into()),
+            fork_session: true,
+            system_prompt: Some("--dangerously-skip-permissions".into()),
+            append_system_prompt: Some("- a list\n- more".into()),
+        };
+        let args = stdio_args(&o);
+        assert_eq!(
+            &args[..8],
+            [
+                "-p",
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--permission-prompt-tool",
+                "stdio"
+            ]
+        );
+        assert_eq!(
+            &args[8..],
+            [
+                "--model=claude-x",
+                "--permission-mode=plan",
+                "--resume=abc",
+                "--system-prompt=--dangerously-skip-permissions",
+                "--append-system-prompt=- a list\n- more",
+                "--fork-session"
+            ]
+        );
+        assert!(!args.iter().any(|a| a == "--dangerously-skip-permissions"), "a value never stands alone");
+    }
+
+    #[test]
+    fn nothing_extra_when_unset() {
+        assert_eq!(stdio_args(&CliOptions::default()).len(), 8);
+    }
+}

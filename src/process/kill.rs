@@ -1,0 +1,102 @@
+//! Ending a session's processes: its process group, plus any marked escapee.
+
+use std::time::{Duration, Instant};
+
+use super::procfs;
+
+/// Sends `signal` to a whole process group. A group that no longer exists is not an error.
+pub fn signal_group(pgid: i32, signal: i32) -> std::io::Result<()> {
+    if pgid <= 1 {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("refusing to signal group {pgid}")));
+    }
+    // SAFETY: killpg only takes integers; pgid > 1 so it can never address every process.
+    let rc = unsafe { libc::killpg(pgid, signal) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::ESRCH) {
+        Ok(())
+    } else {
+        Err(err)
+    }
+}
+
+/// Sends `signal` to one process; a process already gone is not an error.
+pub fn signal_pid(pid: i32, signal: i32) -> std::io::Result<()> {
+    if pid <= 1 {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("refusing to signal pid {pid}")));
+    }
+    // SAFETY: kill only takes integers; pid > 1.
+    let rc = unsafe { libc::kill(pid, signal) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::ESRCH) {
+        Ok(())
+    } else {
+        Err(err)
+    }
+}
+
+/// Everything still alive that belongs to a session: its group's members and marked processes.
+pub fn survivors(pgid: i32, marker_key: &str, marker: &str) -> Vec<i32> {
+    let mut pids = procfs::group_members(pgid);
+    for pid in procfs::marked(marker_key, marker) {
+        if !pids.contains(&pid) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Signals the group and every marked escapee.
+pub fn signal_session(pgid: i32, marker_key: &str, marker: &str, signal: i32) -> std::io::Result<()> {
+    signal_group(pgid, signal)?;
+    for pid in procfs::marked(marker_key, marker) {
+        signal_pid(pid, signal)?;
+    }
+    Ok(())
+}
+
+/// SIGKILLs whatever is left until nothing is, for at most `within`. Returns the pids still
+/// alive at the end (empty on success); zombies count as gone (their parent reaps them).
+/// Blocking: call it off the async executor.
+pub fn kill_until_gone(pgid: i32, marker_key: &str, marker: &str, within: Duration) -> Vec<i32> {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = survivors(pgid, marker_key, marker);
+        if left.is_empty() {
+            return left;
+        }
+        let _ = signal_group(pgid, libc::SIGKILL);
+        for pid in &left {
+            let _ = signal_pid(*pid, libc::SIGKILL);
+        }
+        if Instant::now() >= deadline {
+            return survivors(pgid, marker_key, marker);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Reaps zombie children of this process that are not in `keep` (the CLI processes tokio
+/// waits for itself). These are orphans re-parented here because the service is a subreaper.
+pub fn reap_zombie_children(keep: &[i32]) -> usize {
+    let me = std::process::id() as i32;
+    let mut reaped = 0;
+    for pid in procfs::children(me) {
+        if keep.contains(&pid) {
+            continue;
+        }
+        if procfs::stat(pid).is_some_and(|s| s.state == 'Z') {
+            let mut status = 0;
+            // SAFETY: waitpid on a specific zombie child with WNOHANG never blocks.
+            if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+                reaped += 1;
+            }
+        }
+    }
+    reaped
+}

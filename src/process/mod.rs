@@ -1,0 +1,28 @@
+//! Child processes: how a CLI is started, and how it and everything it started is ended.
+//!
+//! - [`command`] builds the CLI's argument list (values always in `--flag=value` form).
+//! - [`procfs`] reads `/proc`: parents, process groups, start times, the session marker.
+//! - [`kill`] signals process groups and escaped descendants, and confirms they are gone.
+//!
+//! Every CLI runs in its own process group, with `CONDUIT_SESSION_MARKER=<session id>` in its
+//! environment. A tool process that leaves the group with `setsid` still inherits the marker,
+//! and the service is a child subreaper, so such escapees are found and ended too.
+
+pub mod command;
+pub mod kill;
+pub mod procfs;
+
+/// Environment variable carried by every process a session starts (and their descendants).
+pub const SESSION_MARKER_ENV: &str = "CONDUIT_SESSION_MARKER";
+
+/// Makes this process the reaper of orphaned descendants, so a tool process that detaches from
+/// its CLI is re-parented here (where it can be found, ended and reaped) rather than to init.
+pub fn become_subreaper() -> std::io::Result<()> {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes plain integer arguments.
+    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}

@@ -1,0 +1,103 @@
+//! The stdio transport: the CLI's stdout and stderr as line streams, and a task that writes
+//! queued lines to its stdin.
+
+use futures_util::stream::{self, Stream, StreamExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use super::CliOutput;
+use crate::protocol::framing::{Frame, LineFramer};
+
+/// Lines queued for the CLI's stdin at most; a CLI that stops reading fills it and further
+/// writes are refused instead of growing memory.
+pub const STDIN_QUEUE: usize = 256;
+
+/// Splits a byte stream into frames; ends after the final (possibly unterminated) line.
+pub fn frames<R: AsyncRead + Unpin + 'static>(reader: R) -> impl Stream<Item = Frame> {
+    struct State<R> {
+        reader: R,
+        framer: LineFramer,
+        ready: std::collections::VecDeque<Frame>,
+        eof: bool,
+        buf: Vec<u8>,
+    }
+    let state =
+        State { reader, framer: LineFramer::default(), ready: Default::default(), eof: false, buf: vec![0; 64 * 1024] };
+    stream::unfold(state, |mut s| async move {
+        loop {
+            if let Some(frame) = s.ready.pop_front() {
+                return Some((frame, s));
+            }
+            if s.eof {
+                return None;
+            }
+            let mut out = Vec::new();
+            match s.reader.read(&mut s.buf).await {
+                Ok(0) | Err(_) => {
+                    s.eof = true;
+                    s.framer.finish(&mut out);
+                }
+                Ok(n) => s.framer.push(&s.buf[..n], &mut out),
+            }
+            s.ready.extend(out);
+        }
+    })
+}
+
+/// stdout as protocol frames followed by one `StdoutEnd`.
+pub fn stdout_stream<R: AsyncRead + Unpin + 'static>(reader: R) -> impl Stream<Item = CliOutput> {
+    frames(reader).map(CliOutput::Stdout).chain(stream::once(async { CliOutput::StdoutEnd }))
+}
+
+pub fn stderr_stream<R: AsyncRead + Unpin + 'static>(reader: R) -> impl Stream<Item = CliOutput> {
+    frames(reader).map(CliOutput::Stderr)
+}
+
+/// Starts the stdin writer: each queued line is written with a newline and flushed. Dropping
+/// every sender closes stdin (the CLI's cue to finish). The task reports a write failure by
+/// ending, which closes the channel.
+pub fn stdin_writer<W: AsyncWrite + Unpin + Send + 'static>(mut stdin: W) -> mpsc::Sender<String> {
+    let (tx, mut rx) = mpsc::channel::<String>(STDIN_QUEUE);
+    tokio::spawn(async move {
+        while let Some(line) = rx.recv().await {
+            let mut bytes = line.into_bytes();
+            bytes.push(b'\n');
+            if stdin.write_all(&bytes).await.is_err() || stdin.flush().await.is_err() {
+                break;
+            }
+        }
+        let _ = stdin.shutdown().await;
+    });
+    tx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn frames_from_a_reader_end_with_the_unterminated_line() {
+        let input: &[u8] = b"{\"a\":1}\r\n\npartial";
+        let got: Vec<Frame> = frames(input).collect().await;
+        assert_eq!(got, vec![Frame::Line("{\"a\":1}".into()), Frame::Line("partial".into())]);
+    }
+
+    #[tokio::test]
+    async fn stdout_ends_with_a_marker() {
+        let input: &[u8] = b"x\n";
+        let got: Vec<CliOutput> = stdout_stream(input).collect().await;
+        assert!(matches!(got.as_slice(), [CliOutput::Stdout(Frame::Line(_)), CliOutput::StdoutEnd]));
+    }
+
+    #[tokio::test]
+    async fn the_writer_writes_lines_and_closes_on_drop() {
+        let (client, mut server) = tokio::io::duplex(1024);
+        let tx = stdin_writer(client);
+        tx.send("one".into()).await.expect("send");
+        tx.send("two".into()).await.expect("send");
+        drop(tx);
+        let mut got = String::new();
+        server.read_to_string(&mut got).await.expect("read");
+        assert_eq!(got, "one\ntwo\n");
+    }
+}

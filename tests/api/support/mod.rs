@@ -1,0 +1,5 @@
+//! Test rigs shared by the session tests: the fake Messages API, the real CLI's location and
+//! quiet environment, and a `conduit` binary running as its own process.
+
+pub mod fake_api;
+pub mod service;

@@ -1,0 +1,229 @@
+//! The `conduit` binary as its own process, with the real CLI's quiet environment, a temporary
+//! HOME, database and project root. Used where the service's environment must be its own
+//! (the CLI inherits it) or where the test signals the service.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// Where `scripts/test-setup.sh` installs test tools.
+pub fn test_cache() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CONDUIT_TEST_CACHE") {
+        return PathBuf::from(dir);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache"));
+    base.join("conduit-test")
+}
+
+/// The real Claude Code CLI, pinned, installed by `scripts/test-setup.sh`.
+pub fn real_cli() -> PathBuf {
+    let path = test_cache().join("claude-code-2.1.330/node_modules/.bin/claude");
+    assert!(path.exists(), "the Claude Code CLI is not installed at {}; run scripts/test-setup.sh", path.display());
+    path
+}
+
+/// The fake CLI (examples/fake_cli.rs), built by `cargo test` next to the test binary.
+pub fn fake_cli() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().and_then(Path::parent).expect("target profile dir");
+    let path = dir.join("examples/fake_cli");
+    assert!(path.exists(), "the fake CLI is not built at {}; cargo test builds examples", path.display());
+    path
+}
+
+pub struct TestService {
+    pub address: String,
+    pub client: reqwest::Client,
+    pub dir: tempfile::TempDir,
+    /// The project root (canonical).
+    pub root: PathBuf,
+    child: Child,
+}
+
+pub struct ServiceConfig {
+    pub cli_path: PathBuf,
+    /// The fake Messages API's base URL, when the real CLI is used.
+    pub api_base_url: Option<String>,
+    pub env: Vec<(String, String)>,
+}
+
+impl ServiceConfig {
+    pub fn new(cli_path: PathBuf) -> Self {
+        ServiceConfig { cli_path, api_base_url: None, env: Vec::new() }
+    }
+
+    pub fn api(mut self, base_url: &str) -> Self {
+        self.api_base_url = Some(base_url.to_string());
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+}
+
+impl TestService {
+    pub fn start(config: ServiceConfig) -> TestService {
+        let dir = tempfile::tempdir().expect("tempdir");
+        Self::start_in(dir, config)
+    }
+
+    /// Starts (or restarts) a service on an existing folder: same HOME, database and root.
+    pub fn start_in(dir: tempfile::TempDir, config: ServiceConfig) -> TestService {
+        let home = dir.path().join("home");
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(&home).expect("home");
+        std::fs::create_dir_all(&root).expect("root");
+        let log =
+            std::fs::OpenOptions::new().create(true).append(true).open(dir.path().join("service.log")).expect("log");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_conduit"));
+        cmd.arg("serve")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env("CONDUIT_PORT", "0")
+            .env("CONDUIT_DB_PATH", dir.path().join("data/conduit.db"))
+            .env("CONDUIT_PROJECT_ROOT", &root)
+            .env("CONDUIT_CLI_PATH", &config.cli_path)
+            .env("LOG_LEVEL", "info")
+            // The CLI's quiet environment: no traffic beyond the fake API on 127.0.0.1.
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_ERROR_REPORTING", "1")
+            .env("ANTHROPIC_API_KEY", "sk-test-fake")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log);
+        if let Some(url) = &config.api_base_url {
+            cmd.env("ANTHROPIC_BASE_URL", url);
+        }
+        for (k, v) in &config.env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn conduit");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).expect("read the listening line");
+        let address = line.trim().strip_prefix("conduit listening on ").unwrap_or_else(|| {
+            let log = std::fs::read_to_string(dir.path().join("service.log")).unwrap_or_default();
+            panic!("the service did not start: {line:?}\n{log}")
+        });
+        TestService {
+            address: address.to_string(),
+            client: reqwest::Client::new(),
+            root: std::fs::canonicalize(&root).expect("root"),
+            dir,
+            child,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.address, path)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("service.log")).unwrap_or_default()
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).send().await.expect("request")
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> reqwest::Response {
+        self.client.post(self.url(path)).json(&body).send().await.expect("request")
+    }
+
+    pub async fn delete(&self, path: &str) -> reqwest::Response {
+        self.client.delete(self.url(path)).send().await.expect("request")
+    }
+
+    pub async fn get_json(&self, path: &str) -> Value {
+        let res = self.get(path).await;
+        assert!(res.status().is_success(), "GET {path}: {}", res.status());
+        res.json().await.expect("json")
+    }
+
+    /// A project on a fresh folder under the root; returns its id.
+    pub async fn project(&self, name: &str) -> String {
+        std::fs::create_dir_all(self.root.join(name)).expect("project folder");
+        let res = self.post("/api/projects", json!({"name": name, "folder_path": name})).await;
+        assert_eq!(res.status().as_u16(), 201, "create project");
+        let body: Value = res.json().await.expect("json");
+        body["id"].as_str().expect("id").to_string()
+    }
+
+    /// Launches a session and returns its JSON (201 expected).
+    pub async fn launch(&self, project: &str, body: Value) -> Value {
+        let res = self.post(&format!("/api/projects/{project}/sessions"), body).await;
+        assert_eq!(res.status().as_u16(), 201, "launch");
+        res.json().await.expect("json")
+    }
+
+    /// Polls a session until `done` holds (or fails after `within`).
+    pub async fn wait_for(&self, session: &str, within: Duration, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let row = self.get_json(&format!("/api/sessions/{session}")).await;
+            if done(&row) {
+                return row;
+            }
+            assert!(Instant::now() < deadline, "session never reached the expected state; last: {row}\n{}", self.log());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub async fn wait_status(&self, session: &str, status: &str, within: Duration) -> Value {
+        self.wait_for(session, within, |row| row["status"] == status).await
+    }
+
+    /// SIGTERM, then waits for the process to exit; returns how long it took and its status.
+    pub fn terminate(&mut self) -> (Duration, std::process::ExitStatus) {
+        let started = Instant::now();
+        // SAFETY: signalling our own child by pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let status = self.child.wait().expect("wait");
+        (started.elapsed(), status)
+    }
+
+    /// SIGKILL (a crash): nothing gets a chance to clean up.
+    pub fn crash(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Hands back the folder, for a restart on the same database.
+    pub fn into_dir(mut self) -> tempfile::TempDir {
+        self.crash();
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("tempdir"));
+        dir
+    }
+}
+
+impl Drop for TestService {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: signalling our own child by pid.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(8);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
