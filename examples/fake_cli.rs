@@ -1,0 +1,123 @@
+//! A stand-in for the Claude Code CLI speaking stream-json on stdio, for the edge cases the real
+//! CLI will not produce on demand. Built by `cargo test` (examples are), used by the tests and
+//! the benchmark. The scenario comes from `--model=fake-<scenario>`, so one service can run
+//! many at once:
+//!
+//! - (default)            answers initialize; each user turn: system/init, assistant, result
+//! - `fake-garbage`       a turn also writes non-JSON, a non-object, a split line and a CRLF line
+//! - `fake-huge`          a turn also writes one 16 MiB line
+//! - `fake-flood-N`       a turn also writes N `stream_event` lines as fast as it can
+//! - `fake-exit-mid-turn` a turn writes an assistant line, then the CLI exits 3
+//! - `fake-ignore-term`   ignores SIGTERM/SIGINT and stdin EOF (must be SIGKILLed)
+//! - `fake-no-init`       writes an error to stderr and exits 1 at once
+//! - `fake-stall`         answers initialize, never finishes a turn
+//! - `fake-grandchild`    starts `sleep` in its group and a `setsid sleep` outside it
+
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+fn main() {
+    let model = std::env::args().find_map(|a| a.strip_prefix("--model=").map(str::to_string)).unwrap_or_default();
+    let scenario = model.strip_prefix("fake-").unwrap_or("default").to_string();
+    let session_id = format!("fake-{}", std::process::id());
+
+    match scenario.as_str() {
+        "no-init" => {
+            eprintln!("fatal: the fake CLI refuses to start");
+            std::process::exit(1);
+        }
+        "ignore-term" => {
+            // SAFETY: setting signal dispositions to ignore.
+            unsafe {
+                libc::signal(libc::SIGTERM, libc::SIG_IGN);
+                libc::signal(libc::SIGINT, libc::SIG_IGN);
+            }
+        }
+        "grandchild" => {
+            let child = std::process::Command::new("sleep").arg("300").spawn().expect("sleep");
+            let escapee = std::process::Command::new("setsid").args(["sleep", "301"]).spawn().expect("setsid sleep");
+            eprintln!("grandchildren {} {}", child.id(), escapee.id());
+        }
+        _ => {}
+    }
+
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+    let mut turns = 0u32;
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            eprintln!("fake CLI: not JSON: {line}");
+            continue;
+        };
+        match msg["type"].as_str() {
+            Some("control_request") => {
+                let id = msg["request_id"].as_str().unwrap_or_default();
+                let response = match msg["request"]["subtype"].as_str() {
+                    Some("initialize") => json!({"commands": [], "models": []}),
+                    _ => json!({}),
+                };
+                emit(&mut out, json!({"type": "control_response", "response": {"subtype": "success", "request_id": id, "response": response}}));
+            }
+            Some("user") if scenario == "stall" => {}
+            Some("user") => {
+                turns += 1;
+                let text = msg["message"]["content"].as_str().unwrap_or_default().to_string();
+                turn(&mut out, &scenario, &session_id, &model, turns, &text);
+            }
+            _ => {}
+        }
+        let _ = out.flush();
+    }
+    let _ = out.flush();
+    if scenario == "ignore-term" {
+        loop {
+            std::thread::sleep(Duration::from_secs(60));
+        }
+    }
+}
+
+fn emit(out: &mut impl Write, v: Value) {
+    let _ = writeln!(out, "{v}");
+}
+
+fn turn(out: &mut impl Write, scenario: &str, session_id: &str, model: &str, turns: u32, text: &str) {
+    emit(out, json!({"type": "system", "subtype": "init", "session_id": session_id, "model": model, "permissionMode": "default", "tools": []}));
+    match scenario {
+        "garbage" => {
+            let _ = writeln!(out, "this is not json");
+            let _ = writeln!(out, "[1,2,3]");
+            let _ = write!(out, "{{\"type\":\"assistant\",\"split\":");
+            let _ = out.flush();
+            std::thread::sleep(Duration::from_millis(50));
+            let _ = write!(out, "true}}\r\n");
+        }
+        "huge" => {
+            let blob = "x".repeat(16 * 1024 * 1024);
+            emit(out, json!({"type": "assistant", "message": {"content": [{"type": "text", "text": blob}]}}));
+        }
+        s if s.starts_with("flood-") => {
+            let n: u64 = s["flood-".len()..].parse().unwrap_or(1000);
+            for i in 0..n {
+                let _ = writeln!(out, r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"t{i}"}}}},"session_id":"{session_id}"}}"#);
+            }
+        }
+        "exit-mid-turn" => {
+            emit(out, json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "half"}]}}));
+            let _ = out.flush();
+            eprintln!("fake CLI: crashing mid-turn");
+            std::process::exit(3);
+        }
+        _ => {}
+    }
+    emit(out, json!({"type": "assistant", "message": {"model": model, "content": [{"type": "text", "text": format!("echo: {text}")}]}}));
+    let cost = 0.001 * f64::from(turns);
+    emit(
+        out,
+        json!({"type": "result", "subtype": "success", "is_error": false, "num_turns": 1, "result": format!("echo: {text}"),
+            "session_id": session_id, "total_cost_usd": cost, "usage": {"input_tokens": 3, "output_tokens": 2},
+            "modelUsage": {model: {"inputTokens": 3 * turns, "outputTokens": 2 * turns}}}),
+    );
+}
