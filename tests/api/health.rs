@@ -51,7 +51,8 @@ async fn has_exactly_the_documented_keys() {
     .into_iter()
     .collect();
     assert_eq!(keys(&body), expected);
-    assert_eq!(keys(&body["checks"]), ["cli_available", "database_ok"].into_iter().collect());
+    assert_eq!(keys(&body["checks"]), ["cli_available", "database_ok", "unstored_lines"].into_iter().collect());
+    assert_eq!(body["checks"]["unstored_lines"], 0);
 
     assert!(body["uptime_seconds"].is_u64(), "{body}");
     assert!(body["session_capacity_pct"].is_number(), "{body}");
