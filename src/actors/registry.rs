@@ -69,6 +69,12 @@ pub struct Find(pub String);
 #[rtype(result = "usize")]
 pub struct LiveCount;
 
+/// Ends every live session of a project (before the project is deleted). Answers when all are
+/// gone.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct CloseProject(pub String);
+
 /// Ends every session (stdin closed, SIGINT to each group, grace, SIGKILL) and refuses new
 /// launches. Answers when all are gone.
 #[derive(Message)]
@@ -346,20 +352,34 @@ impl Handler<SessionTerminated> for SessionRegistry {
     }
 }
 
+/// Sends `Close` to each session and waits for all of them.
+fn close_all(sessions: Vec<Addr<CliSession>>, signal: i32) -> ResponseFuture<()> {
+    let closing: Vec<_> = sessions.iter().map(|addr| addr.send(Close { signal })).collect();
+    Box::pin(async move {
+        for outcome in futures_util::future::join_all(closing).await {
+            if let Ok(Err(e)) = outcome {
+                tracing::warn!(error = %e, "a session did not close cleanly");
+            }
+        }
+    })
+}
+
+impl Handler<CloseProject> for SessionRegistry {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, msg: CloseProject, _ctx: &mut Context<Self>) -> Self::Result {
+        let sessions = self.live.values().filter(|l| l.project_id == msg.0).map(|l| l.addr.clone()).collect();
+        close_all(sessions, libc::SIGTERM)
+    }
+}
+
 impl Handler<Shutdown> for SessionRegistry {
     type Result = ResponseFuture<()>;
 
     fn handle(&mut self, _msg: Shutdown, _ctx: &mut Context<Self>) -> Self::Result {
         self.shutting_down = true;
-        let closing: Vec<_> = self.live.values().map(|l| l.addr.send(Close { signal: libc::SIGINT })).collect();
-        tracing::info!(sessions = closing.len(), "ending every session");
-        Box::pin(async move {
-            for outcome in futures_util::future::join_all(closing).await {
-                if let Ok(Err(e)) = outcome {
-                    tracing::warn!(error = %e, "a session did not close cleanly");
-                }
-            }
-        })
+        tracing::info!(sessions = self.live.len(), "ending every session");
+        close_all(self.live.values().map(|l| l.addr.clone()).collect(), libc::SIGINT)
     }
 }
 

@@ -9,6 +9,7 @@ use super::errors::parse_id;
 use super::folders::path_error;
 use super::pagination::Page;
 use super::AppState;
+use crate::actors::registry::CloseProject;
 use crate::db::{self, projects::Project, StoreError};
 use crate::domain::validate::PermissionMode;
 use crate::domain::{folders, time, validate};
@@ -376,7 +377,7 @@ pub async fn update(
     Ok(HttpResponse::Ok().json(project))
 }
 
-/// Delete a project and everything recorded for it.
+/// Delete a project: its live sessions are ended first, then everything recorded for it goes.
 #[utoipa::path(delete, path = "/api/projects/{id}", tag = "projects",
     params(("id" = String, Path, description = "Project id (UUID)")),
     responses(
@@ -385,6 +386,14 @@ pub async fn update(
     ))]
 pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
     let id = parse_id("project", &id)?;
+    load(&state, id.clone()).await?;
+    state
+        .registry
+        .send(CloseProject(id.clone()))
+        .await
+        .map_err(|e| AppError::internal(format!("session registry unavailable: {e}")))?;
+    // The sessions' final rows are written behind; let them land before the cascade.
+    state.writer.flush().await.map_err(AppError::internal)?;
     let target = id.clone();
     if state.store.run(move |conn| db::projects::delete(conn, &target)).await? {
         Ok(HttpResponse::NoContent().finish())

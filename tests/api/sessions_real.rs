@@ -262,3 +262,17 @@ async fn sigterm_ends_every_cli_and_keeps_the_last_results() {
     let lines = restarted.get_json(&format!("/api/sessions/{}/messages?limit=1000", ids[0])).await;
     assert_eq!(messages_of(&lines, "result").len(), 1, "the last result is stored ({})", db.display());
 }
+
+#[actix_web::test]
+async fn deleting_a_project_ends_its_live_sessions_first() {
+    let (_api, service) = rig().await;
+    let project = service.project("doomed").await;
+    let id = idle_session(&service, &project, json!({})).await;
+    let pid = service.get_json(&format!("/api/sessions/{id}")).await["cli_pid"].as_i64().expect("pid");
+    let res = service.delete(&format!("/api/projects/{project}")).await;
+    assert_eq!(res.status().as_u16(), 204);
+    assert!(!alive(pid), "the project's CLI was ended");
+    assert_eq!(service.get(&format!("/api/sessions/{id}")).await.status().as_u16(), 404, "rows cascade");
+    let health = service.get_json("/api/health").await;
+    assert_eq!(health["active_sessions"], 0);
+}
