@@ -143,6 +143,7 @@ pub struct CliSession {
     close_requested: bool,
     closers: Vec<oneshot::Sender<Session>>,
     finishing: bool,
+    registry_notified: bool,
 }
 
 /// What the registry hands over after spawning the CLI.
@@ -189,8 +190,16 @@ impl CliSession {
                 close_requested: false,
                 closers: Vec::new(),
                 finishing: false,
+                registry_notified: false,
             }
         })
+    }
+
+    fn notify_registry(&mut self) {
+        if !self.registry_notified {
+            self.registry_notified = true;
+            self.registry.do_send(SessionTerminated { id: self.row.id.clone(), pid: self.pid });
+        }
     }
 
     fn is_live(&self) -> bool {
@@ -495,6 +504,9 @@ impl CliSession {
                     if let Err(e) = stored {
                         tracing::error!(session = %act.row.id, error = %e, "could not store the final session state");
                     }
+                    // Tell the registry before answering: a client's next launch then queues
+                    // behind this notice in the registry's mailbox and sees the freed capacity.
+                    act.notify_registry();
                     for closer in act.closers.drain(..) {
                         let _ = closer.send(act.row.clone());
                     }
@@ -518,7 +530,7 @@ impl Actor for CliSession {
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
-        self.registry.do_send(SessionTerminated { id: self.row.id.clone(), pid: self.pid });
+        self.notify_registry();
     }
 }
 

@@ -12,5 +12,7 @@ mod projects;
 mod readme;
 mod schemathesis;
 mod security;
+mod sessions_fake;
 mod sessions_real;
 mod support;
+mod writer;
