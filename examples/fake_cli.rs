@@ -35,6 +35,8 @@ fn main() {
                 libc::signal(libc::SIGINT, libc::SIG_IGN);
             }
         }
+        // Left running on purpose: the service must end them (and reap what it adopts).
+        #[allow(clippy::zombie_processes)]
         "grandchild" => {
             let child = std::process::Command::new("sleep").arg("300").spawn().expect("sleep");
             let escapee = std::process::Command::new("setsid").args(["sleep", "301"]).spawn().expect("setsid sleep");
@@ -59,7 +61,10 @@ fn main() {
                     Some("initialize") => json!({"commands": [], "models": []}),
                     _ => json!({}),
                 };
-                emit(&mut out, json!({"type": "control_response", "response": {"subtype": "success", "request_id": id, "response": response}}));
+                emit(
+                    &mut out,
+                    json!({"type": "control_response", "response": {"subtype": "success", "request_id": id, "response": response}}),
+                );
             }
             Some("user") if scenario == "stall" => {}
             Some("user") => {
@@ -84,7 +89,10 @@ fn emit(out: &mut impl Write, v: Value) {
 }
 
 fn turn(out: &mut impl Write, scenario: &str, session_id: &str, model: &str, turns: u32, text: &str) {
-    emit(out, json!({"type": "system", "subtype": "init", "session_id": session_id, "model": model, "permissionMode": "default", "tools": []}));
+    emit(
+        out,
+        json!({"type": "system", "subtype": "init", "session_id": session_id, "model": model, "permissionMode": "default", "tools": []}),
+    );
     match scenario {
         "garbage" => {
             let _ = writeln!(out, "this is not json");
@@ -101,7 +109,10 @@ fn turn(out: &mut impl Write, scenario: &str, session_id: &str, model: &str, tur
         s if s.starts_with("flood-") => {
             let n: u64 = s["flood-".len()..].parse().unwrap_or(1000);
             for i in 0..n {
-                let _ = writeln!(out, r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"t{i}"}}}},"session_id":"{session_id}"}}"#);
+                let _ = writeln!(
+                    out,
+                    r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"t{i}"}}}},"session_id":"{session_id}"}}"#
+                );
             }
         }
         "exit-mid-turn" => {
@@ -112,7 +123,10 @@ fn turn(out: &mut impl Write, scenario: &str, session_id: &str, model: &str, tur
         }
         _ => {}
     }
-    emit(out, json!({"type": "assistant", "message": {"model": model, "content": [{"type": "text", "text": format!("echo: {text}")}]}}));
+    emit(
+        out,
+        json!({"type": "assistant", "message": {"model": model, "content": [{"type": "text", "text": format!("echo: {text}")}]}}),
+    );
     let cost = 0.001 * f64::from(turns);
     emit(
         out,

@@ -111,6 +111,9 @@ enum Pending {
     Command { what: String, reply: oneshot::Sender<Result<Value, SessionError>> },
 }
 
+/// Builds a control request line from its request id.
+type LineFor = Box<dyn FnOnce(&str) -> String>;
+
 struct QueuedTurn {
     seq: u64,
     line: String,
@@ -625,7 +628,7 @@ impl Handler<Control> for CliSession {
             return Box::pin(actix::fut::ready(Err(SessionError::NotLive(status))));
         }
         let (reply, answer) = oneshot::channel();
-        let (what, line_for): (String, Box<dyn FnOnce(&str) -> String>) = match msg.clone() {
+        let (what, line_for): (String, LineFor) = match msg.clone() {
             Control::Interrupt => ("interrupt".to_string(), Box::new(outgoing::interrupt)),
             Control::SetModel(m) => ("set_model".to_string(), Box::new(move |id| outgoing::set_model(id, &m))),
             Control::SetPermissionMode(m) => {

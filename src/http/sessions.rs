@@ -213,21 +213,37 @@ pub async fn list_for_project(
     page: web::Query<Page>,
 ) -> AppResult<HttpResponse> {
     let project_id = parse_id("project", &id)?;
+    let rows = list_under(
+        &state,
+        "project",
+        project_id,
+        &page,
+        |conn, id| Ok(db::projects::find(conn, id)?.is_some()),
+        db::sessions::list_for_project,
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(rows))
+}
+
+/// A query listing `limit` rows from `offset` under a parent id.
+type ListPage<T> = fn(&mut db::DbConnection, &str, i64, i64) -> Result<Vec<T>, db::StoreError>;
+
+/// A page of rows belonging to a parent that must exist (404 naming `kind` when it does not).
+async fn list_under<T: Send + 'static>(
+    state: &AppState,
+    kind: &'static str,
+    parent: String,
+    page: &Page,
+    exists: fn(&mut db::DbConnection, &str) -> Result<bool, db::StoreError>,
+    list: ListPage<T>,
+) -> AppResult<Vec<T>> {
     let (limit, offset) = page.bounds()?;
+    let lookup = parent.clone();
     let rows = state
         .store
-        .run(move |conn| {
-            if db::projects::find(conn, &project_id)?.is_none() {
-                return Err(db::StoreError::NotFound);
-            }
-            db::sessions::list_for_project(conn, &project_id, limit, offset)
-        })
-        .await
-        .map_err(|e| match e {
-            db::StoreError::NotFound => AppError::not_found("No such project."),
-            other => other.into(),
-        })?;
-    Ok(HttpResponse::Ok().json(rows))
+        .run(move |conn| if exists(conn, &lookup)? { list(conn, &lookup, limit, offset).map(Some) } else { Ok(None) })
+        .await?;
+    rows.ok_or_else(|| AppError::not_found(format!("No {kind} with id {parent:?}.")))
 }
 
 /// Sessions whose CLI is running (starting, idle, active, compacting), oldest first.
@@ -268,20 +284,15 @@ pub async fn messages(
     page: web::Query<Page>,
 ) -> AppResult<HttpResponse> {
     let id = parse_id("session", &id)?;
-    let (limit, offset) = page.bounds()?;
-    let rows = state
-        .store
-        .run(move |conn| {
-            if db::sessions::find(conn, &id)?.is_none() {
-                return Err(db::StoreError::NotFound);
-            }
-            db::messages::list(conn, &id, limit, offset)
-        })
-        .await
-        .map_err(|e| match e {
-            db::StoreError::NotFound => AppError::not_found("No such session."),
-            other => other.into(),
-        })?;
+    let rows = list_under(
+        &state,
+        "session",
+        id,
+        &page,
+        |conn, id| Ok(db::sessions::find(conn, id)?.is_some()),
+        db::messages::list,
+    )
+    .await?;
     Ok(HttpResponse::Ok().json(rows))
 }
 

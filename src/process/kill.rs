@@ -6,29 +6,28 @@ use super::procfs;
 
 /// Sends `signal` to a whole process group. A group that no longer exists is not an error.
 pub fn signal_group(pgid: i32, signal: i32) -> std::io::Result<()> {
-    if pgid <= 1 {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("refusing to signal group {pgid}")));
-    }
+    refuse_init("group", pgid)?;
     // SAFETY: killpg only takes integers; pgid > 1 so it can never address every process.
-    let rc = unsafe { libc::killpg(pgid, signal) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = std::io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::ESRCH) {
-        Ok(())
-    } else {
-        Err(err)
-    }
+    gone_is_fine(unsafe { libc::killpg(pgid, signal) })
 }
 
 /// Sends `signal` to one process; a process already gone is not an error.
 pub fn signal_pid(pid: i32, signal: i32) -> std::io::Result<()> {
-    if pid <= 1 {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("refusing to signal pid {pid}")));
-    }
+    refuse_init("pid", pid)?;
     // SAFETY: kill only takes integers; pid > 1.
-    let rc = unsafe { libc::kill(pid, signal) };
+    gone_is_fine(unsafe { libc::kill(pid, signal) })
+}
+
+/// 0, -1 and 1 would address every process, the caller's group, or init.
+fn refuse_init(what: &str, id: i32) -> std::io::Result<()> {
+    if id <= 1 {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("refusing to signal {what} {id}")));
+    }
+    Ok(())
+}
+
+/// A signal call's result, where "no such process" (ESRCH) counts as done.
+fn gone_is_fine(rc: i32) -> std::io::Result<()> {
     if rc == 0 {
         return Ok(());
     }

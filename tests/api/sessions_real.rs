@@ -159,7 +159,8 @@ async fn interrupt_mid_stream_returns_to_idle() {
 async fn set_model_and_mode_follow_the_cli() {
     let (api, service) = rig().await;
     let project = service.project("switch").await;
-    let id = idle_session(&service, &project, json!({"model": "claude-sonnet-4-5", "permission_mode": "default"})).await;
+    let id =
+        idle_session(&service, &project, json!({"model": "claude-sonnet-4-5", "permission_mode": "default"})).await;
     let res = service.post(&format!("/api/sessions/{id}/model"), json!({"model": "claude-haiku-4-5"})).await;
     assert_eq!(res.status().as_u16(), 200);
     let row: Value = res.json().await.expect("json");
@@ -188,7 +189,10 @@ async fn delete_ends_the_cli_and_a_grandchild_that_left_its_group() {
     let id = idle_session(&service, &project, json!({})).await;
     let pidfile = service.root.join("tree/escapee.pid");
     let command = "setsid sh -c 'echo $$ > escapee.pid; exec sleep 600' > /dev/null 2>&1 < /dev/null &";
-    api.on("start a daemon", Reply::ToolUse { name: "Bash".into(), input: json!({"command": command, "description": "daemon"}) });
+    api.on(
+        "start a daemon",
+        Reply::ToolUse { name: "Bash".into(), input: json!({"command": command, "description": "daemon"}) },
+    );
     api.on("tool_result", Reply::Text("started".into()));
     service.post(&format!("/api/sessions/{id}/message"), json!({"content": "start a daemon"})).await;
     service.wait_for(&id, READY, |r| r["num_turns"] == 1 && r["status"] == "idle").await;
@@ -275,4 +279,21 @@ async fn deleting_a_project_ends_its_live_sessions_first() {
     assert_eq!(service.get(&format!("/api/sessions/{id}")).await.status().as_u16(), 404, "rows cascade");
     let health = service.get_json("/api/health").await;
     assert_eq!(health["active_sessions"], 0);
+}
+
+#[actix_web::test]
+async fn an_api_error_is_retried_by_the_cli_and_the_turn_completes() {
+    let (api, service) = rig().await;
+    let project = service.project("flaky").await;
+    let id = idle_session(&service, &project, json!({})).await;
+    api.on("flaky question", Reply::ServerError);
+    api.on("flaky question", Reply::Text("second try worked".into()));
+    service.post(&format!("/api/sessions/{id}/message"), json!({"content": "flaky question"})).await;
+    let row = service.wait_for(&id, READY, |r| r["num_turns"] == 1).await;
+    assert_eq!(row["status"], "idle");
+    let attempts = api.requests().iter().filter(|r| r.contains("flaky question")).count();
+    assert!(attempts >= 2, "the 500 was retried ({attempts} attempts)");
+    let lines = service.get_json(&format!("/api/sessions/{id}/messages?limit=1000")).await;
+    let result = messages_of(&lines, "result").pop().expect("a result");
+    assert!(result["content"].as_str().is_some_and(|c| c.contains("second try worked")), "{result}");
 }

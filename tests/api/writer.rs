@@ -57,7 +57,12 @@ async fn a_failing_database_is_counted_not_fatal() {
     let (writer, _thread) = Writer::start(store.clone());
     // Every insert now fails (as on a full disk): the writer must count, report and go on.
     store
-        .run(|conn| conn.batch_execute("CREATE TRIGGER refuse BEFORE INSERT ON messages BEGIN SELECT RAISE(FAIL, 'disk full'); END;").map_err(StoreError::from))
+        .run(|conn| {
+            conn.batch_execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON messages BEGIN SELECT RAISE(FAIL, 'disk full'); END;",
+            )
+            .map_err(StoreError::from)
+        })
         .await
         .expect("trigger");
     for n in 0..5 {

@@ -47,7 +47,6 @@ struct State {
 pub struct FakeApi {
     pub base_url: String,
     state: Arc<Mutex<State>>,
-    handle: actix_web::dev::ServerHandle,
 }
 
 impl FakeApi {
@@ -66,10 +65,9 @@ impl FakeApi {
         .bind(("127.0.0.1", 0))
         .expect("bind fake API");
         let port = server.addrs()[0].port();
-        let server = server.run();
-        let handle = server.handle();
-        actix_web::rt::spawn(server);
-        FakeApi { base_url: format!("http://127.0.0.1:{port}"), state, handle }
+        // Runs until the test's runtime ends.
+        actix_web::rt::spawn(server.run());
+        FakeApi { base_url: format!("http://127.0.0.1:{port}"), state }
     }
 
     /// Answer the next request mentioning `when` with `reply` (once).
@@ -80,10 +78,6 @@ impl FakeApi {
     /// Bodies of every /v1/messages request so far.
     pub fn requests(&self) -> Vec<String> {
         self.state.lock().expect("fake api state").requests.clone()
-    }
-
-    pub async fn stop(&self) {
-        self.handle.stop(false).await;
     }
 }
 

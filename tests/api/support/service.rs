@@ -128,10 +128,6 @@ impl TestService {
         format!("{}{}", self.address, path)
     }
 
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("service.log")).unwrap_or_default()
     }
@@ -205,8 +201,7 @@ impl TestService {
     /// Hands back the folder, for a restart on the same database.
     pub fn into_dir(mut self) -> tempfile::TempDir {
         self.crash();
-        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("tempdir"));
-        dir
+        std::mem::replace(&mut self.dir, tempfile::tempdir().expect("tempdir"))
     }
 }
 
