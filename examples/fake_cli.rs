@@ -1,12 +1,13 @@
 //! A stand-in for the Claude Code CLI speaking stream-json on stdio, for the edge cases the real
-//! CLI will not produce on demand. Built by `cargo test` (examples are), used by the tests and
-//! the benchmark. The scenario comes from `--model=fake-<scenario>`, so one service can run
+//! CLI will not produce on demand. Built by `scripts/test.sh` and `scripts/bench.sh`, used by
+//! the tests and the benchmark. The scenario comes from `--model=fake-<scenario>`, so one service can run
 //! many at once:
 //!
 //! - (default)            answers initialize; each user turn: system/init, assistant, result
 //! - `fake-garbage`       a turn also writes non-JSON, a non-object, a split line and a CRLF line
 //! - `fake-huge`          a turn also writes one 16 MiB line
 //! - `fake-flood-N`       a turn also writes N `stream_event` lines as fast as it can
+//! - `fake-rate-R-N`      a turn also writes N `stream_event` lines at R lines per second
 //! - `fake-exit-mid-turn` a turn writes an assistant line, then the CLI exits 3
 //! - `fake-ignore-term`   ignores SIGTERM/SIGINT and stdin EOF (must be SIGKILLed)
 //! - `fake-no-init`       writes an error to stderr and exits 1 at once
@@ -109,6 +110,22 @@ fn turn(out: &mut impl Write, scenario: &str, session_id: &str, model: &str, tur
         s if s.starts_with("flood-") => {
             let n: u64 = s["flood-".len()..].parse().unwrap_or(1000);
             for i in 0..n {
+                let _ = writeln!(
+                    out,
+                    r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"t{i}"}}}},"session_id":"{session_id}"}}"#
+                );
+            }
+        }
+        s if s.starts_with("rate-") => {
+            let mut parts = s["rate-".len()..].split('-').map(|p| p.parse::<u64>().unwrap_or(1000));
+            let (rate, n) = (parts.next().unwrap_or(1000).max(1), parts.next().unwrap_or(1000));
+            let started = std::time::Instant::now();
+            for i in 0..n {
+                let due = started + Duration::from_secs_f64(i as f64 / rate as f64);
+                if let Some(wait) = due.checked_duration_since(std::time::Instant::now()) {
+                    let _ = out.flush();
+                    std::thread::sleep(wait);
+                }
                 let _ = writeln!(
                     out,
                     r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"t{i}"}}}},"session_id":"{session_id}"}}"#

@@ -6,4 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/test-setup.sh
+# The session tests drive examples/fake_cli as a plain binary (cargo test alone builds it
+# only under a hashed name).
+cargo build --release --examples
 cargo test --release --all-targets

@@ -20,6 +20,10 @@ async fn main() -> ExitCode {
 
     let outcome = match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => {
+            match conduit::process::raise_open_file_limit() {
+                Ok(n) => tracing::debug!(open_files = n, "open-file limit"),
+                Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
+            }
             // Orphaned tool processes are re-parented to the service, so none outlives its session.
             let subreaper = match conduit::process::become_subreaper() {
                 Ok(()) => true,

@@ -105,6 +105,11 @@ impl Application {
         self.port
     }
 
+    /// Counters of the session writer (lines stored, lines lost), for embedding and benchmarks.
+    pub fn writer_stats(&self) -> std::sync::Arc<crate::db::writer::WriterStats> {
+        self.writer.stats.clone()
+    }
+
     /// Serves until SIGINT/SIGTERM, then stops accepting work and ends every session (stdin
     /// closed, SIGINT to each group, grace, SIGKILL) with everything written flushed.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {

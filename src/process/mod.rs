@@ -26,3 +26,22 @@ pub fn become_subreaper() -> std::io::Result<()> {
         Err(std::io::Error::last_os_error())
     }
 }
+
+/// Raises the soft limit on open files to the hard limit: each session holds three pipes, so a
+/// few hundred sessions pass the common default of 1024. Returns the new soft limit.
+pub fn raise_open_file_limit() -> std::io::Result<u64> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit with a valid pointer to a local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+    }
+    Ok(limit.rlim_cur as u64)
+}

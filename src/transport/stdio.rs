@@ -12,6 +12,11 @@ use crate::protocol::framing::{Frame, LineFramer};
 /// writes are refused instead of growing memory.
 pub const STDIN_QUEUE: usize = 256;
 
+/// The read buffer starts small (an idle session costs little) and doubles up to the maximum
+/// while reads keep filling it (a flooding CLI gets large reads).
+const READ_BUF_MIN: usize = 2 * 1024;
+const READ_BUF_MAX: usize = 64 * 1024;
+
 /// Splits a byte stream into frames; ends after the final (possibly unterminated) line.
 pub fn frames<R: AsyncRead + Unpin + 'static>(reader: R) -> impl Stream<Item = Frame> {
     struct State<R> {
@@ -21,8 +26,13 @@ pub fn frames<R: AsyncRead + Unpin + 'static>(reader: R) -> impl Stream<Item = F
         eof: bool,
         buf: Vec<u8>,
     }
-    let state =
-        State { reader, framer: LineFramer::default(), ready: Default::default(), eof: false, buf: vec![0; 64 * 1024] };
+    let state = State {
+        reader,
+        framer: LineFramer::default(),
+        ready: Default::default(),
+        eof: false,
+        buf: vec![0; READ_BUF_MIN],
+    };
     stream::unfold(state, |mut s| async move {
         loop {
             if let Some(frame) = s.ready.pop_front() {
@@ -37,7 +47,12 @@ pub fn frames<R: AsyncRead + Unpin + 'static>(reader: R) -> impl Stream<Item = F
                     s.eof = true;
                     s.framer.finish(&mut out);
                 }
-                Ok(n) => s.framer.push(&s.buf[..n], &mut out),
+                Ok(n) => {
+                    s.framer.push(&s.buf[..n], &mut out);
+                    if n == s.buf.len() && s.buf.len() < READ_BUF_MAX {
+                        s.buf.resize(s.buf.len() * 2, 0);
+                    }
+                }
             }
             s.ready.extend(out);
         }

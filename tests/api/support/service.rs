@@ -27,12 +27,16 @@ pub fn real_cli() -> PathBuf {
     path
 }
 
-/// The fake CLI (examples/fake_cli.rs), built by `cargo test` next to the test binary.
+/// The fake CLI (examples/fake_cli.rs), built by `scripts/test.sh` next to the test binary.
 pub fn fake_cli() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     let dir = exe.parent().and_then(Path::parent).expect("target profile dir");
     let path = dir.join("examples/fake_cli");
-    assert!(path.exists(), "the fake CLI is not built at {}; cargo test builds examples", path.display());
+    assert!(
+        path.exists(),
+        "the fake CLI is not built at {}; run scripts/test.sh, or cargo build --examples (with --release for a release test run)",
+        path.display()
+    );
     path
 }
 

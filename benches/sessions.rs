@@ -1,0 +1,365 @@
+//! Session benchmarks: `scripts/bench.sh sessions` (builds the fake CLI, then runs this).
+//!
+//! Every figure is reported next to a baseline measured in the same run, as a ratio, because
+//! the machines are shared and noisy:
+//! 1. launch overhead: POST /api/projects/{id}/sessions until the session is idle, against a
+//!    bare tokio spawn of the same fake CLI plus its initialize answer (median of N);
+//! 2. the same with this process's memory inflated by 1 GiB (spawning must not slow down with
+//!    the parent's size: posix_spawn-style, not fork+copy);
+//! 3. memory per idle session with 1,000 fake-CLI sessions (growth of the service's RSS);
+//! 4. lines persisted per second: 20 sessions at 1,000 lines/s each (all stored, lag), and the
+//!    same 20 sessions flooding as fast as they can, against a bare batched insert of the same
+//!    rows through the same connection type.
+//!
+//! The service runs in this process (so its RSS is this process's), on a real loopback port.
+//! Sizes can be reduced for a quick look: BENCH_LAUNCHES (default 50), BENCH_IDLE_SESSIONS
+//! (default 1000), BENCH_FLOOD_LINES per session (default 50000).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use conduit::config::Settings;
+use conduit::startup::{Application, ServeOptions};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+fn env_usize(key: &str, default: usize) -> usize {
+    std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn fake_cli() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let path = dir.join("examples/fake_cli");
+    assert!(path.exists(), "build the fake CLI first: cargo build --release --examples ({})", path.display());
+    path
+}
+
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+struct Bench {
+    base: String,
+    client: reqwest::Client,
+    project: String,
+    app_stats: std::sync::Arc<conduit::db::writer::WriterStats>,
+    _dir: tempfile::TempDir,
+}
+
+impl Bench {
+    async fn start() -> Bench {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = [("HOME".to_string(), dir.path().display().to_string())].into_iter().collect();
+        let mut settings = Settings::load_from(None, &env).expect("settings");
+        settings.port = 0;
+        settings.db_path = dir.path().join("bench.db");
+        settings.project_root = dir.path().to_path_buf();
+        settings.cli_path = fake_cli().display().to_string();
+        settings.max_sessions_global = 5000;
+        settings.log_level = "error".to_string();
+        std::fs::create_dir_all(dir.path().join("p")).expect("project folder");
+        let app = Application::build(settings, ServeOptions::default()).await.expect("app");
+        let base = format!("http://127.0.0.1:{}", app.port());
+        let app_stats = app.writer_stats();
+        actix_web::rt::spawn(app.run_until_stopped());
+        let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().expect("client");
+        let project: Value = client
+            .post(format!("{base}/api/projects"))
+            .json(&json!({"name": "bench", "folder_path": "p", "max_sessions": 1000}))
+            .send()
+            .await
+            .expect("create project")
+            .json()
+            .await
+            .expect("json");
+        let project = project["id"].as_str().expect("project id").to_string();
+        Bench { base, client, project, app_stats, _dir: dir }
+    }
+
+    async fn launch(&self, body: Value) -> String {
+        let res = self
+            .client
+            .post(format!("{}/api/projects/{}/sessions", self.base, self.project))
+            .json(&body)
+            .send()
+            .await
+            .expect("launch");
+        assert_eq!(res.status().as_u16(), 201, "launch: {}", res.text().await.unwrap_or_default());
+        let v: Value = res.json().await.expect("json");
+        v["id"].as_str().expect("id").to_string()
+    }
+
+    async fn status(&self, id: &str) -> Value {
+        self.client
+            .get(format!("{}/api/sessions/{id}", self.base))
+            .send()
+            .await
+            .expect("get")
+            .json()
+            .await
+            .expect("json")
+    }
+
+    async fn wait(&self, id: &str, done: impl Fn(&Value) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let row = self.status(id).await;
+            if done(&row) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "timed out: {row}");
+            assert_ne!(row["status"], "error", "session failed: {row}");
+        }
+    }
+
+    async fn close(&self, id: &str) {
+        self.client.delete(format!("{}/api/sessions/{id}", self.base)).send().await.expect("delete");
+    }
+
+    /// POST to idle, polling the session without pause.
+    async fn launch_to_idle(&self) -> Duration {
+        let started = Instant::now();
+        let id = self.launch(json!({})).await;
+        self.wait(&id, |r| r["status"] == "idle").await;
+        let took = started.elapsed();
+        self.close(&id).await;
+        took
+    }
+}
+
+/// The baseline: spawn the fake CLI, send initialize, read its answer.
+async fn bare_spawn_to_ready(cli: &Path) -> Duration {
+    let started = Instant::now();
+    let mut child = tokio::process::Command::new(cli)
+        .process_group(0)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    stdin
+        .write_all(b"{\"type\":\"control_request\",\"request_id\":\"b1\",\"request\":{\"subtype\":\"initialize\",\"hooks\":null}}\n")
+        .await
+        .expect("write");
+    while let Ok(Some(line)) = lines.next_line().await {
+        if line.contains("control_response") {
+            break;
+        }
+    }
+    let took = started.elapsed();
+    drop(stdin);
+    let _ = child.wait().await;
+    took
+}
+
+async fn launch_overhead(bench: &Bench, n: usize, label: &str) {
+    let cli = fake_cli();
+    // Interleave the two so drift on a shared machine hits both alike.
+    let (mut bare, mut conduit) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        bare_spawn_to_ready(&cli).await;
+        bench.launch_to_idle().await;
+    }
+    for _ in 0..n {
+        bare.push(bare_spawn_to_ready(&cli).await);
+        conduit.push(bench.launch_to_idle().await);
+    }
+    let (b, c) = (median(bare), median(conduit));
+    println!(
+        "launch {label}: bare spawn+initialize median {:.2} ms, POST-to-idle median {:.2} ms, overhead {:.2} ms, ratio {:.2}x (target: overhead <= 2 ms)",
+        ms(b),
+        ms(c),
+        ms(c.saturating_sub(b)),
+        c.as_secs_f64() / b.as_secs_f64()
+    );
+}
+
+async fn idle_memory(bench: &Bench, n: usize) {
+    // Warm up allocators and connection pools with a few sessions first.
+    for _ in 0..5 {
+        bench.launch_to_idle().await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = rss_kib();
+    let mut ids = Vec::with_capacity(n);
+    for _ in 0..n {
+        ids.push(bench.launch(json!({})).await);
+    }
+    for id in &ids {
+        bench.wait(id, |r| r["status"] == "idle").await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = rss_kib();
+    let per = (after.saturating_sub(before)) as f64 / n as f64;
+    println!(
+        "memory: {n} idle sessions grew the service's RSS from {before} KiB to {after} KiB: {per:.1} KiB per idle session, {:.2}x the 64 KiB target",
+        per / 64.0
+    );
+    let closing: Vec<_> = ids.iter().map(|id| bench.close(id)).collect();
+    futures_util::future::join_all(closing).await;
+}
+
+async fn wait_stored(bench: &Bench, target: u64, within: Duration) -> Option<Instant> {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if bench.app_stats.stored.load(Ordering::Relaxed) >= target {
+            return Some(Instant::now());
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    None
+}
+
+async fn persistence(bench: &Bench, flood_lines: usize) {
+    // Paced: 20 sessions x 1,000 lines/s for 5 s.
+    let paced_lines = 5_000;
+    let mut ids = Vec::new();
+    for _ in 0..20 {
+        let id = bench.launch(json!({"model": format!("fake-rate-1000-{paced_lines}")})).await;
+        bench.wait(&id, |r| r["status"] == "idle").await;
+        ids.push(id);
+    }
+    let stored_before = bench.app_stats.stored.load(Ordering::Relaxed);
+    let started = Instant::now();
+    for id in &ids {
+        bench
+            .client
+            .post(format!("{}/api/sessions/{id}/message", bench.base))
+            .json(&json!({"content": "go"}))
+            .send()
+            .await
+            .expect("send");
+    }
+    let expected = stored_before + 20 * (paced_lines as u64 + 4);
+    let done = wait_stored(bench, expected, Duration::from_secs(60)).await;
+    let stored = bench.app_stats.stored.load(Ordering::Relaxed) - stored_before;
+    match done {
+        Some(t) => println!(
+            "persist paced: 20 sessions x 1,000 lines/s: {stored} lines stored in {:.2} s (offered for 5.00 s), all of them, lag at the end {:.0} ms",
+            (t - started).as_secs_f64(),
+            ((t - started).as_secs_f64() - 5.0).max(0.0) * 1000.0
+        ),
+        None => println!("persist paced: only {stored} of {} lines stored within 60 s", expected - stored_before),
+    }
+    for id in &ids {
+        bench.close(id).await;
+    }
+
+    // Flood: 20 sessions writing as fast as they can.
+    let mut ids = Vec::new();
+    for _ in 0..20 {
+        let id = bench.launch(json!({"model": format!("fake-flood-{flood_lines}")})).await;
+        bench.wait(&id, |r| r["status"] == "idle").await;
+        ids.push(id);
+    }
+    let stored_before = bench.app_stats.stored.load(Ordering::Relaxed);
+    let started = Instant::now();
+    for id in &ids {
+        bench
+            .client
+            .post(format!("{}/api/sessions/{id}/message", bench.base))
+            .json(&json!({"content": "go"}))
+            .send()
+            .await
+            .expect("send");
+    }
+    let total = 20 * (flood_lines as u64 + 4);
+    let done = wait_stored(bench, stored_before + total, Duration::from_secs(300)).await;
+    let elapsed = done.map(|t| (t - started).as_secs_f64());
+    for id in &ids {
+        bench.close(id).await;
+    }
+    let unstored = bench.app_stats.unstored.load(Ordering::Relaxed);
+
+    // Baseline: the same number of rows, batched the same way, straight into a database.
+    let raw = raw_insert_rate(total as usize).await;
+    match elapsed {
+        Some(s) => {
+            let rate = total as f64 / s;
+            println!(
+                "persist flood: {total} lines from 20 sessions stored in {s:.2} s = {rate:.0} lines/s; bare batched insert {raw:.0} rows/s; ratio {:.2}x; unstored {unstored} (target: >= 50,000 lines/s)",
+                rate / raw
+            );
+        }
+        None => println!("persist flood: not all {total} lines were stored within 300 s (unstored {unstored})"),
+    }
+}
+
+async fn raw_insert_rate(rows: usize) -> f64 {
+    use conduit::db::messages::{insert_many, NewMessage};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = conduit::db::Store::open_blocking(&dir.path().join("raw.db"), 2, 5000).await.expect("store");
+    store
+        .run(|conn| {
+            use diesel::connection::SimpleConnection;
+            conn.batch_execute(
+                "INSERT INTO projects (id, name, folder_path, created_at, updated_at) VALUES ('p','p','/p','t','t');
+                 INSERT INTO sessions (id, project_id, name, status, created_at, last_active_at) VALUES ('s','p','n','idle','t','t');",
+            )
+            .map_err(conduit::db::StoreError::from)
+        })
+        .await
+        .expect("seed");
+    let batch: Vec<NewMessage> = (0..5000)
+        .map(|i| NewMessage {
+            session_id: "s".into(),
+            direction: "from_cli",
+            message_type: "stream_event".into(),
+            message_subtype: None,
+            content: format!(r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"t{i}"}}}},"session_id":"x"}}"#),
+            timestamp: conduit::domain::time::now(),
+        })
+        .collect();
+    let started = Instant::now();
+    let batches = rows.div_ceil(batch.len());
+    store
+        .run(move |conn| {
+            use diesel::Connection;
+            for _ in 0..batches {
+                conn.transaction(|c| insert_many(c, &batch))?;
+            }
+            Ok(())
+        })
+        .await
+        .expect("raw insert");
+    (batches * 5000) as f64 / started.elapsed().as_secs_f64()
+}
+
+fn main() {
+    // `cargo bench` passes --bench; there are no filters to honour.
+    let launches = env_usize("BENCH_LAUNCHES", 50);
+    let idle = env_usize("BENCH_IDLE_SESSIONS", 1000);
+    let flood = env_usize("BENCH_FLOOD_LINES", 50_000);
+    let _ = conduit::process::raise_open_file_limit();
+    actix_web::rt::System::new().block_on(async move {
+        let bench = Bench::start().await;
+        launch_overhead(&bench, launches, "(service as is)").await;
+        {
+            // 1 GiB of touched memory in the service's own process.
+            let ballast = vec![1u8; 1 << 30];
+            std::hint::black_box(&ballast);
+            launch_overhead(&bench, launches, "(service inflated by 1 GiB)").await;
+        }
+        idle_memory(&bench, idle).await;
+        persistence(&bench, flood).await;
+    });
+}
