@@ -44,7 +44,12 @@ pub async fn spawn_app_with(customize: impl FnOnce(&mut Settings)) -> TestApp {
     TestApp {
         address: format!("http://127.0.0.1:{port}"),
         port,
-        client: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client"),
+        client: reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            // Idle connections are dropped before the server's 5 s keep-alive closes them.
+            .pool_idle_timeout(std::time::Duration::from_secs(2))
+            .build()
+            .expect("client"),
         root: std::fs::canonicalize(dir.path().join("root")).expect("canonical root"),
         dir,
     }

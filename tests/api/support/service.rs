@@ -121,7 +121,8 @@ impl TestService {
         });
         TestService {
             address: address.to_string(),
-            client: reqwest::Client::new(),
+            // Idle connections are dropped before the server's 5 s keep-alive closes them.
+            client: reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(2)).build().expect("client"),
             root: std::fs::canonicalize(&root).expect("root"),
             dir,
             child,
