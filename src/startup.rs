@@ -10,6 +10,7 @@ use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 
+use crate::actors::permissions::{PermissionEngine, Reload};
 use crate::actors::registry::{self, SessionRegistry, Shutdown};
 use crate::config::Settings;
 use crate::db::writer::Writer;
@@ -70,13 +71,27 @@ impl Application {
         }
         let settings = Arc::new(settings);
         let (writer, _writer_thread) = Writer::start(store.clone());
-        let registry = SessionRegistry::new(settings.clone(), store.clone(), writer.clone(), options.subreaper).start();
+        let engine = PermissionEngine::new(store.clone(), writer.clone()).start();
+        let rules = engine
+            .send(Reload)
+            .await
+            .map_err(|e| crate::db::StoreError::Other(format!("the permission engine did not start: {e}")))??;
+        tracing::info!(rules, "permission rules loaded");
+        let registry = SessionRegistry::new(
+            settings.clone(),
+            store.clone(),
+            writer.clone(),
+            engine.clone().recipient(),
+            options.subreaper,
+        )
+        .start();
         let state = web::Data::new(AppState {
             settings,
             store,
             root,
             started: Instant::now(),
             registry: registry.clone(),
+            engine,
             writer: writer.clone(),
         });
 

@@ -1,4 +1,5 @@
 //! The supervised actors. Each file: its messages first, then its state, then its handlers.
 
+pub mod permissions;
 pub mod registry;
 pub mod session;

@@ -14,6 +14,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use futures_util::StreamExt;
 
+use super::permissions::Evaluate;
 use super::session::{CliSession, Close, SessionTerminated, Snapshot, Spawned};
 use crate::config::Settings;
 use crate::db::projects::Project;
@@ -99,6 +100,7 @@ pub struct SessionRegistry {
     settings: Arc<Settings>,
     store: Store,
     writer: Writer,
+    engine: Recipient<Evaluate>,
     live: HashMap<String, Live>,
     shutting_down: bool,
     /// Reap orphans re-parented to this process (only when it is a subreaper).
@@ -106,8 +108,14 @@ pub struct SessionRegistry {
 }
 
 impl SessionRegistry {
-    pub fn new(settings: Arc<Settings>, store: Store, writer: Writer, reap_orphans: bool) -> Self {
-        SessionRegistry { settings, store, writer, live: HashMap::new(), shutting_down: false, reap_orphans }
+    pub fn new(
+        settings: Arc<Settings>,
+        store: Store,
+        writer: Writer,
+        engine: Recipient<Evaluate>,
+        reap_orphans: bool,
+    ) -> Self {
+        SessionRegistry { settings, store, writer, engine, live: HashMap::new(), shutting_down: false, reap_orphans }
     }
 
     fn capacity_error(&self, project: &Project) -> Option<String> {
@@ -229,7 +237,7 @@ impl SessionRegistry {
                 }
             }),
         };
-        let addr = CliSession::start(spawned, self.writer.clone(), ctx.address().recipient());
+        let addr = CliSession::start(spawned, self.writer.clone(), ctx.address().recipient(), self.engine.clone());
         self.live.insert(
             row.id.clone(),
             Live { addr, project_id: row.project_id.clone(), external_key: row.external_key.clone(), pid },

@@ -15,6 +15,7 @@ use actix::prelude::*;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use super::permissions::{DecisionPoint, Evaluate, Verdict};
 use crate::db::messages::NewMessage;
 use crate::db::sessions::{Session, SessionPatch};
 use crate::db::writer::{WriteOp, Writer};
@@ -134,7 +135,11 @@ pub struct CliSession {
     pid: i32,
     writer: Writer,
     registry: Recipient<SessionTerminated>,
+    engine: Recipient<Evaluate>,
     stdin: Option<mpsc::Sender<String>>,
+    /// Requests from the CLI being decided; a `control_cancel_request` removes its id, and then
+    /// no answer is sent.
+    inflight: std::collections::HashSet<String>,
     pending: HashMap<String, Pending>,
     next_id: u64,
     queue: VecDeque<QueuedTurn>,
@@ -160,7 +165,12 @@ pub struct Spawned {
 }
 
 impl CliSession {
-    pub fn start(spawned: Spawned, writer: Writer, registry: Recipient<SessionTerminated>) -> Addr<CliSession> {
+    pub fn start(
+        spawned: Spawned,
+        writer: Writer,
+        registry: Recipient<SessionTerminated>,
+        engine: Recipient<Evaluate>,
+    ) -> Addr<CliSession> {
         CliSession::create(move |ctx| {
             for stream in spawned.outputs {
                 ctx.add_stream(stream);
@@ -181,7 +191,9 @@ impl CliSession {
                 pid: spawned.pid,
                 writer,
                 registry,
+                engine,
                 stdin: Some(spawned.stdin),
+                inflight: Default::default(),
                 pending: HashMap::new(),
                 next_id: 0,
                 queue: VecDeque::new(),
@@ -337,7 +349,9 @@ impl CliSession {
                 }
             }
             Kind::Result(result) => self.on_result(result),
-            Kind::ControlRequest { request_id, subtype, request } => self.answer_cli(&request_id, &subtype, &request),
+            Kind::ControlRequest { request_id, subtype, request } => {
+                self.answer_cli(request_id, &subtype, &request, ctx)
+            }
             Kind::ControlResponse { request_id, outcome } => match self.pending.remove(&request_id) {
                 Some(Pending::Initialize) => match outcome {
                     Ok(_) => {
@@ -352,8 +366,9 @@ impl CliSession {
                 None => tracing::debug!(session = %self.row.id, %request_id, "answer to an unknown control request"),
             },
             Kind::ControlCancel { request_id } => {
-                // Conduit answers the CLI's requests as they arrive, so nothing is outstanding.
-                tracing::debug!(session = %self.row.id, %request_id, "the CLI cancelled a request");
+                if self.inflight.remove(&request_id) {
+                    tracing::debug!(session = %self.row.id, %request_id, "the CLI cancelled a request; no answer will be sent");
+                }
             }
             Kind::Invalid { error } => {
                 tracing::warn!(session = %self.row.id, %error, "the CLI wrote a line that is not a JSON object");
@@ -396,20 +411,79 @@ impl CliSession {
         self.pump();
     }
 
-    /// Answers a request from the CLI at once; it would wait forever otherwise.
-    fn answer_cli(&mut self, request_id: &str, subtype: &str, request: &Value) {
-        let answer = match subtype {
-            // Until rules exist every tool call is allowed; the permission engine decides here.
-            "hook_callback" => outgoing::hook_decision(request_id, true, "allowed: no rule matched"),
-            "can_use_tool" => {
-                let input = request.get("input").cloned().unwrap_or(Value::Object(Default::default()));
-                outgoing::tool_permission(request_id, true, &input, "")
+    /// Answers every request from the CLI (it would wait forever otherwise): tool calls are
+    /// decided by the permission engine, anything else Conduit does not serve gets an error.
+    fn answer_cli(&mut self, request_id: String, subtype: &str, request: &Value, ctx: &mut Context<Self>) {
+        let str_of = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+        let (point, tool_name, input, tool_use_id) = match subtype {
+            "hook_callback" => {
+                let hook = request.get("input").cloned().unwrap_or(Value::Null);
+                if hook.get("hook_event_name").and_then(Value::as_str) != Some("PreToolUse") {
+                    // Only PreToolUse is registered; anything else just continues.
+                    let answer = outgoing::control_success(&request_id, serde_json::json!({}));
+                    let _ = self.write(answer, Some(("control_response", Some(subtype.to_string()))));
+                    return;
+                }
+                (
+                    DecisionPoint::Hook,
+                    str_of(hook.get("tool_name")),
+                    hook.get("tool_input").cloned(),
+                    str_of(hook.get("tool_use_id")),
+                )
             }
-            other => outgoing::control_error(request_id, &format!("Conduit does not handle `{other}` requests")),
+            "can_use_tool" => (
+                DecisionPoint::CanUseTool,
+                str_of(request.get("tool_name")),
+                request.get("input").cloned(),
+                str_of(request.get("tool_use_id")),
+            ),
+            other => {
+                let answer =
+                    outgoing::control_error(&request_id, &format!("Conduit does not handle `{other}` requests"));
+                if let Err(e) = self.write(answer, Some(("control_response", Some(other.to_string())))) {
+                    tracing::warn!(session = %self.row.id, error = %e, "could not answer the CLI");
+                }
+                return;
+            }
         };
-        if let Err(e) = self.write(answer, Some(("control_response", Some(subtype.to_string())))) {
-            tracing::warn!(session = %self.row.id, error = %e, "could not answer the CLI");
-        }
+        let input = input.unwrap_or(Value::Object(Default::default()));
+        let evaluate = Evaluate {
+            project_id: Some(self.row.project_id.clone()),
+            session_id: Some(self.row.id.clone()),
+            request_id: request_id.clone(),
+            tool_use_id,
+            point,
+            tool_name: tool_name.unwrap_or_default(),
+            input: input.clone(),
+        };
+        self.inflight.insert(request_id.clone());
+        let subtype = subtype.to_string();
+        let decided = self.engine.send(evaluate);
+        ctx.spawn(decided.into_actor(self).map(move |verdict, act, _ctx| {
+            if !act.inflight.remove(&request_id) {
+                return;
+            }
+            let verdict = verdict.unwrap_or_else(|_| Verdict {
+                allow: false,
+                reason: "denied: Conduit's permission engine is unavailable".to_string(),
+                rule_id: None,
+                updated_input: None,
+            });
+            let answer = match point {
+                DecisionPoint::Hook => {
+                    outgoing::hook_decision(&request_id, verdict.allow, &verdict.reason, verdict.updated_input.as_ref())
+                }
+                DecisionPoint::CanUseTool => outgoing::tool_permission(
+                    &request_id,
+                    verdict.allow,
+                    verdict.updated_input.as_ref().unwrap_or(&input),
+                    &verdict.reason,
+                ),
+            };
+            if let Err(e) = act.write(answer, Some(("control_response", Some(subtype)))) {
+                tracing::warn!(session = %act.row.id, error = %e, "could not answer the CLI");
+            }
+        }));
     }
 
     fn on_stderr(&mut self, line: String) {

@@ -8,7 +8,9 @@
 //! tokio's blocking pool, so no diesel call ever runs on an actix worker thread.
 
 pub mod messages;
+pub mod permission_log;
 pub mod projects;
+pub mod rules;
 pub mod schema;
 pub mod sessions;
 pub mod writer;

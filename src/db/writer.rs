@@ -13,6 +13,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use super::messages::{self, NewMessage};
+use super::permission_log::{self, NewDecision};
 use super::sessions::{self, SessionPatch};
 use super::{DbConnection, Store, StoreError};
 
@@ -23,6 +24,8 @@ const BATCH: usize = 5_000;
 
 pub enum WriteOp {
     Message(NewMessage),
+    /// A permission decision for the audit log.
+    Decision(NewDecision),
     Session {
         id: String,
         patch: SessionPatch,
@@ -135,6 +138,10 @@ fn write_batch(conn: &mut DbConnection, jobs: &[Job]) -> Result<(), StoreError> 
                 WriteOp::Session { id, patch } => {
                     messages::insert_many(conn, &std::mem::take(&mut lines))?;
                     sessions::apply(conn, id, patch)?;
+                }
+                WriteOp::Decision(row) => {
+                    messages::insert_many(conn, &std::mem::take(&mut lines))?;
+                    permission_log::insert(conn, row)?;
                 }
                 WriteOp::Flush => {}
             }

@@ -2,5 +2,6 @@
 
 pub mod folders;
 pub mod names;
+pub mod rules;
 pub mod time;
 pub mod validate;

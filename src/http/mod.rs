@@ -17,6 +17,7 @@ use actix::Addr;
 use actix_web::http::Method;
 use actix_web::{web, Route};
 
+use crate::actors::permissions::PermissionEngine;
 use crate::actors::registry::SessionRegistry;
 use crate::config::Settings;
 use crate::db::writer::Writer;
@@ -30,6 +31,7 @@ pub struct AppState {
     pub root: ProjectRoot,
     pub started: Instant,
     pub registry: Addr<SessionRegistry>,
+    pub engine: Addr<PermissionEngine>,
     pub writer: Writer,
 }
 

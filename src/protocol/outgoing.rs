@@ -54,16 +54,17 @@ pub fn control_error(request_id: &str, error: &str) -> String {
         .to_string()
 }
 
-/// The answer to a `PreToolUse` hook callback.
-pub fn hook_decision(request_id: &str, allow: bool, reason: &str) -> String {
-    control_success(
-        request_id,
-        json!({"hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": if allow { "allow" } else { "deny" },
-            "permissionDecisionReason": reason
-        }}),
-    )
+/// The answer to a `PreToolUse` hook callback; `updated_input` replaces the tool's input.
+pub fn hook_decision(request_id: &str, allow: bool, reason: &str, updated_input: Option<&Value>) -> String {
+    let mut output = json!({
+        "hookEventName": "PreToolUse",
+        "permissionDecision": if allow { "allow" } else { "deny" },
+        "permissionDecisionReason": reason
+    });
+    if let (Some(input), Some(map)) = (updated_input, output.as_object_mut()) {
+        map.insert("updatedInput".to_string(), input.clone());
+    }
+    control_success(request_id, json!({"hookSpecificOutput": output}))
 }
 
 /// The answer to `can_use_tool`.
@@ -94,9 +95,11 @@ mod tests {
         let i = parsed(&initialize("init1"));
         assert_eq!(i["request"]["hooks"]["PreToolUse"][0]["hookCallbackIds"][0], PRE_TOOL_USE_CALLBACK);
 
-        let h = parsed(&hook_decision("r", false, "rule x"));
+        let h = parsed(&hook_decision("r", false, "rule x", None));
         assert_eq!(h["response"]["response"]["hookSpecificOutput"]["permissionDecision"], "deny");
         assert_eq!(h["response"]["request_id"], "r");
+        let u = parsed(&hook_decision("r", true, "ok", Some(&json!({"command": "echo safe"}))));
+        assert_eq!(u["response"]["response"]["hookSpecificOutput"]["updatedInput"]["command"], "echo safe");
 
         let a = parsed(&tool_permission("r", true, &json!({"command": "ls"}), ""));
         assert_eq!(a["response"]["response"]["updatedInput"]["command"], "ls");

@@ -1,0 +1,170 @@
+//! `PermissionEngine`: decides every tool call from the rules, at once, and audits it.
+//!
+//! It holds the compiled [`RuleSet`]; rules are reloaded from the database only when they
+//! change ([`Reload`], sent by the rules API before it answers), never per call. Each decision
+//! is answered synchronously from memory and its audit row queued on the write-behind writer.
+
+use actix::prelude::*;
+use serde_json::Value;
+
+use crate::db::permission_log::NewDecision;
+use crate::db::rules::{self as rule_rows, RuleRow};
+use crate::db::writer::{WriteOp, Writer};
+use crate::db::{Store, StoreError};
+use crate::domain::rules::{self, Behavior, CompiledRule, RuleSet};
+use crate::domain::time;
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+/// Where in the CLI's flow a decision is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecisionPoint {
+    /// The `PreToolUse` hook: sees every tool call.
+    Hook,
+    /// `can_use_tool`: the CLI's own permission prompt.
+    CanUseTool,
+}
+
+impl DecisionPoint {
+    fn as_str(self) -> &'static str {
+        match self {
+            DecisionPoint::Hook => "hook",
+            DecisionPoint::CanUseTool => "can_use_tool",
+        }
+    }
+}
+
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Verdict")]
+pub struct Evaluate {
+    pub project_id: Option<String>,
+    pub session_id: Option<String>,
+    pub request_id: String,
+    pub tool_use_id: Option<String>,
+    pub point: DecisionPoint,
+    pub tool_name: String,
+    pub input: Value,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub allow: bool,
+    /// Names the rule that decided, for the CLI (and so the model) and the audit.
+    pub reason: String,
+    pub rule_id: Option<String>,
+    /// The input to run with (an allow rule's `updated_input` merged in), when it changed.
+    pub updated_input: Option<Value>,
+}
+
+/// Re-reads and recompiles every rule. Answers with how many are loaded.
+#[derive(Message)]
+#[rtype(result = "Result<usize, StoreError>")]
+pub struct Reload;
+
+// ---------------------------------------------------------------------------------------------
+// State
+
+pub struct PermissionEngine {
+    rules: RuleSet,
+    store: Store,
+    writer: Writer,
+}
+
+impl PermissionEngine {
+    pub fn new(store: Store, writer: Writer) -> Self {
+        PermissionEngine { rules: RuleSet::default(), store, writer }
+    }
+}
+
+/// Compiles stored rows. A row that no longer compiles (it was valid when stored) is skipped
+/// with an error in the log rather than taking every other rule down with it.
+pub fn compile_rows(rows: Vec<RuleRow>) -> Vec<CompiledRule> {
+    rows.into_iter()
+        .filter_map(|row| {
+            let pattern = match rules::compile_pattern(&row.tool_name, &row.rule_content) {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::error!(rule = %row.id, error = %e, "a stored rule does not compile; it is ignored");
+                    return None;
+                }
+            };
+            Some(CompiledRule {
+                behavior: if row.behavior == "deny" { Behavior::Deny } else { Behavior::Allow },
+                updated_input: row.updated_input.as_deref().and_then(|t| serde_json::from_str(t).ok()),
+                id: row.id,
+                project_id: row.project_id,
+                tool_name: row.tool_name,
+                pattern,
+                priority: row.priority,
+                created_at: row.created_at,
+            })
+        })
+        .collect()
+}
+
+fn describe(rule: &CompiledRule, content: &str) -> String {
+    let what = if content.is_empty() { "any input".to_string() } else { format!("{content:?}") };
+    let scope = if rule.project_id.is_some() { "project" } else { "global" };
+    format!("{scope} rule {} ({} {what})", rule.id, rule.tool_name)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handlers
+
+impl Actor for PermissionEngine {
+    type Context = Context<Self>;
+}
+
+impl Handler<Evaluate> for PermissionEngine {
+    type Result = MessageResult<Evaluate>;
+
+    fn handle(&mut self, msg: Evaluate, _ctx: &mut Context<Self>) -> Self::Result {
+        let decided = self.rules.evaluate(msg.project_id.as_deref(), &msg.tool_name, &msg.input);
+        let allow = decided.behavior == Behavior::Allow;
+        let (reason, rule_id, updated_input) = match decided.rule {
+            Some(rule) => {
+                let content = match &rule.pattern {
+                    rules::Pattern::Any => String::new(),
+                    rules::Pattern::Prefix(p) => format!("{p}:*"),
+                    rules::Pattern::Glob(g) => g.glob().glob().to_string(),
+                };
+                let verb = if allow { "allowed" } else { "denied" };
+                let updated = rule.updated_input.as_ref().filter(|_| allow).map(|u| rules::merge_input(&msg.input, u));
+                (format!("{verb} by Conduit {}", describe(rule, &content)), Some(rule.id.clone()), updated)
+            }
+            None => ("allowed: no Conduit rule matched".to_string(), None, None),
+        };
+        self.writer.persist(WriteOp::Decision(NewDecision {
+            project_id: msg.project_id,
+            session_id: msg.session_id,
+            request_id: msg.request_id,
+            tool_use_id: msg.tool_use_id,
+            decision_point: msg.point.as_str(),
+            tool_name: msg.tool_name,
+            tool_input: rules::redact(&msg.input).to_string(),
+            decision: if allow { "allow" } else { "deny" },
+            decision_source: if rule_id.is_some() { "auto_rule" } else { "auto_default" },
+            rule_id: rule_id.clone(),
+            reason: Some(reason.clone()),
+            decided_at: time::now(),
+        }));
+        MessageResult(Verdict { allow, reason, rule_id, updated_input })
+    }
+}
+
+impl Handler<Reload> for PermissionEngine {
+    type Result = ResponseActFuture<Self, Result<usize, StoreError>>;
+
+    fn handle(&mut self, _msg: Reload, _ctx: &mut Context<Self>) -> Self::Result {
+        let store = self.store.clone();
+        let load = async move { store.run(rule_rows::all).await };
+        Box::pin(load.into_actor(self).map(|rows, act, _ctx| {
+            let set = RuleSet::new(compile_rows(rows?));
+            let n = set.len();
+            act.rules = set;
+            tracing::debug!(rules = n, "permission rules loaded");
+            Ok(n)
+        }))
+    }
+}
