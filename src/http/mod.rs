@@ -8,6 +8,7 @@ pub mod health;
 pub mod openapi;
 pub mod pagination;
 pub mod projects;
+pub mod rules;
 pub mod sessions;
 
 use std::sync::Arc;
@@ -73,6 +74,13 @@ pub fn route_table() -> Vec<RouteSpec> {
         route!(POST, "/api/sessions/{id}/interrupt", sessions::interrupt),
         route!(POST, "/api/sessions/{id}/model", sessions::set_model),
         route!(POST, "/api/sessions/{id}/permission-mode", sessions::set_permission_mode),
+        route!(GET, "/api/projects/{id}/rules", rules::list_project),
+        route!(POST, "/api/projects/{id}/rules", rules::create_project),
+        route!(GET, "/api/rules/global", rules::list_global),
+        route!(POST, "/api/rules/global", rules::create_global),
+        route!(PUT, "/api/rules/{id}", rules::update),
+        route!(DELETE, "/api/rules/{id}", rules::delete),
+        route!(GET, "/api/permissions/log", rules::log),
     ]
 }
 

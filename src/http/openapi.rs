@@ -4,7 +4,7 @@ use actix_web::HttpResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{folders, health, projects, sessions};
+use super::{folders, health, projects, rules, sessions};
 use crate::db::projects::Project;
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -50,6 +50,13 @@ impl Modify for BearerToken {
         sessions::interrupt,
         sessions::set_model,
         sessions::set_permission_mode,
+        rules::list_project,
+        rules::create_project,
+        rules::list_global,
+        rules::create_global,
+        rules::update,
+        rules::delete,
+        rules::log,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, Project, projects::CreateProject, projects::ImportProject, projects::UpdateProject,
@@ -57,6 +64,7 @@ impl Modify for BearerToken {
         health::HealthChecks, health::HealthStatus, crate::domain::validate::PermissionMode,
         crate::db::sessions::Session, crate::db::messages::Message, sessions::LaunchSession, sessions::SendMessage,
         sessions::SetModel, sessions::SetPermissionMode, crate::actors::session::SendOutcome,
+        rules::Rule, rules::CreateRule, rules::UpdateRule, crate::db::permission_log::Decision,
     )),
     modifiers(&BearerToken),
     tags(
@@ -64,6 +72,7 @@ impl Modify for BearerToken {
         (name = "projects", description = "Folders on disk where sessions run"),
         (name = "folders", description = "Browsing folders inside the project root"),
         (name = "sessions", description = "Supervised Claude Code CLI processes"),
+        (name = "rules", description = "Allow/deny rules on tool calls, and the audit log of decisions"),
     )
 )]
 pub struct ApiDoc;

@@ -43,5 +43,5 @@ pub fn raise_open_file_limit() -> std::io::Result<u64> {
             }
         }
     }
-    Ok(limit.rlim_cur as u64)
+    Ok(limit.rlim_cur)
 }
