@@ -23,6 +23,13 @@ fn main() {
     let model = std::env::args().find_map(|a| a.strip_prefix("--model=").map(str::to_string)).unwrap_or_default();
     let scenario = model.strip_prefix("fake-").unwrap_or("default").to_string();
     let session_id = format!("fake-{}", std::process::id());
+    // Tells the tests whether the access token arrived, without ever printing it.
+    match std::env::var("CLAUDE_CODE_SESSION_ACCESS_TOKEN") {
+        Ok(token) => eprintln!("access token: present ({} bytes)", token.len()),
+        Err(_) => eprintln!("access token: absent"),
+    }
+    // Echo the arguments (values included) so tests can see exactly what was passed.
+    eprintln!("args: {:?}", std::env::args().skip(1).collect::<Vec<_>>());
 
     match scenario.as_str() {
         "no-init" => {

@@ -14,6 +14,7 @@ mod readme;
 mod rules;
 mod schemathesis;
 mod security;
+mod sessions_api;
 mod sessions_fake;
 mod sessions_real;
 mod support;
