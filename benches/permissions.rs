@@ -150,7 +150,7 @@ async fn latency() {
         .await
         .expect("insert rules");
     let (writer, _thread) = Writer::start(store.clone());
-    let engine = PermissionEngine::new(store, writer).start();
+    let engine = PermissionEngine::new(store, writer, None).start();
     let loaded = engine.send(Reload).await.expect("engine").expect("reload");
     let noop = Noop.start();
     let calls: Vec<(String, String, Value)> =

@@ -10,6 +10,7 @@ use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 
+use crate::actors::bus::EventBus;
 use crate::actors::permissions::{PermissionEngine, Reload};
 use crate::actors::registry::{self, SessionRegistry, Shutdown};
 use crate::config::Settings;
@@ -71,7 +72,8 @@ impl Application {
         }
         let settings = Arc::new(settings);
         let (writer, _writer_thread) = Writer::start(store.clone());
-        let engine = PermissionEngine::new(store.clone(), writer.clone()).start();
+        let bus = EventBus::default().start();
+        let engine = PermissionEngine::new(store.clone(), writer.clone(), Some(bus.clone().recipient())).start();
         let rules = engine
             .send(Reload)
             .await
@@ -82,6 +84,7 @@ impl Application {
             store.clone(),
             writer.clone(),
             engine.clone().recipient(),
+            bus.clone().recipient(),
             options.subreaper,
         )
         .start();
@@ -92,6 +95,7 @@ impl Application {
             started: Instant::now(),
             registry: registry.clone(),
             engine,
+            bus,
             writer: writer.clone(),
         });
 

@@ -1,5 +1,7 @@
 //! The supervised actors. Each file: its messages first, then its state, then its handlers.
 
+pub mod bus;
 pub mod permissions;
 pub mod registry;
 pub mod session;
+pub mod subscriber;

@@ -7,6 +7,7 @@
 use actix::prelude::*;
 use serde_json::Value;
 
+use super::bus::{Event, Publish};
 use crate::db::permission_log::NewDecision;
 use crate::db::rules::{self as rule_rows, RuleRow};
 use crate::db::writer::{WriteOp, Writer};
@@ -69,11 +70,13 @@ pub struct PermissionEngine {
     rules: RuleSet,
     store: Store,
     writer: Writer,
+    bus: Option<Recipient<Publish>>,
 }
 
 impl PermissionEngine {
-    pub fn new(store: Store, writer: Writer) -> Self {
-        PermissionEngine { rules: RuleSet::default(), store, writer }
+    /// `bus`: where decisions are published (`permission.decision`), when there is one.
+    pub fn new(store: Store, writer: Writer, bus: Option<Recipient<Publish>>) -> Self {
+        PermissionEngine { rules: RuleSet::default(), store, writer, bus }
     }
 }
 
@@ -135,7 +138,7 @@ impl Handler<Evaluate> for PermissionEngine {
             }
             None => ("allowed: no Conduit rule matched".to_string(), None, None),
         };
-        self.writer.persist(WriteOp::Decision(NewDecision {
+        let row = NewDecision {
             project_id: msg.project_id,
             session_id: msg.session_id,
             request_id: msg.request_id,
@@ -148,7 +151,17 @@ impl Handler<Evaluate> for PermissionEngine {
             rule_id: rule_id.clone(),
             reason: Some(reason.clone()),
             decided_at: time::now(),
-        }));
+        };
+        if let Some(bus) = &self.bus {
+            let data = serde_json::json!({
+                "session_id": row.session_id, "project_id": row.project_id, "request_id": row.request_id,
+                "tool_use_id": row.tool_use_id, "decision_point": row.decision_point, "tool_name": row.tool_name,
+                "tool_input": row.tool_input, "decision": row.decision, "decision_source": row.decision_source,
+                "rule_id": row.rule_id, "reason": row.reason, "decided_at": row.decided_at,
+            });
+            bus.do_send(Publish(Event::json("permission.decision", "permission", row.session_id.clone(), &data)));
+        }
+        self.writer.persist(WriteOp::Decision(row));
         MessageResult(Verdict { allow, reason, rule_id, updated_input })
     }
 }

@@ -14,6 +14,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use futures_util::StreamExt;
 
+use super::bus::{Event, Publish};
 use super::permissions::Evaluate;
 use super::session::{CliSession, Close, SessionTerminated, Snapshot, Spawned};
 use crate::config::Settings;
@@ -101,6 +102,7 @@ pub struct SessionRegistry {
     store: Store,
     writer: Writer,
     engine: Recipient<Evaluate>,
+    bus: Recipient<Publish>,
     live: HashMap<String, Live>,
     shutting_down: bool,
     /// Reap orphans re-parented to this process (only when it is a subreaper).
@@ -113,9 +115,19 @@ impl SessionRegistry {
         store: Store,
         writer: Writer,
         engine: Recipient<Evaluate>,
+        bus: Recipient<Publish>,
         reap_orphans: bool,
     ) -> Self {
-        SessionRegistry { settings, store, writer, engine, live: HashMap::new(), shutting_down: false, reap_orphans }
+        SessionRegistry {
+            settings,
+            store,
+            writer,
+            engine,
+            bus,
+            live: HashMap::new(),
+            shutting_down: false,
+            reap_orphans,
+        }
     }
 
     fn capacity_error(&self, project: &Project) -> Option<String> {
@@ -237,7 +249,13 @@ impl SessionRegistry {
                 }
             }),
         };
-        let addr = CliSession::start(spawned, self.writer.clone(), ctx.address().recipient(), self.engine.clone());
+        let addr = CliSession::start(
+            spawned,
+            self.writer.clone(),
+            ctx.address().recipient(),
+            self.engine.clone(),
+            self.bus.clone(),
+        );
         self.live.insert(
             row.id.clone(),
             Live { addr, project_id: row.project_id.clone(), external_key: row.external_key.clone(), pid },
@@ -328,6 +346,8 @@ impl Handler<Launch> for SessionRegistry {
         AtomicResponse::new(Box::pin(insert.into_actor(self).map(move |inserted, act, ctx| {
             inserted?;
             let session = act.spawn_session(row, &folder, &options, ctx);
+            let data = serde_json::to_string(&session).unwrap_or_else(|_| "null".to_string());
+            act.bus.do_send(Publish(Event::new("session.created", "session_created", Some(session.id.clone()), data)));
             Ok(Launched { session, created: true })
         })))
     }

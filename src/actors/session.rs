@@ -15,6 +15,7 @@ use actix::prelude::*;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use super::bus::{Event, Publish};
 use super::permissions::{DecisionPoint, Evaluate, Verdict};
 use crate::db::messages::NewMessage;
 use crate::db::sessions::{Session, SessionPatch};
@@ -136,6 +137,7 @@ pub struct CliSession {
     writer: Writer,
     registry: Recipient<SessionTerminated>,
     engine: Recipient<Evaluate>,
+    bus: Recipient<Publish>,
     stdin: Option<mpsc::Sender<String>>,
     /// Requests from the CLI being decided; a `control_cancel_request` removes its id, and then
     /// no answer is sent.
@@ -170,6 +172,7 @@ impl CliSession {
         writer: Writer,
         registry: Recipient<SessionTerminated>,
         engine: Recipient<Evaluate>,
+        bus: Recipient<Publish>,
     ) -> Addr<CliSession> {
         CliSession::create(move |ctx| {
             for stream in spawned.outputs {
@@ -192,6 +195,7 @@ impl CliSession {
                 writer,
                 registry,
                 engine,
+                bus,
                 stdin: Some(spawned.stdin),
                 inflight: Default::default(),
                 pending: HashMap::new(),
@@ -250,6 +254,16 @@ impl CliSession {
         })
     }
 
+    fn publish(&self, kind: &'static str, name: &str, data: String) {
+        self.bus.do_send(Publish(Event::new(kind, name, Some(self.row.id.clone()), data)));
+    }
+
+    /// `session.status`, with the whole row so a client can redraw from one event.
+    fn publish_row(&self, kind: &'static str, name: &str) {
+        let data = serde_json::to_string(&self.row).unwrap_or_else(|_| "null".to_string());
+        self.publish(kind, name, data);
+    }
+
     fn patch(&mut self, patch: SessionPatch) {
         self.writer.persist(WriteOp::Session { id: self.row.id.clone(), patch });
     }
@@ -264,6 +278,7 @@ impl CliSession {
                 ..Default::default()
             };
             self.patch(patch);
+            self.publish_row("session.status", "session_status");
         }
     }
 
@@ -317,6 +332,15 @@ impl CliSession {
 
     fn on_line(&mut self, line: String, ctx: &mut Context<Self>) {
         let msg = incoming::parse(&line);
+        // Control traffic is protocol plumbing; decisions are published by the engine.
+        match (msg.message_type.as_str(), msg.message_subtype.as_deref()) {
+            ("control_request" | "control_response" | "control_cancel_request", _) => {}
+            ("invalid", _) => {}
+            ("stream_event", _) => self.publish("stream.event", "stream_event", line.clone()),
+            ("result", _) => self.publish("session.result", "result", line.clone()),
+            ("system", Some("init")) => self.publish("session.message", "system_init", line.clone()),
+            (other, _) => self.publish("session.message", other, line.clone()),
+        }
         self.record("from_cli", &msg.message_type, msg.message_subtype.clone(), line);
         match msg.kind {
             Kind::SystemInit { session_id, model, permission_mode } => {
@@ -408,6 +432,7 @@ impl CliSession {
             last_active_at: Some(now),
             ..Default::default()
         });
+        self.publish_row("session.status", "session_status");
         self.pump();
     }
 
@@ -581,6 +606,11 @@ impl CliSession {
                     if let Err(e) = stored {
                         tracing::error!(session = %act.row.id, error = %e, "could not store the final session state");
                     }
+                    if act.row.status == "error" {
+                        let data = serde_json::json!({"message": act.row.error_message}).to_string();
+                        act.publish("session.error", "error", data);
+                    }
+                    act.publish_row("session.closed", "session_closed");
                     // Tell the registry before answering: a client's next launch then queues
                     // behind this notice in the registry's mailbox and sees the freed capacity.
                     act.notify_registry();

@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 use super::AppState;
 use std::sync::atomic::Ordering;
 
+use crate::actors::bus::SubscriberCount;
 use crate::actors::registry::LiveCount;
 use crate::db;
 use crate::error::AppResult;
@@ -90,7 +91,7 @@ pub async fn health(state: web::Data<AppState>) -> AppResult<HttpResponse> {
         active_sessions,
         max_sessions,
         projects,
-        event_subscribers: 0,
+        event_subscribers: state.bus.send(SubscriberCount).await.unwrap_or(0) as u64,
         version: env!("CARGO_PKG_VERSION").to_string(),
         status,
     };

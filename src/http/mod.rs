@@ -10,6 +10,7 @@ pub mod pagination;
 pub mod projects;
 pub mod rules;
 pub mod sessions;
+pub mod streams;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -18,6 +19,7 @@ use actix::Addr;
 use actix_web::http::Method;
 use actix_web::{web, Route};
 
+use crate::actors::bus::EventBus;
 use crate::actors::permissions::PermissionEngine;
 use crate::actors::registry::SessionRegistry;
 use crate::config::Settings;
@@ -33,6 +35,7 @@ pub struct AppState {
     pub started: Instant,
     pub registry: Addr<SessionRegistry>,
     pub engine: Addr<PermissionEngine>,
+    pub bus: Addr<EventBus>,
     pub writer: Writer,
 }
 
@@ -81,6 +84,9 @@ pub fn route_table() -> Vec<RouteSpec> {
         route!(PUT, "/api/rules/{id}", rules::update),
         route!(DELETE, "/api/rules/{id}", rules::delete),
         route!(GET, "/api/permissions/log", rules::log),
+        route!(GET, "/api/sessions/{id}/stream", streams::session_stream),
+        route!(GET, "/api/sessions/{id}/ws", streams::session_ws),
+        route!(GET, "/api/events/stream", streams::events_stream),
     ]
 }
 

@@ -4,7 +4,7 @@ use actix_web::HttpResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{folders, health, projects, rules, sessions};
+use super::{folders, health, projects, rules, sessions, streams};
 use crate::db::projects::Project;
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -57,6 +57,9 @@ impl Modify for BearerToken {
         rules::update,
         rules::delete,
         rules::log,
+        streams::session_stream,
+        streams::session_ws,
+        streams::events_stream,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, Project, projects::CreateProject, projects::ImportProject, projects::UpdateProject,
@@ -73,6 +76,7 @@ impl Modify for BearerToken {
         (name = "folders", description = "Browsing folders inside the project root"),
         (name = "sessions", description = "Supervised Claude Code CLI processes"),
         (name = "rules", description = "Allow/deny rules on tool calls, and the audit log of decisions"),
+        (name = "streams", description = "Live events: Server-Sent Events and WebSocket"),
     )
 )]
 pub struct ApiDoc;

@@ -1,0 +1,161 @@
+//! Live streams: Server-Sent Events per session and for everything, and a WebSocket per session.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use actix::Addr;
+use actix_web::web::Bytes;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::errors::parse_id;
+use super::AppState;
+use crate::actors::bus::{Subscribe, Subscription, OUTBOX};
+use crate::actors::subscriber::{Subscriber, WsLink, MAX_FRAME_BYTES};
+use crate::db;
+use crate::error::{AppError, AppResult, ErrorBody};
+
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct StreamQuery {
+    /// Replay events after this sequence number (same as the `Last-Event-ID` header).
+    #[param(minimum = 0)]
+    pub since: Option<u64>,
+    /// The API token, for clients that cannot send headers (only when one is configured).
+    pub token: Option<String>,
+}
+
+async fn ensure_session(state: &AppState, id: &str) -> AppResult<()> {
+    let lookup = id.to_string();
+    match state.store.run(move |conn| db::sessions::find(conn, &lookup)).await? {
+        Some(_) => Ok(()),
+        None => Err(AppError::not_found(format!("No session with id {id:?}."))),
+    }
+}
+
+fn resume_point(req: &HttpRequest, query: &StreamQuery) -> AppResult<Option<u64>> {
+    if query.since.is_some() {
+        return Ok(query.since);
+    }
+    match req.headers().get("last-event-id") {
+        None => Ok(None),
+        Some(v) => {
+            v.to_str().ok().and_then(|s| s.trim().parse::<u64>().ok()).map(Some).ok_or_else(|| {
+                AppError::bad_request("invalid_last_event_id", "`Last-Event-ID` must be a sequence number")
+            })
+        }
+    }
+}
+
+async fn subscribe(state: &AppState, session_id: Option<String>, since: Option<u64>) -> AppResult<Subscription> {
+    state
+        .bus
+        .send(Subscribe { session_id, since, outbox: OUTBOX })
+        .await
+        .map_err(|e| AppError::internal(format!("event bus unavailable: {e}")))
+}
+
+/// The SSE body: one message per event (`event`, `id`, `data`), a `warning` with the number of
+/// dropped events when the client fell behind, and a comment every 15 s while idle.
+fn sse(sub: Subscription, subscriber: Addr<Subscriber>) -> HttpResponse {
+    let state = (sub.outbox, subscriber, VecDeque::<Bytes>::new());
+    let body = futures_util::stream::unfold(state, |(outbox, subscriber, mut pending)| async move {
+        loop {
+            if let Some(chunk) = pending.pop_front() {
+                return Some((Ok::<_, actix_web::Error>(chunk), (outbox, subscriber, pending)));
+            }
+            let batch = outbox.next(256, KEEP_ALIVE).await?;
+            if batch.dropped > 0 {
+                let data = serde_json::json!({"event": "warning", "dropped": batch.dropped});
+                pending.push_back(Bytes::from(format!("event: warning\ndata: {data}\n\n")));
+            }
+            if batch.events.is_empty() && batch.dropped == 0 {
+                pending.push_back(Bytes::from_static(b": keep-alive\n\n"));
+            }
+            for d in batch.events {
+                pending.push_back(Bytes::from(format!(
+                    "event: {}\nid: {}\ndata: {}\n\n",
+                    d.event.name,
+                    d.seq,
+                    d.event.frame(d.seq)
+                )));
+            }
+        }
+    });
+    HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header(("cache-control", "no-cache"))
+        .insert_header(("x-accel-buffering", "no"))
+        .streaming(body)
+}
+
+/// A session's events as Server-Sent Events.
+#[utoipa::path(get, path = "/api/sessions/{id}/stream", tag = "streams",
+    params(("id" = String, Path, description = "Session id (UUID)"), StreamQuery,
+        ("Last-Event-ID" = Option<String>, Header, description = "Replay events after this sequence number")),
+    responses(
+        (status = 200, description = "text/event-stream: `event: <name>`, `id: <sequence>`, `data: <JSON>`", content_type = "text/event-stream"),
+        (status = 400, description = "Bad query string or Last-Event-ID", body = ErrorBody),
+        (status = 404, description = "No such session", body = ErrorBody),
+    ))]
+pub async fn session_stream(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    query: web::Query<StreamQuery>,
+    req: HttpRequest,
+) -> AppResult<HttpResponse> {
+    let id = parse_id("session", &id)?;
+    let since = resume_point(&req, &query)?;
+    ensure_session(&state, &id).await?;
+    let sub = subscribe(&state, Some(id), since).await?;
+    let subscriber = Subscriber::for_sse(state.bus.clone(), sub.id, sub.outbox.clone());
+    Ok(sse(sub, subscriber))
+}
+
+/// Every event of every session as Server-Sent Events (what the dashboard listens to).
+#[utoipa::path(get, path = "/api/events/stream", tag = "streams",
+    params(StreamQuery, ("Last-Event-ID" = Option<String>, Header, description = "Replay events after this sequence number")),
+    responses(
+        (status = 200, description = "text/event-stream: `event: <name>`, `id: <sequence>`, `data: <JSON>`", content_type = "text/event-stream"),
+        (status = 400, description = "Bad query string or Last-Event-ID", body = ErrorBody),
+    ))]
+pub async fn events_stream(
+    state: web::Data<AppState>,
+    query: web::Query<StreamQuery>,
+    req: HttpRequest,
+) -> AppResult<HttpResponse> {
+    let since = resume_point(&req, &query)?;
+    let sub = subscribe(&state, None, since).await?;
+    let subscriber = Subscriber::for_sse(state.bus.clone(), sub.id, sub.outbox.clone());
+    Ok(sse(sub, subscriber))
+}
+
+/// A session over WebSocket: events out, actions in (`message`, `interrupt`, `set_model`,
+/// `set_permission_mode`).
+#[utoipa::path(get, path = "/api/sessions/{id}/ws", tag = "streams",
+    params(("id" = String, Path, description = "Session id (UUID)"), StreamQuery),
+    responses(
+        (status = 101, description = "Switching to the WebSocket protocol"),
+        (status = 400, description = "Not a WebSocket upgrade request", body = ErrorBody),
+        (status = 404, description = "No such session", body = ErrorBody),
+    ))]
+pub async fn session_ws(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    query: web::Query<StreamQuery>,
+    req: HttpRequest,
+    body: web::Payload,
+) -> AppResult<HttpResponse> {
+    let id = parse_id("session", &id)?;
+    ensure_session(&state, &id).await?;
+    let (response, socket, frames) = actix_ws::handle(&req, body)
+        .map_err(|e| AppError::bad_request("not_a_websocket", format!("This endpoint speaks WebSocket: {e}")))?;
+    let frames = frames.max_frame_size(MAX_FRAME_BYTES);
+    let sub = subscribe(&state, Some(id.clone()), query.since).await?;
+    let link = WsLink { socket, session_id: id, registry: state.registry.clone() };
+    Subscriber::for_ws(state.bus.clone(), sub.id, sub.outbox, link, frames);
+    Ok(response)
+}
