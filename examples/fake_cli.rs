@@ -133,9 +133,14 @@ fn turn(out: &mut impl Write, scenario: &str, session_id: &str, model: &str, tur
                     let _ = out.flush();
                     std::thread::sleep(wait);
                 }
+                // The write time rides along, so a benchmark can measure delivery latency.
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos())
+                    .unwrap_or(0);
                 let _ = writeln!(
                     out,
-                    r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"t{i}"}}}},"session_id":"{session_id}"}}"#
+                    r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"t{i}"}}}},"written_ns":{now},"session_id":"{session_id}"}}"#
                 );
             }
         }

@@ -43,6 +43,7 @@ pub struct Settings {
     pub project_root: PathBuf,
     pub scan_depth: u32,
     pub webhook_secret: Option<String>,
+    pub webhook_retry_base_ms: u64,
     pub log_level: String,
     pub log_format: LogFormat,
     /// HOME of the environment the settings came from (where the CLI keeps its transcripts).
@@ -279,6 +280,7 @@ impl Settings {
             project_root: expand_home(&l.string("project_root")?, home).map_err(|p| l.err("project_root", p))?,
             scan_depth: l.integer("scan_depth", 0, 10)? as u32,
             webhook_secret: l.optional_string("webhook_secret")?,
+            webhook_retry_base_ms: l.integer("webhook_retry_base_ms", 1, 600_000)? as u64,
             log_level,
             log_format,
             home: home.filter(|h| !h.is_empty()).map(PathBuf::from),

@@ -13,6 +13,7 @@ use actix_web::{web, App, HttpServer};
 use crate::actors::bus::EventBus;
 use crate::actors::permissions::{PermissionEngine, Reload};
 use crate::actors::registry::{self, SessionRegistry, Shutdown};
+use crate::actors::webhooks::{ReloadWebhooks, WebhookDispatcher};
 use crate::config::Settings;
 use crate::db::writer::Writer;
 use crate::db::Store;
@@ -88,6 +89,18 @@ impl Application {
             options.subreaper,
         )
         .start();
+        let webhooks = WebhookDispatcher::new(
+            store.clone(),
+            writer.clone(),
+            bus.clone(),
+            settings.webhook_secret.clone(),
+            std::time::Duration::from_millis(settings.webhook_retry_base_ms),
+        )
+        .start();
+        webhooks
+            .send(ReloadWebhooks)
+            .await
+            .map_err(|e| crate::db::StoreError::Other(format!("the webhook dispatcher did not start: {e}")))??;
         let state = web::Data::new(AppState {
             settings,
             store,
@@ -96,6 +109,7 @@ impl Application {
             registry: registry.clone(),
             engine,
             bus,
+            webhooks,
             writer: writer.clone(),
         });
 

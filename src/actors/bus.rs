@@ -167,6 +167,8 @@ pub struct Subscribe {
     pub session_id: Option<String>,
     pub since: Option<u64>,
     pub outbox: usize,
+    /// Conduit's own consumers (webhooks): not counted as clients.
+    pub internal: bool,
 }
 
 pub struct Subscription {
@@ -182,7 +184,7 @@ pub struct Unsubscribe(pub u64);
 #[rtype(result = "usize")]
 pub struct SubscriberCount;
 
-/// How many live subscribers follow a session (the janitor must not reap a watched session).
+/// How many live clients follow a session (the janitor must not reap a watched session).
 #[derive(Message)]
 #[rtype(result = "usize")]
 pub struct WatcherCount(pub String);
@@ -223,6 +225,7 @@ impl Topic {
 struct Sub {
     session_id: Option<String>,
     outbox: Arc<Outbox>,
+    internal: bool,
 }
 
 #[derive(Default)]
@@ -282,7 +285,8 @@ impl Handler<Subscribe> for EventBus {
                 }
             }
         }
-        self.subscribers.insert(self.next_id, Sub { session_id: msg.session_id, outbox: outbox.clone() });
+        self.subscribers
+            .insert(self.next_id, Sub { session_id: msg.session_id, outbox: outbox.clone(), internal: msg.internal });
         MessageResult(Subscription { id: self.next_id, outbox })
     }
 }
@@ -301,7 +305,7 @@ impl Handler<SubscriberCount> for EventBus {
     type Result = usize;
 
     fn handle(&mut self, _msg: SubscriberCount, _ctx: &mut Context<Self>) -> usize {
-        self.subscribers.len()
+        self.subscribers.values().filter(|s| !s.internal).count()
     }
 }
 
@@ -309,7 +313,7 @@ impl Handler<WatcherCount> for EventBus {
     type Result = usize;
 
     fn handle(&mut self, msg: WatcherCount, _ctx: &mut Context<Self>) -> usize {
-        self.subscribers.values().filter(|s| s.session_id.as_deref() == Some(msg.0.as_str())).count()
+        self.subscribers.values().filter(|s| !s.internal && s.session_id.as_deref() == Some(msg.0.as_str())).count()
     }
 }
 
@@ -324,8 +328,12 @@ mod tests {
     #[actix_rt::test]
     async fn subscribers_get_their_topic_in_order_with_per_topic_sequences() {
         let bus = EventBus::default().start();
-        let a = bus.send(Subscribe { session_id: Some("a".into()), since: None, outbox: 100 }).await.expect("bus");
-        let all = bus.send(Subscribe { session_id: None, since: None, outbox: 100 }).await.expect("bus");
+        let a = bus
+            .send(Subscribe { session_id: Some("a".into()), since: None, outbox: 100, internal: false })
+            .await
+            .expect("bus");
+        let all =
+            bus.send(Subscribe { session_id: None, since: None, outbox: 100, internal: false }).await.expect("bus");
         for n in 0..3 {
             bus.do_send(Publish(ev("a", n)));
             bus.do_send(Publish(ev("b", n)));
@@ -344,7 +352,8 @@ mod tests {
     #[actix_rt::test]
     async fn a_full_outbox_drops_the_oldest_and_says_how_many() {
         let bus = EventBus::default().start();
-        let slow = bus.send(Subscribe { session_id: None, since: None, outbox: 10 }).await.expect("bus");
+        let slow =
+            bus.send(Subscribe { session_id: None, since: None, outbox: 10, internal: false }).await.expect("bus");
         for n in 0..25 {
             bus.do_send(Publish(ev("a", n)));
         }
@@ -361,7 +370,12 @@ mod tests {
             bus.do_send(Publish(ev("a", n)));
         }
         let late = bus
-            .send(Subscribe { session_id: Some("a".into()), since: Some(HISTORY as u64), outbox: 2000 })
+            .send(Subscribe {
+                session_id: Some("a".into()),
+                since: Some(HISTORY as u64),
+                outbox: 2000,
+                internal: false,
+            })
             .await
             .expect("bus");
         let got = late.outbox.next(5000, Duration::from_secs(1)).await.expect("open");
@@ -370,8 +384,10 @@ mod tests {
             (HISTORY as u64 + 1..=HISTORY as u64 + 5).collect::<Vec<_>>()
         );
         assert_eq!(got.dropped, 0);
-        let ancient =
-            bus.send(Subscribe { session_id: Some("a".into()), since: Some(0), outbox: 2000 }).await.expect("bus");
+        let ancient = bus
+            .send(Subscribe { session_id: Some("a".into()), since: Some(0), outbox: 2000, internal: false })
+            .await
+            .expect("bus");
         let got = ancient.outbox.next(5000, Duration::from_secs(1)).await.expect("open");
         assert_eq!(got.dropped, 5, "five events fell out of history");
         assert_eq!(got.events.len(), HISTORY);
@@ -380,9 +396,11 @@ mod tests {
     #[actix_rt::test]
     async fn unsubscribing_closes_the_outbox() {
         let bus = EventBus::default().start();
-        let s = bus.send(Subscribe { session_id: None, since: None, outbox: 10 }).await.expect("bus");
+        let s = bus.send(Subscribe { session_id: None, since: None, outbox: 10, internal: false }).await.expect("bus");
         bus.send(Unsubscribe(s.id)).await.expect("bus");
         assert!(s.outbox.next(10, Duration::from_secs(1)).await.is_none());
         assert_eq!(bus.send(SubscriberCount).await.expect("bus"), 0);
+        bus.send(Subscribe { session_id: None, since: None, outbox: 10, internal: true }).await.expect("bus");
+        assert_eq!(bus.send(SubscriberCount).await.expect("bus"), 0, "internal consumers are not clients");
     }
 }

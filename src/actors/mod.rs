@@ -5,3 +5,4 @@ pub mod permissions;
 pub mod registry;
 pub mod session;
 pub mod subscriber;
+pub mod webhooks;

@@ -13,6 +13,7 @@ pub mod projects;
 pub mod rules;
 pub mod schema;
 pub mod sessions;
+pub mod webhooks;
 pub mod writer;
 
 use std::path::Path;

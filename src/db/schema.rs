@@ -110,3 +110,21 @@ diesel::joinable!(sessions -> projects (project_id));
 diesel::joinable!(messages -> sessions (session_id));
 
 diesel::allow_tables_to_appear_in_same_query!(projects, permission_rules, sessions, messages, permission_log, webhooks);
+
+diesel::table! {
+    webhook_deliveries (id) {
+        id -> BigInt,
+        delivery_id -> Text,
+        webhook_id -> Text,
+        event_type -> Text,
+        attempt -> Integer,
+        status_code -> Nullable<Integer>,
+        duration_ms -> BigInt,
+        error -> Nullable<Text>,
+        succeeded -> Bool,
+        attempted_at -> Text,
+    }
+}
+
+diesel::joinable!(webhook_deliveries -> webhooks (webhook_id));
+diesel::allow_tables_to_appear_in_same_query!(webhooks, webhook_deliveries);

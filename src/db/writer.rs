@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 use super::messages::{self, NewMessage};
 use super::permission_log::{self, NewDecision};
 use super::sessions::{self, SessionPatch};
+use super::webhooks::{self, NewAttempt};
 use super::{DbConnection, Store, StoreError};
 
 /// Jobs waiting for the writer at most; past this, lines are counted as unstored.
@@ -26,6 +27,8 @@ pub enum WriteOp {
     Message(NewMessage),
     /// A permission decision for the audit log.
     Decision(NewDecision),
+    /// A webhook delivery attempt.
+    Attempt(NewAttempt),
     Session {
         id: String,
         patch: SessionPatch,
@@ -143,6 +146,7 @@ fn write_batch(conn: &mut DbConnection, jobs: &[Job]) -> Result<(), StoreError> 
                     messages::insert_many(conn, &std::mem::take(&mut lines))?;
                     permission_log::insert(conn, row)?;
                 }
+                WriteOp::Attempt(row) => webhooks::insert_attempt(conn, row)?,
                 WriteOp::Flush => {}
             }
         }

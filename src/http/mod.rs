@@ -11,6 +11,7 @@ pub mod projects;
 pub mod rules;
 pub mod sessions;
 pub mod streams;
+pub mod webhooks;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -22,6 +23,7 @@ use actix_web::{web, Route};
 use crate::actors::bus::EventBus;
 use crate::actors::permissions::PermissionEngine;
 use crate::actors::registry::SessionRegistry;
+use crate::actors::webhooks::WebhookDispatcher;
 use crate::config::Settings;
 use crate::db::writer::Writer;
 use crate::db::Store;
@@ -36,6 +38,7 @@ pub struct AppState {
     pub registry: Addr<SessionRegistry>,
     pub engine: Addr<PermissionEngine>,
     pub bus: Addr<EventBus>,
+    pub webhooks: Addr<WebhookDispatcher>,
     pub writer: Writer,
 }
 
@@ -87,6 +90,10 @@ pub fn route_table() -> Vec<RouteSpec> {
         route!(GET, "/api/sessions/{id}/stream", streams::session_stream),
         route!(GET, "/api/sessions/{id}/ws", streams::session_ws),
         route!(GET, "/api/events/stream", streams::events_stream),
+        route!(GET, "/api/webhooks", webhooks::list),
+        route!(POST, "/api/webhooks", webhooks::create),
+        route!(DELETE, "/api/webhooks/{id}", webhooks::delete),
+        route!(GET, "/api/webhooks/{id}/deliveries", webhooks::deliveries),
     ]
 }
 

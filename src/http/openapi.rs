@@ -4,7 +4,7 @@ use actix_web::HttpResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{folders, health, projects, rules, sessions, streams};
+use super::{folders, health, projects, rules, sessions, streams, webhooks};
 use crate::db::projects::Project;
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -60,6 +60,10 @@ impl Modify for BearerToken {
         streams::session_stream,
         streams::session_ws,
         streams::events_stream,
+        webhooks::list,
+        webhooks::create,
+        webhooks::delete,
+        webhooks::deliveries,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, Project, projects::CreateProject, projects::ImportProject, projects::UpdateProject,
@@ -68,6 +72,7 @@ impl Modify for BearerToken {
         crate::db::sessions::Session, crate::db::messages::Message, sessions::LaunchSession, sessions::SendMessage,
         sessions::SetModel, sessions::SetPermissionMode, crate::actors::session::SendOutcome,
         rules::Rule, rules::CreateRule, rules::UpdateRule, crate::db::permission_log::Decision,
+        webhooks::Webhook, webhooks::CreateWebhook, crate::db::webhooks::Attempt,
     )),
     modifiers(&BearerToken),
     tags(
@@ -77,6 +82,7 @@ impl Modify for BearerToken {
         (name = "sessions", description = "Supervised Claude Code CLI processes"),
         (name = "rules", description = "Allow/deny rules on tool calls, and the audit log of decisions"),
         (name = "streams", description = "Live events: Server-Sent Events and WebSocket"),
+        (name = "webhooks", description = "Signed HTTP callbacks for events"),
     )
 )]
 pub struct ApiDoc;

@@ -53,7 +53,7 @@ fn resume_point(req: &HttpRequest, query: &StreamQuery) -> AppResult<Option<u64>
 async fn subscribe(state: &AppState, session_id: Option<String>, since: Option<u64>) -> AppResult<Subscription> {
     state
         .bus
-        .send(Subscribe { session_id, since, outbox: OUTBOX })
+        .send(Subscribe { session_id, since, outbox: OUTBOX, internal: false })
         .await
         .map_err(|e| AppError::internal(format!("event bus unavailable: {e}")))
 }

@@ -17,5 +17,7 @@ mod security;
 mod sessions_api;
 mod sessions_fake;
 mod sessions_real;
+mod streams;
 mod support;
+mod webhooks;
 mod writer;
