@@ -15,36 +15,15 @@
 //! Sizes can be reduced for a quick look: BENCH_LAUNCHES (default 50), BENCH_IDLE_SESSIONS
 //! (default 1000), BENCH_FLOOD_LINES per session (default 50000).
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use conduit::config::Settings;
-use conduit::startup::{Application, ServeOptions};
+use common::{env_usize, fake_cli, rss_kib};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-
-fn env_usize(key: &str, default: usize) -> usize {
-    std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-fn fake_cli() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    let dir = exe.parent().and_then(Path::parent).expect("target dir");
-    let path = dir.join("examples/fake_cli");
-    assert!(path.exists(), "build the fake CLI first: cargo build --release --examples ({})", path.display());
-    path
-}
-
-fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -65,20 +44,8 @@ struct Bench {
 
 impl Bench {
     async fn start() -> Bench {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let env = [("HOME".to_string(), dir.path().display().to_string())].into_iter().collect();
-        let mut settings = Settings::load_from(None, &env).expect("settings");
-        settings.port = 0;
-        settings.db_path = dir.path().join("bench.db");
-        settings.project_root = dir.path().to_path_buf();
-        settings.cli_path = fake_cli().display().to_string();
-        settings.max_sessions_global = 5000;
-        settings.log_level = "error".to_string();
-        std::fs::create_dir_all(dir.path().join("p")).expect("project folder");
-        let app = Application::build(settings, ServeOptions::default()).await.expect("app");
-        let base = format!("http://127.0.0.1:{}", app.port());
-        let app_stats = app.writer_stats();
-        actix_web::rt::spawn(app.run_until_stopped());
+        let started = common::start_service(5000).await;
+        let (base, app_stats, dir) = (started.base, started.stats, started.dir);
         // Idle connections are dropped before the server's 5 s keep-alive closes them.
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(64)

@@ -12,37 +12,15 @@
 //!
 //! Sizes: BENCH_LINES (default 100000), BENCH_SLOW_SECONDS (default 60).
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use conduit::config::Settings;
-use conduit::startup::{Application, ServeOptions};
+use common::{env_usize, rss_kib};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
-
-fn env_usize(key: &str, default: usize) -> usize {
-    std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-fn fake_cli() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    let dir = exe.parent().and_then(Path::parent).expect("target dir");
-    let path = dir.join("examples/fake_cli");
-    assert!(path.exists(), "build the fake CLI first: cargo build --release --examples ({})", path.display());
-    path
-}
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
 
 fn now_ns() -> u128 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
@@ -65,19 +43,8 @@ struct Service {
 
 impl Service {
     async fn start() -> Service {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let env = [("HOME".to_string(), dir.path().display().to_string())].into_iter().collect();
-        let mut settings = Settings::load_from(None, &env).expect("settings");
-        settings.port = 0;
-        settings.db_path = dir.path().join("bench.db");
-        settings.project_root = dir.path().to_path_buf();
-        settings.cli_path = fake_cli().display().to_string();
-        settings.max_sessions_global = 500;
-        settings.log_level = "error".to_string();
-        std::fs::create_dir_all(dir.path().join("p")).expect("folder");
-        let app = Application::build(settings, ServeOptions::default()).await.expect("app");
-        let port = app.port();
-        actix_web::rt::spawn(app.run_until_stopped());
+        let started = common::start_service(500).await;
+        let (port, dir) = (started.port, started.dir);
         let http = reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(2)).build().expect("client");
         let base = format!("http://127.0.0.1:{port}");
         let project: Value = http
