@@ -556,7 +556,11 @@ async fn a_stalled_sse_client_loses_the_oldest_events_but_not_the_fast_one() {
     const FLOOD: usize = 20_000;
     let service = fake_service();
     let project = service.project("flood").await;
-    let id = idle_session(&service, &project, json!({"model": format!("fake-flood-{FLOOD}")}), FAKE_READY).await;
+    // Paced at 5,000 lines/s: a client that reads promptly keeps up even on a loaded machine
+    // (an unpaced flood can outrun any client and rightly overflow its outbox), while one that
+    // does not read falls behind once its socket buffers and its 1,000-event outbox are full.
+    let model = format!("fake-rate-5000-{FLOOD}");
+    let id = idle_session(&service, &project, json!({ "model": model }), FAKE_READY).await;
     let path = format!("/api/sessions/{id}/stream");
     let baseline = event_subscribers(&service).await;
 
