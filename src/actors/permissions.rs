@@ -98,6 +98,7 @@ pub fn compile_rows(rows: Vec<RuleRow>) -> Vec<CompiledRule> {
                 id: row.id,
                 project_id: row.project_id,
                 tool_name: row.tool_name,
+                content: row.rule_content,
                 pattern,
                 priority: row.priority,
                 created_at: row.created_at,
@@ -106,7 +107,8 @@ pub fn compile_rows(rows: Vec<RuleRow>) -> Vec<CompiledRule> {
         .collect()
 }
 
-fn describe(rule: &CompiledRule, content: &str) -> String {
+fn describe(rule: &CompiledRule) -> String {
+    let content = rule.content.trim();
     let what = if content.is_empty() { "any input".to_string() } else { format!("{content:?}") };
     let scope = if rule.project_id.is_some() { "project" } else { "global" };
     format!("{scope} rule {} ({} {what})", rule.id, rule.tool_name)
@@ -127,14 +129,9 @@ impl Handler<Evaluate> for PermissionEngine {
         let allow = decided.behavior == Behavior::Allow;
         let (reason, rule_id, updated_input) = match decided.rule {
             Some(rule) => {
-                let content = match &rule.pattern {
-                    rules::Pattern::Any => String::new(),
-                    rules::Pattern::Prefix(p) => format!("{p}:*"),
-                    rules::Pattern::Glob(g) => g.glob().glob().to_string(),
-                };
                 let verb = if allow { "allowed" } else { "denied" };
                 let updated = rule.updated_input.as_ref().filter(|_| allow).map(|u| rules::merge_input(&msg.input, u));
-                (format!("{verb} by Conduit {}", describe(rule, &content)), Some(rule.id.clone()), updated)
+                (format!("{verb} by Conduit {}", describe(rule)), Some(rule.id.clone()), updated)
             }
             None => ("allowed: no Conduit rule matched".to_string(), None, None),
         };

@@ -47,6 +47,8 @@ pub struct CompiledRule {
     pub id: String,
     pub project_id: Option<String>,
     pub tool_name: String,
+    /// The rule's text as written, for reasons and the audit.
+    pub content: String,
     pub pattern: Pattern,
     pub behavior: Behavior,
     pub priority: i32,
@@ -455,6 +457,7 @@ mod tests {
             id: id.to_string(),
             project_id: project.map(String::from),
             tool_name: tool.to_string(),
+            content: content.to_string(),
             pattern: compile_pattern(tool, content).expect("valid pattern"),
             behavior,
             priority,
