@@ -45,23 +45,13 @@ struct Bench {
 impl Bench {
     async fn start() -> Bench {
         let started = common::start_service(5000).await;
-        let (base, app_stats, dir) = (started.base, started.stats, started.dir);
         // Idle connections are dropped before the server's 5 s keep-alive closes them.
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(64)
             .pool_idle_timeout(Duration::from_secs(2))
             .build()
             .expect("client");
-        let project: Value = client
-            .post(format!("{base}/api/projects"))
-            .json(&json!({"name": "bench", "folder_path": "p", "max_sessions": 1000}))
-            .send()
-            .await
-            .expect("create project")
-            .json()
-            .await
-            .expect("json");
-        let project = project["id"].as_str().expect("project id").to_string();
+        let (base, project, app_stats, dir) = (started.base, started.project, started.stats, started.dir);
         Bench { base, client, project, app_stats, _dir: dir }
     }
 
@@ -210,18 +200,20 @@ async fn wait_stored(bench: &Bench, target: u64, within: Duration) -> Option<Ins
     None
 }
 
-async fn persistence(bench: &Bench, flood_lines: usize) {
-    // Paced: 20 sessions x 1,000 lines/s for 5 s.
-    let paced_lines = 5_000;
-    let mut ids = Vec::new();
-    for _ in 0..20 {
-        let id = bench.launch(json!({"model": format!("fake-rate-1000-{paced_lines}")})).await;
+/// `n` sessions of the fake CLI's `model`, each idle.
+async fn idle_sessions(bench: &Bench, model: &str, n: usize) -> Vec<String> {
+    let mut ids = Vec::with_capacity(n);
+    for _ in 0..n {
+        let id = bench.launch(json!({ "model": model })).await;
         bench.wait(&id, |r| r["status"] == "idle").await;
         ids.push(id);
     }
-    let stored_before = bench.app_stats.stored.load(Ordering::Relaxed);
-    let started = Instant::now();
-    for id in &ids {
+    ids
+}
+
+/// Starts one turn in each session.
+async fn start_turns(bench: &Bench, ids: &[String]) {
+    for id in ids {
         bench
             .client
             .post(format!("{}/api/sessions/{id}/message", bench.base))
@@ -230,6 +222,15 @@ async fn persistence(bench: &Bench, flood_lines: usize) {
             .await
             .expect("send");
     }
+}
+
+async fn persistence(bench: &Bench, flood_lines: usize) {
+    // Paced: 20 sessions x 1,000 lines/s for 5 s.
+    let paced_lines = 5_000;
+    let ids = idle_sessions(bench, &format!("fake-rate-1000-{paced_lines}"), 20).await;
+    let stored_before = bench.app_stats.stored.load(Ordering::Relaxed);
+    let started = Instant::now();
+    start_turns(bench, &ids).await;
     let expected = stored_before + 20 * (paced_lines as u64 + 4);
     let done = wait_stored(bench, expected, Duration::from_secs(60)).await;
     let stored = bench.app_stats.stored.load(Ordering::Relaxed) - stored_before;
@@ -246,23 +247,10 @@ async fn persistence(bench: &Bench, flood_lines: usize) {
     }
 
     // Flood: 20 sessions writing as fast as they can.
-    let mut ids = Vec::new();
-    for _ in 0..20 {
-        let id = bench.launch(json!({"model": format!("fake-flood-{flood_lines}")})).await;
-        bench.wait(&id, |r| r["status"] == "idle").await;
-        ids.push(id);
-    }
+    let ids = idle_sessions(bench, &format!("fake-flood-{flood_lines}"), 20).await;
     let stored_before = bench.app_stats.stored.load(Ordering::Relaxed);
     let started = Instant::now();
-    for id in &ids {
-        bench
-            .client
-            .post(format!("{}/api/sessions/{id}/message", bench.base))
-            .json(&json!({"content": "go"}))
-            .send()
-            .await
-            .expect("send");
-    }
+    start_turns(bench, &ids).await;
     let total = 20 * (flood_lines as u64 + 4);
     let done = wait_stored(bench, stored_before + total, Duration::from_secs(300)).await;
     let elapsed = done.map(|t| (t - started).as_secs_f64());

@@ -47,22 +47,8 @@ impl Service {
         let (port, dir) = (started.port, started.dir);
         let http = reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(2)).build().expect("client");
         let base = format!("http://127.0.0.1:{port}");
-        let project: Value = http
-            .post(format!("{base}/api/projects"))
-            .json(&json!({"name": "bench", "folder_path": "p", "max_sessions": 500}))
-            .send()
-            .await
-            .expect("project")
-            .json()
-            .await
-            .expect("json");
-        Service {
-            ws_base: format!("ws://127.0.0.1:{port}"),
-            base,
-            http,
-            project: project["id"].as_str().expect("id").to_string(),
-            _dir: dir,
-        }
+        let project = started.project;
+        Service { ws_base: format!("ws://127.0.0.1:{port}"), base, http, project, _dir: dir }
     }
 
     async fn session(&self, model: &str) -> String {

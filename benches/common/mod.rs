@@ -28,11 +28,12 @@ pub fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// The service, in this process, on a loopback port, driving the fake CLI; a project folder
-/// `p` exists under its root.
+/// The service, in this process, on a loopback port, driving the fake CLI, with one project
+/// (`project`) that may hold `max_sessions_global` sessions.
 pub struct Started {
     pub base: String,
     pub port: u16,
+    pub project: String,
     pub stats: std::sync::Arc<conduit::db::writer::WriterStats>,
     pub dir: tempfile::TempDir,
 }
@@ -53,5 +54,16 @@ pub async fn start_service(max_sessions_global: u32) -> Started {
     let port = app.port();
     let stats = app.writer_stats();
     actix_web::rt::spawn(app.run_until_stopped());
-    Started { base: format!("http://127.0.0.1:{port}"), port, stats, dir }
+    let base = format!("http://127.0.0.1:{port}");
+    let project: serde_json::Value = reqwest::Client::new()
+        .post(format!("{base}/api/projects"))
+        .json(&serde_json::json!({"name": "bench", "folder_path": "p", "max_sessions": max_sessions_global.min(1000)}))
+        .send()
+        .await
+        .expect("create project")
+        .json()
+        .await
+        .expect("json");
+    let project = project["id"].as_str().expect("project id").to_string();
+    Started { base, port, project, stats, dir }
 }
