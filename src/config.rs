@@ -44,6 +44,8 @@ pub struct Settings {
     pub scan_depth: u32,
     pub webhook_secret: Option<String>,
     pub webhook_retry_base_ms: u64,
+    /// Events a stream subscriber may have waiting before the oldest are dropped.
+    pub subscriber_outbox: usize,
     pub log_level: String,
     pub log_format: LogFormat,
     /// HOME of the environment the settings came from (where the CLI keeps its transcripts).
@@ -281,6 +283,7 @@ impl Settings {
             scan_depth: l.integer("scan_depth", 0, 10)? as u32,
             webhook_secret: l.optional_string("webhook_secret")?,
             webhook_retry_base_ms: l.integer("webhook_retry_base_ms", 1, 600_000)? as u64,
+            subscriber_outbox: l.integer("subscriber_outbox", 1, 1_000_000)? as usize,
             log_level,
             log_format,
             home: home.filter(|h| !h.is_empty()).map(PathBuf::from),

@@ -125,6 +125,9 @@ impl Application {
                 .configure(http::configure)
                 .default_service(web::to(errors::route_not_found))
         })
+        // Streams send many small frames: Nagle's algorithm would hold one back until the
+        // client's delayed ACK (about 40 ms) whenever a ping or reply is in flight.
+        .tcp_nodelay(true)
         .listen(listener)
         .map_err(|source| StartupError::Bind { addr: addr.clone(), source })?
         .shutdown_timeout(5)

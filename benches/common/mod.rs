@@ -19,7 +19,11 @@ pub fn fake_cli() -> PathBuf {
 
 /// This process's resident memory, in KiB.
 pub fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+    rss_kib_of("/proc/self/status")
+}
+
+fn rss_kib_of(status: &str) -> u64 {
+    std::fs::read_to_string(status)
         .unwrap_or_default()
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
@@ -66,4 +70,70 @@ pub async fn start_service(max_sessions_global: u32) -> Started {
         .expect("json");
     let project = project["id"].as_str().expect("project id").to_string();
     Started { base, port, project, stats, dir }
+}
+
+/// The service as its own process (the release binary), so its memory is measured apart from
+/// the benchmark's clients and it gets the CPU a real deployment would.
+pub struct ServiceProcess {
+    pub base: String,
+    pub port: u16,
+    pub project: String,
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl ServiceProcess {
+    /// Starts `target/release/conduit serve` on a loopback port, driving the fake CLI, with
+    /// `settings` as extra CONDUIT_* variables, and creates the "bench" project.
+    pub async fn start(max_sessions_global: u32, settings: &[(&str, String)]) -> ServiceProcess {
+        use std::io::BufRead;
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("p")).expect("project folder");
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_conduit"));
+        cmd.arg("serve")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", dir.path())
+            .env("CONDUIT_PORT", "0")
+            .env("CONDUIT_DB_PATH", dir.path().join("bench.db"))
+            .env("CONDUIT_PROJECT_ROOT", dir.path())
+            .env("CONDUIT_CLI_PATH", fake_cli())
+            .env("CONDUIT_MAX_SESSIONS_GLOBAL", max_sessions_global.to_string())
+            .env("LOG_LEVEL", "error")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped());
+        for (key, value) in settings {
+            cmd.env(format!("CONDUIT_{}", key.to_ascii_uppercase()), value);
+        }
+        let mut child = cmd.spawn().expect("spawn conduit (cargo build --release first)");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        std::io::BufReader::new(stdout).read_line(&mut line).expect("the listening line");
+        let base = line.trim().strip_prefix("conduit listening on ").expect("conduit listening on ...").to_string();
+        let port = base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port");
+        let project: serde_json::Value = reqwest::Client::new()
+            .post(format!("{base}/api/projects"))
+            .json(&serde_json::json!({"name": "bench", "folder_path": "p", "max_sessions": max_sessions_global.min(1000)}))
+            .send()
+            .await
+            .expect("create project")
+            .json()
+            .await
+            .expect("json");
+        let project = project["id"].as_str().expect("project id").to_string();
+        ServiceProcess { base, port, project, child, _dir: dir }
+    }
+
+    /// The service's resident memory, in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        rss_kib_of(&format!("/proc/{}/status", self.child.id()))
+    }
+}
+
+impl Drop for ServiceProcess {
+    fn drop(&mut self) {
+        // The service catches SIGTERM to close its sessions; a benchmark has nothing to keep.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

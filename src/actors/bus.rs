@@ -15,7 +15,7 @@ use serde_json::Value;
 
 /// Events kept per topic for replay.
 pub const HISTORY: usize = 1000;
-/// Default bound of a subscriber's outbox.
+/// The default outbox bound (the `subscriber_outbox` setting); webhooks take ten times it.
 pub const OUTBOX: usize = 1000;
 /// How long a closed session's history stays available for replay.
 const CLOSED_TOPIC_TTL: Duration = Duration::from_secs(600);
@@ -57,11 +57,14 @@ impl Event {
     }
 }
 
-/// An event as one subscriber sees it: with the sequence number of the topic it follows.
+/// An event as one subscriber sees it: with the sequence number of the topic it follows, and
+/// the frame rendered once for that topic (cloning it shares the bytes), so fan-out to many
+/// subscribers costs no formatting.
 #[derive(Debug, Clone)]
 pub struct Delivery {
     pub seq: u64,
     pub event: Arc<Event>,
+    pub frame: bytestring::ByteString,
 }
 
 #[derive(Debug, Default)]
@@ -202,7 +205,7 @@ struct Topic {
 impl Topic {
     fn record(&mut self, event: Arc<Event>) -> Delivery {
         self.seq += 1;
-        let d = Delivery { seq: self.seq, event };
+        let d = Delivery { seq: self.seq, frame: event.frame(self.seq).into(), event };
         if self.history.len() >= HISTORY {
             self.history.pop_front();
         }
@@ -344,7 +347,7 @@ mod tests {
         assert!(got.events.iter().all(|d| d.event.session_id.as_deref() == Some("a")));
         let got = all.outbox.next(100, Duration::from_secs(1)).await.expect("open");
         assert_eq!(got.events.iter().map(|d| d.seq).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6]);
-        let frame: Value = serde_json::from_str(&got.events[0].event.frame(1)).expect("frame is JSON");
+        let frame: Value = serde_json::from_str(&got.events[0].frame).expect("frame is JSON");
         assert_eq!(frame["data"]["n"], 0);
         assert_eq!(frame["event"], "stream_event");
     }

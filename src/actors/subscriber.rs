@@ -154,7 +154,7 @@ impl Actor for Subscriber {
                     }
                 }
                 for d in batch.events {
-                    if socket.text(d.event.frame(d.seq)).await.is_err() {
+                    if socket.text(d.frame).await.is_err() {
                         return;
                     }
                 }

@@ -142,7 +142,7 @@ impl Target {
     }
 
     async fn deliver(&self, d: &Delivery) {
-        let body = d.event.frame(d.seq);
+        let body = d.frame.to_string();
         let delivery_id = uuid::Uuid::new_v4().to_string();
         for attempt in 1..=RETRIES + 1 {
             let timestamp = chrono::Utc::now().timestamp().to_string();

@@ -11,7 +11,7 @@ use utoipa::IntoParams;
 
 use super::errors::parse_id;
 use super::AppState;
-use crate::actors::bus::{Subscribe, Subscription, OUTBOX};
+use crate::actors::bus::{Subscribe, Subscription};
 use crate::actors::subscriber::{Subscriber, WsLink, MAX_FRAME_BYTES};
 use crate::db;
 use crate::error::{AppError, AppResult, ErrorBody};
@@ -53,7 +53,7 @@ fn resume_point(req: &HttpRequest, query: &StreamQuery) -> AppResult<Option<u64>
 async fn subscribe(state: &AppState, session_id: Option<String>, since: Option<u64>) -> AppResult<Subscription> {
     state
         .bus
-        .send(Subscribe { session_id, since, outbox: OUTBOX, internal: false })
+        .send(Subscribe { session_id, since, outbox: state.settings.subscriber_outbox, internal: false })
         .await
         .map_err(|e| AppError::internal(format!("event bus unavailable: {e}")))
 }
@@ -80,7 +80,7 @@ fn sse(sub: Subscription, subscriber: Addr<Subscriber>) -> HttpResponse {
                     "event: {}\nid: {}\ndata: {}\n\n",
                     d.event.name,
                     d.seq,
-                    d.event.frame(d.seq)
+                    d.frame
                 )));
             }
         }
