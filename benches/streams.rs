@@ -5,10 +5,13 @@
 //!    of the same lines to the same number of clients in the same run. Every client checks it got
 //!    every line, in order.
 //! 2. Latency: 20 sessions at 1,000 events/s, one subscriber each; median and p99 from the CLI's
-//!    write (stamped in the line) to the subscriber's receipt.
+//!    write (stamped in the line) to the subscriber's receipt, against a bare pipeline in the
+//!    same run (the same 20 fake CLIs spawned directly, each line forwarded by a plain tokio task
+//!    to a tokio-tungstenite client), which shows what the machine itself adds.
 //! 3. A slow subscriber (reading one message a second) next to nine fast ones while the CLI
-//!    writes 10,000 events/s: the service's memory growth against the slow one's outbox cap,
-//!    and the fast ones' p99 against their unloaded figure from the same run.
+//!    writes 10,000 events/s, after a control run of the nine alone for as long: the service's
+//!    memory growth beyond the control run's against the slow one's outbox cap, and the fast
+//!    ones' p99 against the control run's.
 //!
 //! Sizes: BENCH_LINES (default 100000), BENCH_SUBSCRIBERS (default 1,10,100),
 //! BENCH_LATENCY_SESSIONS (default 20), BENCH_SLOW_SECONDS (default 60).
@@ -275,6 +278,106 @@ async fn paced(
     (all, ok, slow_warnings)
 }
 
+/// The latency baseline: `sessions` fake CLIs at `rate` lines/s spawned directly, each line
+/// wrapped in the same frame shape and forwarded by a bare tokio task to one tokio-tungstenite
+/// client. Returns the sorted latencies and whether every client got every line in order.
+async fn bare_paced(sessions: usize, rate: u64, seconds: u64) -> (Vec<Duration>, bool) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let lines = rate * seconds;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("ws://127.0.0.1:{}/", listener.local_addr().expect("addr").port());
+    let ready = Arc::new(tokio::sync::Barrier::new(sessions + 1));
+    let clients: Vec<_> =
+        (0..sessions).map(|_| tokio::spawn(consume(url.clone(), lines, None, ready.clone()))).collect();
+    let mut stdins = Vec::new();
+    let mut forwarders = Vec::new();
+    for _ in 0..sessions {
+        let (stream, _) = listener.accept().await.expect("accept");
+        let mut ws = tokio_tungstenite::accept_async(stream).await.expect("handshake");
+        let mut cli = tokio::process::Command::new(common::fake_cli())
+            .arg(format!("--model=fake-rate-{rate}-{lines}"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn the fake CLI");
+        stdins.push(cli.stdin.take().expect("stdin"));
+        let mut out = tokio::io::BufReader::new(cli.stdout.take().expect("stdout")).lines();
+        forwarders.push(tokio::spawn(async move {
+            let mut seq = 0u64;
+            while let Ok(Some(line)) = out.next_line().await {
+                seq += 1;
+                let frame = if line.contains(r#""type":"result""#) {
+                    r#"{"event":"result"}"#.to_string()
+                } else if !line.contains(r#""type":"stream_event""#) {
+                    continue;
+                } else {
+                    format!(
+                        r#"{{"event":"stream_event","seq":{seq},"type":"stream.event","session_id":"x","timestamp":"t","data":{line}}}"#
+                    )
+                };
+                if ws.send(Message::Text(frame)).await.is_err() {
+                    break;
+                }
+            }
+            drop(cli);
+        }));
+    }
+    ready.wait().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for stdin in &mut stdins {
+        let _ = stdin.write_all(b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"go\"}}\n").await;
+    }
+    let (mut all, mut ok) = (Vec::new(), true);
+    for c in clients {
+        let seen = c.await.expect("client");
+        ok &= seen.lines == lines && seen.in_order;
+        all.extend(seen.latencies);
+    }
+    drop(stdins);
+    for f in forwarders {
+        f.abort();
+    }
+    all.sort();
+    (all, ok)
+}
+
+/// A 10k/s session with nine fast subscribers (and a slow one when `slow`), the service's RSS
+/// sampled every second.
+struct Sampled {
+    latencies: Vec<Duration>,
+    ok: bool,
+    warnings: u64,
+    before: u64,
+    /// RSS 10 s in, when the slow one's outbox and socket buffers are long full.
+    settled: u64,
+    end: u64,
+    peak: u64,
+}
+
+async fn sampled(svc: &Service, seconds: u64, slow: bool) -> Sampled {
+    let pid = svc.process.pid();
+    let before = svc.process.rss_kib();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampling = stop.clone();
+    let sampler = tokio::spawn(async move {
+        let mut samples = Vec::new();
+        while !sampling.load(std::sync::atomic::Ordering::Relaxed) {
+            samples.push(common::rss_kib_of_pid(pid));
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        samples
+    });
+    let (latencies, ok, warnings) = paced(svc, 1, 9, 10_000, seconds, slow).await;
+    let end = svc.process.rss_kib();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let samples = sampler.await.unwrap_or_default();
+    let settled = samples.get(10).copied().unwrap_or(before);
+    let peak = samples.iter().copied().max().unwrap_or(end).max(end);
+    Sampled { latencies, ok, warnings, before, settled, end, peak }
+}
+
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         println!("streams benchmark: skipped (run it with scripts/bench.sh streams)");
@@ -300,24 +403,55 @@ fn main() {
 
         let svc = Service::start(conduit::actors::bus::OUTBOX).await;
 
+        let (bare, bare_ok) = bare_paced(latency_sessions, 1000, 5).await;
+        let cpu_before = common::cpu_seconds_of_pid(svc.process.pid());
         let (lat, ok, _) = paced(&svc, latency_sessions, 1, 1000, 5, false).await;
-        let ms = |p: f64| pct(&lat, p).as_secs_f64() * 1e3;
+        let cpu = common::cpu_seconds_of_pid(svc.process.pid()) - cpu_before;
+        println!(
+            "service CPU during the latency run: {:.2} s for {} events, {:.1} us per event",
+            cpu,
+            lat.len(),
+            cpu * 1e6 / lat.len().max(1) as f64
+        );
+        let ms = |v: &[Duration], p: f64| pct(v, p).as_secs_f64() * 1e3;
         println!(
             "latency: {latency_sessions} sessions x 1,000 events/s: median {:.2} ms, p90 {:.2}, p99 {:.2}, p99.9 {:.2}, max {:.2} ms over {} deliveries, all in order: {ok} (target: p99 <= 2 ms)",
-            ms(0.5), ms(0.9), ms(0.99), ms(0.999), ms(1.0),
+            ms(&lat, 0.5), ms(&lat, 0.9), ms(&lat, 0.99), ms(&lat, 0.999), ms(&lat, 1.0),
             lat.len()
         );
-
-        // Unloaded: the nine fast subscribers alone on a 10k/s session, briefly.
-        let (unloaded, _, _) = paced(&svc, 1, 9, 10_000, 5, false).await;
-        let before = svc.process.rss_kib();
-        let (loaded, ok, warnings) = paced(&svc, 1, 9, 10_000, slow_seconds, true).await;
-        let grew = svc.process.rss_kib().saturating_sub(before);
         println!(
-            "slow subscriber: 9 fast + 1 reading 1/s, 10,000 events/s for {slow_seconds} s: service RSS grew {grew} KiB (the slow outbox holds 1,000 events of ~250 bytes, about 250 KiB); drop warnings to the slow one: {warnings}; fast p99 {:.2} ms vs {:.2} ms unloaded, ratio {:.2}x (target <= 2x); fast ones complete and in order: {ok}",
-            pct(&loaded, 0.99).as_secs_f64() * 1e3,
-            pct(&unloaded, 0.99).as_secs_f64() * 1e3,
-            pct(&loaded, 0.99).as_secs_f64() / pct(&unloaded, 0.99).as_secs_f64().max(1e-9)
+            "latency, bare pipeline (same CLIs, plain tokio forwarders): median {:.2} ms, p90 {:.2}, p99 {:.2}, p99.9 {:.2}, max {:.2} ms, all in order: {bare_ok}; Conduit/bare: median {:.2}x, p99 {:.2}x",
+            ms(&bare, 0.5), ms(&bare, 0.9), ms(&bare, 0.99), ms(&bare, 0.999), ms(&bare, 1.0),
+            ms(&lat, 0.5) / ms(&bare, 0.5).max(1e-9),
+            ms(&lat, 0.99) / ms(&bare, 0.99).max(1e-9)
+        );
+
+        // The same nine fast subscribers on a 10k/s session for the same time, without and
+        // then with the slow one: the control run gives the fast ones' unloaded p99 and the
+        // memory the service grows anyway (topic history, SQLite page cache, allocator), so
+        // what the slow subscriber costs is the difference.
+        let control = sampled(&svc, slow_seconds, false).await;
+        let loaded = sampled(&svc, slow_seconds, true).await;
+        let cap_kib = 1000 * 250 / 1024;
+        for (name, run) in [("control (9 fast)", &control), ("with the slow one", &loaded)] {
+            println!(
+                "memory, {name}: RSS {} KiB before, {} KiB at 10 s, {} KiB at {slow_seconds} s (peak {}): growth {} KiB, of which after 10 s {} KiB",
+                run.before, run.settled, run.end, run.peak,
+                run.end as i64 - run.before as i64,
+                run.end as i64 - run.settled as i64
+            );
+        }
+        let extra = (loaded.end as i64 - loaded.before as i64) - (control.end as i64 - control.before as i64);
+        println!(
+            "slow subscriber memory: {extra} KiB more growth than the control run, against its outbox cap of ~{cap_kib} KiB (1,000 events of ~250 bytes; target: within cap + 10%)"
+        );
+        println!(
+            "slow subscriber: 9 fast + 1 reading 1/s, 10,000 events/s for {slow_seconds} s: drop warnings seen by the slow one within its {slow_seconds} reads: {}; fast p99 {:.2} ms vs {:.2} ms in the control run, ratio {:.2}x (target <= 2x); fast ones complete and in order: {}",
+            loaded.warnings,
+            pct(&loaded.latencies, 0.99).as_secs_f64() * 1e3,
+            pct(&control.latencies, 0.99).as_secs_f64() * 1e3,
+            pct(&loaded.latencies, 0.99).as_secs_f64() / pct(&control.latencies, 0.99).as_secs_f64().max(1e-9),
+            loaded.ok && control.ok
         );
     });
 }

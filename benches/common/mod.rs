@@ -22,6 +22,24 @@ pub fn rss_kib() -> u64 {
     rss_kib_of("/proc/self/status")
 }
 
+/// CPU time (user + system) another process has used so far, in seconds.
+pub fn cpu_seconds_of_pid(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
+    // SAFETY: sysconf with a valid name.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    (ticks(11) + ticks(12)) as f64 / hz
+}
+
+/// Another process's resident memory, in KiB (0 once it is gone).
+pub fn rss_kib_of_pid(pid: u32) -> u64 {
+    rss_kib_of(&format!("/proc/{pid}/status"))
+}
+
 fn rss_kib_of(status: &str) -> u64 {
     std::fs::read_to_string(status)
         .unwrap_or_default()
@@ -126,7 +144,11 @@ impl ServiceProcess {
 
     /// The service's resident memory, in KiB.
     pub fn rss_kib(&self) -> u64 {
-        rss_kib_of(&format!("/proc/{}/status", self.child.id()))
+        rss_kib_of_pid(self.child.id())
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 }
 

@@ -22,6 +22,10 @@ use super::{DbConnection, Store, StoreError};
 pub const QUEUE_CAPACITY: usize = 200_000;
 /// Jobs per transaction at most.
 const BATCH: usize = 5_000;
+/// After the first job of a batch arrives, how long the writer lets more gather. Without it,
+/// many sessions writing a line each millisecond wake the thread (and commit a transaction)
+/// once per line; with it, once per linger. An acknowledged write waits at most this longer.
+const LINGER: std::time::Duration = std::time::Duration::from_millis(2);
 
 pub enum WriteOp {
     Message(NewMessage),
@@ -99,6 +103,9 @@ impl Writer {
 
 fn run(store: Store, rx: Receiver<Job>, stats: &WriterStats) {
     while let Ok(first) = rx.recv() {
+        if !matches!(first.op, WriteOp::Flush) {
+            std::thread::sleep(LINGER);
+        }
         let mut jobs = vec![first];
         while jobs.len() < BATCH {
             match rx.try_recv() {

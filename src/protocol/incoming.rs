@@ -60,8 +60,22 @@ pub struct Incoming {
     pub message_type: String,
     pub message_subtype: Option<String>,
     pub kind: Kind,
-    /// The parsed line, for relaying (Null for invalid lines).
-    pub json: Value,
+}
+
+/// The two fields every line is routed by. Parsing only these (the rest is skipped, though
+/// still checked to be valid JSON) spares the hot path, `stream_event` and `assistant` lines,
+/// from building a whole JSON tree per line.
+#[derive(serde::Deserialize)]
+struct Header<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    subtype: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Types whose fields Conduit acts on; every other type needs only its header.
+fn needs_fields(message_type: &str) -> bool {
+    matches!(message_type, "system" | "result" | "control_request" | "control_response" | "control_cancel_request")
 }
 
 fn str_field(v: &Value, key: &str) -> Option<String> {
@@ -69,6 +83,18 @@ fn str_field(v: &Value, key: &str) -> Option<String> {
 }
 
 pub fn parse(line: &str) -> Incoming {
+    // A header that parses but is not a string-typed object falls through to the full parse,
+    // which explains what is wrong with the line.
+    if let Ok(header) = serde_json::from_str::<Header>(line) {
+        let message_type = header.kind.as_deref().unwrap_or("unknown");
+        if !needs_fields(message_type) {
+            return Incoming {
+                message_type: message_type.to_string(),
+                message_subtype: header.subtype.map(|s| s.into_owned()),
+                kind: Kind::Other,
+            };
+        }
+    }
     let json: Value = match serde_json::from_str(line) {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) => return invalid("the line is JSON but not an object".to_string()),
@@ -136,16 +162,11 @@ pub fn parse(line: &str) -> Incoming {
         },
         _ => Kind::Other,
     };
-    Incoming { message_type, message_subtype, kind, json }
+    Incoming { message_type, message_subtype, kind }
 }
 
 fn invalid(error: String) -> Incoming {
-    Incoming {
-        message_type: "invalid".to_string(),
-        message_subtype: None,
-        kind: Kind::Invalid { error },
-        json: Value::Null,
-    }
+    Incoming { message_type: "invalid".to_string(), message_subtype: None, kind: Kind::Invalid { error } }
 }
 
 #[cfg(test)]
@@ -215,7 +236,16 @@ mod tests {
         assert_eq!((m.message_type.as_str(), m.kind), ("rate_limit_event", Kind::Other));
         let m = parse(r#"{"no_type":true}"#);
         assert_eq!(m.message_type, "unknown");
-        for bad in ["not json", "[1,2]", "{\"type\":", "42"] {
+        let m = parse(r#"{"type":"assistant","subtype":"x","message":{"content":[{"type":"text","text":"a\"b"}]}}"#);
+        assert_eq!(
+            (m.message_type.as_str(), m.message_subtype.as_deref(), m.kind),
+            ("assistant", Some("x"), Kind::Other)
+        );
+        // A non-string type is still a JSON object: kept, typed "unknown".
+        assert_eq!(parse(r#"{"type":5}"#).message_type, "unknown");
+        assert_eq!(parse(r#"{"type":null}"#).message_type, "unknown");
+        for bad in ["not json", "[1,2]", "{\"type\":", "42", "{\"type\":\"assistant\"} trailing", "{\"type\":\"user\""]
+        {
             let m = parse(bad);
             assert_eq!(m.message_type, "invalid", "{bad}");
             assert!(matches!(m.kind, Kind::Invalid { .. }));
