@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Installs what the tests need, idempotently, into a cache folder outside the checkout:
 #   - schemathesis (PyPI, pinned) in a Python virtualenv, for the OpenAPI fuzz test;
-#   - the real Claude Code CLI (npm, pinned) for the end-to-end session tests.
+#   - the real Claude Code CLI (npm, pinned: the current one, and an older one for the
+#     WebSocket bridge) for the end-to-end session tests.
 # Re-running it is cheap: each step checks for the pinned version first.
 # The cache folder is $CONDUIT_TEST_CACHE, default ${XDG_CACHE_HOME:-~/.cache}/conduit-test.
 set -euo pipefail
 
 SCHEMATHESIS_VERSION="4.32.5"
 CLAUDE_CODE_VERSION="2.1.330"
+# The newest version verified to accept a local `--sdk-url` (the WebSocket bridge transport);
+# a JavaScript build, so it needs `node` on PATH.
+CLAUDE_CODE_BRIDGE_VERSION="2.1.39"
 
 cache="${CONDUIT_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/conduit-test}"
 mkdir -p "$cache"
@@ -20,10 +24,16 @@ if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.vers
 fi
 echo "test-setup: schemathesis $SCHEMATHESIS_VERSION ready ($venv/bin/schemathesis)"
 
-cli_dir="$cache/claude-code-$CLAUDE_CODE_VERSION"
-cli="$cli_dir/node_modules/.bin/claude"
-if ! "$cli" --version 2>/dev/null | grep -q "^$CLAUDE_CODE_VERSION "; then
-    echo "test-setup: installing @anthropic-ai/claude-code@$CLAUDE_CODE_VERSION into $cli_dir"
-    npm install --prefix "$cli_dir" --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"
-fi
-echo "test-setup: Claude Code CLI $("$cli" --version) ready ($cli)"
+# Each CLI version in its own prefix; the tests find them by path, never on PATH.
+install_cli() {
+    local version="$1"
+    local dir="$cache/claude-code-$version"
+    local cli="$dir/node_modules/.bin/claude"
+    if ! "$cli" --version 2>/dev/null | grep -q "^$version "; then
+        echo "test-setup: installing @anthropic-ai/claude-code@$version into $dir"
+        npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@$version"
+    fi
+    echo "test-setup: Claude Code CLI $("$cli" --version) ready ($cli)"
+}
+install_cli "$CLAUDE_CODE_VERSION"
+install_cli "$CLAUDE_CODE_BRIDGE_VERSION"

@@ -38,6 +38,8 @@ pub struct Settings {
     pub cli_session_access_token: Option<String>,
     pub ws_port_range_start: u16,
     pub ws_port_range_end: u16,
+    /// The transport of a launch that names none.
+    pub transport: crate::domain::validate::Transport,
     pub max_sessions_global: u32,
     pub session_idle_timeout_ms: u64,
     pub project_root: PathBuf,
@@ -247,6 +249,13 @@ impl Settings {
                 format!("must be at least ws_port_range_start ({ws_port_range_start}), got {ws_port_range_end}"),
             ));
         }
+        let transport = l.string("transport")?;
+        let transport = crate::domain::validate::Transport::parse(&transport).ok_or_else(|| {
+            l.err(
+                "transport",
+                format!("expected one of {}, got {transport:?}", crate::domain::validate::Transport::ALL.join(", ")),
+            )
+        })?;
         let db_path = l.string("db_path")?;
         if db_path.trim().is_empty() || db_path.contains('\0') {
             return Err(l.err("db_path", "expected a file path"));
@@ -277,6 +286,7 @@ impl Settings {
             cli_session_access_token: l.optional_string("cli_session_access_token")?,
             ws_port_range_start,
             ws_port_range_end,
+            transport,
             max_sessions_global: l.integer("max_sessions_global", 1, 100_000)? as u32,
             session_idle_timeout_ms: l.integer("session_idle_timeout_ms", 1_000, i64::MAX)? as u64,
             project_root: expand_home(&l.string("project_root")?, home).map_err(|p| l.err("project_root", p))?,
@@ -342,6 +352,7 @@ mod tests {
         assert_eq!(s.db_path, PathBuf::from("./data/conduit.db"));
         assert_eq!(s.cli_path, "claude");
         assert_eq!((s.ws_port_range_start, s.ws_port_range_end), (9000, 9100));
+        assert_eq!(s.transport, crate::domain::validate::Transport::Stdio);
         assert_eq!(s.max_sessions_global, 20);
         assert_eq!(s.session_idle_timeout_ms, 3_600_000);
         assert_eq!(s.project_root, PathBuf::from("/home/x"));
@@ -386,6 +397,7 @@ mod tests {
             ("LOG_LEVEL", "loud[", "`log_level`", "trace, debug"),
             ("CONDUIT_WS_PORT_RANGE_END", "10", "`ws_port_range_end`", "at least"),
             ("CONDUIT_ALLOWED_ORIGINS", "evil.com", "`allowed_origins`", "http://"),
+            ("CONDUIT_TRANSPORT", "tcp", "`transport`", "stdio, websocket, auto"),
         ];
         for (var, value, key, allowed) in cases {
             let err = Settings::load_from(None, &env(&[(var, value)])).expect_err(var).to_string();

@@ -1,5 +1,6 @@
 //! The supervised actors. Each file: its messages first, then its state, then its handlers.
 
+pub mod bridge;
 pub mod bus;
 pub mod permissions;
 pub mod registry;

@@ -14,6 +14,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use futures_util::StreamExt;
 
+use super::bridge::BridgeSocket;
 use super::bus::{Event, Publish};
 use super::permissions::Evaluate;
 use super::session::{CliSession, Close, SessionTerminated, Snapshot, Spawned};
@@ -22,10 +23,12 @@ use crate::db::projects::Project;
 use crate::db::sessions::{self, Session, SessionPatch};
 use crate::db::writer::{WriteOp, Writer};
 use crate::db::{Store, StoreError};
+use crate::domain::validate::Transport;
 use crate::domain::{names, time};
-use crate::process::command::{stdio_args, CliOptions};
+use crate::process::command::{stdio_args, websocket_args, CliOptions};
+use crate::process::version::{self, CliVersion};
 use crate::process::{kill, procfs, SESSION_MARKER_ENV};
-use crate::transport::stdio;
+use crate::transport::{stdio, websocket, CliOutput};
 
 // ---------------------------------------------------------------------------------------------
 // Messages
@@ -36,6 +39,8 @@ pub struct LaunchSpec {
     pub name: Option<String>,
     pub external_key: Option<String>,
     pub options: CliOptions,
+    /// `auto` is resolved here, from the installed CLI's version.
+    pub transport: Option<Transport>,
 }
 
 #[derive(Message)]
@@ -57,6 +62,9 @@ pub enum LaunchError {
     Capacity(String),
     #[error("the service is shutting down")]
     ShuttingDown,
+    /// Every port of the bridge range is taken.
+    #[error("{0}")]
+    NoPort(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -104,6 +112,9 @@ pub struct SessionRegistry {
     engine: Recipient<Evaluate>,
     bus: Recipient<Publish>,
     live: HashMap<String, Live>,
+    /// The installed CLI's version, read once for the `auto` transport (`Some(None)`: it
+    /// could not be read, so `auto` means stdio).
+    cli_version: Option<Option<CliVersion>>,
     shutting_down: bool,
     /// Reap orphans re-parented to this process (only when it is a subreaper).
     reap_orphans: bool,
@@ -125,6 +136,7 @@ impl SessionRegistry {
             engine,
             bus,
             live: HashMap::new(),
+            cli_version: None,
             shutting_down: false,
             reap_orphans,
         }
@@ -145,6 +157,18 @@ impl SessionRegistry {
             ));
         }
         None
+    }
+
+    /// Picks the transport: `auto` means the bridge only for CLI versions known to accept a
+    /// local `--sdk-url`.
+    fn resolve_transport(&self, wanted: Transport) -> Transport {
+        match wanted {
+            Transport::Auto => match self.cli_version.flatten() {
+                Some(v) if v.accepts_local_sdk_url() => Transport::Websocket,
+                _ => Transport::Stdio,
+            },
+            other => other,
+        }
     }
 
     fn new_row(project: &Project, spec: &LaunchSpec) -> Session {
@@ -178,20 +202,27 @@ impl SessionRegistry {
         }
     }
 
-    /// Spawns the CLI for `row` and starts its actor. A spawn failure becomes the row's error.
+    /// Spawns the CLI for `row` and starts its actor; `bridge` (a bound port) selects the
+    /// WebSocket transport. A spawn failure becomes the row's error.
     fn spawn_session(
         &mut self,
         mut row: Session,
         folder: &str,
         options: &CliOptions,
+        bridge: Option<(std::net::TcpListener, u16)>,
         ctx: &mut Context<Self>,
     ) -> Session {
+        let secret = websocket::new_secret();
         let mut cmd = tokio::process::Command::new(&self.settings.cli_path);
-        cmd.args(stdio_args(options))
-            .current_dir(folder)
+        match &bridge {
+            None => cmd.args(stdio_args(options)).stdin(std::process::Stdio::piped()),
+            Some((_, port)) => cmd
+                .args(websocket_args(options, &format!("ws://127.0.0.1:{port}/{secret}")))
+                .stdin(std::process::Stdio::null()),
+        };
+        cmd.current_dir(folder)
             .process_group(0)
             .env(SESSION_MARKER_ENV, &row.id)
-            .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(false);
@@ -201,32 +232,43 @@ impl SessionRegistry {
         let mut child = match cmd.spawn() {
             Ok(child) => child,
             Err(e) => {
-                let now = time::now();
-                row.status = "error".to_string();
-                row.error_message = Some(format!("cannot start the CLI {:?}: {e}", self.settings.cli_path));
-                row.closed_at = Some(now.clone());
-                self.writer.persist(WriteOp::Session {
-                    id: row.id.clone(),
-                    patch: SessionPatch {
-                        status: Some(row.status.clone()),
-                        error_message: Some(row.error_message.clone()),
-                        closed_at: Some(row.closed_at.clone()),
-                        ..Default::default()
-                    },
-                });
-                return row;
+                let reason = format!("cannot start the CLI {:?}: {e}", self.settings.cli_path);
+                return self.launch_failed(row, reason);
             }
         };
-        let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) =
-            (child.id(), child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            // Cannot happen with all three piped; end the child rather than leave it unwatched.
+        let (Some(pid), Some(stdout), Some(stderr)) = (child.id(), child.stdout.take(), child.stderr.take()) else {
+            // Cannot happen with both piped; end the child rather than leave it unwatched.
             let _ = child.start_kill();
-            row.status = "error".to_string();
-            row.error_message = Some("the CLI started without its standard streams".to_string());
-            return row;
+            return self.launch_failed(row, "the CLI started without its standard streams".to_string());
         };
         let pid = pid as i32;
+        let (stdin, protocol, bridge) = match bridge {
+            None => {
+                let Some(stdin) = child.stdin.take() else {
+                    let _ = child.start_kill();
+                    return self.launch_failed(row, "the CLI started without its standard input".to_string());
+                };
+                let protocol: OutputStream = Box::pin(stdio::stdout_stream(stdout));
+                (stdio::stdin_writer(stdin), vec![protocol], None)
+            }
+            Some((listener, port)) => {
+                let (outbound, inbound, handoff) = websocket::channels(stdio::STDIN_QUEUE);
+                let bridge = match BridgeSocket::start(&row.id, listener, port, &secret, handoff) {
+                    Ok(bridge) => bridge,
+                    Err(e) => {
+                        let _ = child.start_kill();
+                        return self
+                            .launch_failed(row, format!("cannot serve the WebSocket bridge on port {port}: {e}"));
+                    }
+                };
+                // On this transport stdout carries no protocol; whatever the CLI prints there
+                // is kept with its stderr.
+                let inbound: OutputStream = Box::pin(inbound);
+                let stdout: OutputStream = Box::pin(stdio::stderr_stream(stdout));
+                row.ws_port = Some(i32::from(port));
+                (outbound, vec![inbound, stdout], Some(bridge))
+            }
+        };
         row.cli_pid = Some(pid);
         row.cli_started_at = procfs::stat(pid).map(|s| s.start_time.to_string());
         self.writer.persist(WriteOp::Session {
@@ -234,20 +276,24 @@ impl SessionRegistry {
             patch: SessionPatch {
                 cli_pid: Some(row.cli_pid),
                 cli_started_at: Some(row.cli_started_at.clone()),
+                ws_port: Some(row.ws_port),
                 ..Default::default()
             },
         });
+        let mut outputs = protocol;
+        outputs.push(Box::pin(stdio::stderr_stream(stderr)));
         let spawned = Spawned {
             row: row.clone(),
             pid,
-            stdin: stdio::stdin_writer(stdin),
-            outputs: vec![Box::pin(stdio::stdout_stream(stdout)), Box::pin(stdio::stderr_stream(stderr))],
+            stdin,
+            outputs,
             exited: Box::pin(async move {
                 match child.wait().await {
                     Ok(status) => describe_exit(status),
                     Err(e) => format!("could not be waited for: {e}"),
                 }
             }),
+            bridge,
         };
         let addr = CliSession::start(
             spawned,
@@ -263,6 +309,24 @@ impl SessionRegistry {
         row
     }
 
+    /// The CLI could not be started: the row records why.
+    fn launch_failed(&self, mut row: Session, reason: String) -> Session {
+        let now = time::now();
+        row.status = "error".to_string();
+        row.error_message = Some(reason);
+        row.closed_at = Some(now);
+        self.writer.persist(WriteOp::Session {
+            id: row.id.clone(),
+            patch: SessionPatch {
+                status: Some(row.status.clone()),
+                error_message: Some(row.error_message.clone()),
+                closed_at: Some(row.closed_at.clone()),
+                ..Default::default()
+            },
+        });
+        row
+    }
+
     fn reap(&self) {
         if self.reap_orphans {
             let keep: Vec<i32> = self.live.values().map(|l| l.pid).collect();
@@ -273,6 +337,9 @@ impl SessionRegistry {
         }
     }
 }
+
+type LaunchFuture = std::pin::Pin<Box<dyn ActorFuture<SessionRegistry, Output = Result<Launched, LaunchError>>>>;
+type OutputStream = std::pin::Pin<Box<dyn futures_util::Stream<Item = CliOutput>>>;
 
 pub fn describe_exit(status: std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
@@ -337,18 +404,56 @@ impl Handler<Launch> for SessionRegistry {
         if let Some(reason) = self.capacity_error(&msg.project) {
             return AtomicResponse::new(Box::pin(actix::fut::ready(Err(LaunchError::Capacity(reason)))));
         }
-        let row = Self::new_row(&msg.project, &msg.spec);
-        let stored = row.clone();
-        let store = self.store.clone();
-        let insert = async move { store.run(move |conn| sessions::insert(conn, &stored)).await };
-        let folder = msg.project.folder_path.clone();
-        let options = msg.spec.options.clone();
-        AtomicResponse::new(Box::pin(insert.into_actor(self).map(move |inserted, act, ctx| {
-            inserted?;
-            let session = act.spawn_session(row, &folder, &options, ctx);
-            let data = serde_json::to_string(&session).unwrap_or_else(|_| "null".to_string());
-            act.bus.do_send(Publish(Event::new("session.created", "session_created", Some(session.id.clone()), data)));
-            Ok(Launched { session, created: true })
+        let wanted = msg.spec.transport.unwrap_or(self.settings.transport);
+        // `auto` reads the CLI's version once; launches wait for it in order.
+        let probe = (wanted == Transport::Auto && self.cli_version.is_none()).then(|| {
+            let cli = self.settings.cli_path.clone();
+            async move { version::probe(&cli).await }
+        });
+        let probed = async move {
+            match probe {
+                Some(probe) => Some(probe.await),
+                None => None,
+            }
+        };
+        AtomicResponse::new(Box::pin(probed.into_actor(self).then(move |probed, act, _ctx| {
+            if let Some(result) = probed {
+                match &result {
+                    Ok(v) => tracing::info!(version = %v, bridge = v.accepts_local_sdk_url(), "CLI version read for the auto transport"),
+                    Err(e) => tracing::warn!(error = %e, "the CLI's version is unknown; auto means stdio"),
+                }
+                act.cli_version = Some(result.ok());
+            }
+            let transport = act.resolve_transport(wanted);
+            let bridge = match transport {
+                Transport::Websocket => {
+                    match websocket::allocate_port(act.settings.ws_port_range_start, act.settings.ws_port_range_end) {
+                        Ok(bound) => Some(bound),
+                        Err(reason) => return Box::pin(actix::fut::ready(Err(LaunchError::NoPort(reason)))) as LaunchFuture,
+                    }
+                }
+                _ => None,
+            };
+            let mut row = Self::new_row(&msg.project, &msg.spec);
+            row.transport = transport.as_str().to_string();
+            row.ws_port = bridge.as_ref().map(|(_, port)| i32::from(*port));
+            let stored = row.clone();
+            let store = act.store.clone();
+            let insert = async move { store.run(move |conn| sessions::insert(conn, &stored)).await };
+            let folder = msg.project.folder_path.clone();
+            let options = msg.spec.options.clone();
+            Box::pin(insert.into_actor(act).map(move |inserted, act, ctx| {
+                inserted?;
+                let session = act.spawn_session(row, &folder, &options, bridge, ctx);
+                let data = serde_json::to_string(&session).unwrap_or_else(|_| "null".to_string());
+                act.bus.do_send(Publish(Event::new(
+                    "session.created",
+                    "session_created",
+                    Some(session.id.clone()),
+                    data,
+                )));
+                Ok(Launched { session, created: true })
+            })) as LaunchFuture
         })))
     }
 }

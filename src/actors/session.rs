@@ -15,6 +15,7 @@ use actix::prelude::*;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use super::bridge::BridgeHandle;
 use super::bus::{Event, Publish};
 use super::permissions::{DecisionPoint, Evaluate, Verdict};
 use crate::db::messages::NewMessage;
@@ -154,6 +155,8 @@ pub struct CliSession {
     closers: Vec<oneshot::Sender<Session>>,
     finishing: bool,
     registry_notified: bool,
+    /// The WebSocket bridge this session's CLI talks through, if it uses that transport.
+    bridge: Option<BridgeHandle>,
 }
 
 /// What the registry hands over after spawning the CLI.
@@ -164,6 +167,8 @@ pub struct Spawned {
     pub outputs: Vec<std::pin::Pin<Box<dyn futures_util::Stream<Item = CliOutput>>>>,
     /// Resolves with a description of how the process ended.
     pub exited: std::pin::Pin<Box<dyn std::future::Future<Output = String>>>,
+    /// Set on the WebSocket transport: the bridge the CLI connects to.
+    pub bridge: Option<BridgeHandle>,
 }
 
 impl CliSession {
@@ -210,6 +215,7 @@ impl CliSession {
                 closers: Vec::new(),
                 finishing: false,
                 registry_notified: false,
+                bridge: spawned.bridge,
             }
         })
     }
@@ -572,6 +578,14 @@ impl CliSession {
         let cleanup = tokio::task::spawn_blocking(move || {
             kill::kill_until_gone(pgid, SESSION_MARKER_ENV, &marker, Duration::from_secs(2))
         });
+        // The bridge's port is released before anyone hears the session ended.
+        let bridge = self.bridge.take();
+        let cleanup = async move {
+            if let Some(bridge) = &bridge {
+                bridge.shutdown().await;
+            }
+            cleanup.await
+        };
         ctx.wait(cleanup.into_actor(self).then(|survivors, act, _ctx| {
             let survivors = survivors.unwrap_or_default();
             let exit = act.exit.clone().unwrap_or_default();
@@ -658,6 +672,12 @@ impl StreamHandler<CliOutput> for CliSession {
                 self.stdout_done = true;
                 self.maybe_finish(ctx);
             }
+            CliOutput::Failed(reason) => {
+                // After the process exited, its exit status and stderr tell the story better.
+                if self.exit.is_none() {
+                    self.fail(ctx, reason);
+                }
+            }
         }
     }
 
@@ -672,6 +692,9 @@ impl Handler<ProcessExited> for CliSession {
         tracing::info!(session = %self.row.id, pid = self.pid, how = %msg.0, "CLI process ended");
         self.exit = Some(msg.0);
         self.stdin = None;
+        if let Some(bridge) = &self.bridge {
+            bridge.cli_exited();
+        }
         ctx.run_later(STDOUT_DRAIN, |act, ctx| {
             act.stdout_done = true;
             act.maybe_finish(ctx);

@@ -34,9 +34,9 @@ pub struct Session {
     pub resume_session_id: Option<String>,
     #[serde(skip)]
     pub fork_session: bool,
-    /// `stdio` (or `websocket` for the bridge transport).
+    /// `stdio`, or `websocket` for the `--sdk-url` bridge transport.
     pub transport: String,
-    #[serde(skip)]
+    /// The bridge's port on 127.0.0.1 (websocket transport only).
     pub ws_port: Option<i32>,
     pub cli_pid: Option<i32>,
     /// The CLI process's start time (clock ticks since boot), to recognise it after a restart.
@@ -62,6 +62,7 @@ pub struct SessionPatch {
     pub permission_mode: Option<String>,
     pub cli_pid: Option<Option<i32>>,
     pub cli_started_at: Option<Option<String>>,
+    pub ws_port: Option<Option<i32>>,
     pub total_cost_usd: Option<f64>,
     pub total_input_tokens: Option<i64>,
     pub total_output_tokens: Option<i64>,

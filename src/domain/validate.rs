@@ -31,6 +31,37 @@ impl PermissionMode {
     }
 }
 
+/// How a session's CLI is reached: its pipes, a WebSocket bridge it connects to
+/// (`--sdk-url`, older CLIs), or whichever the installed CLI supports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    Stdio,
+    Websocket,
+    Auto,
+}
+
+impl Transport {
+    pub const ALL: [&'static str; 3] = ["stdio", "websocket", "auto"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Stdio => "stdio",
+            Transport::Websocket => "websocket",
+            Transport::Auto => "auto",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Transport> {
+        match raw {
+            "stdio" => Some(Transport::Stdio),
+            "websocket" => Some(Transport::Websocket),
+            "auto" => Some(Transport::Auto),
+            _ => None,
+        }
+    }
+}
+
 /// Trims a display name and checks it is 1 to 200 characters.
 pub fn name(field: &str, raw: &str) -> Result<String, String> {
     let trimmed = raw.trim();

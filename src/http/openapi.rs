@@ -68,7 +68,7 @@ impl Modify for BearerToken {
     components(schemas(
         ErrorBody, ErrorDetail, Project, projects::CreateProject, projects::ImportProject, projects::UpdateProject,
         projects::DiscoveredProject, folders::FolderListing, folders::FolderEntry, health::Health,
-        health::HealthChecks, health::HealthStatus, crate::domain::validate::PermissionMode,
+        health::HealthChecks, health::HealthStatus, crate::domain::validate::PermissionMode, crate::domain::validate::Transport,
         crate::db::sessions::Session, crate::db::messages::Message, sessions::LaunchSession, sessions::SendMessage,
         sessions::SetModel, sessions::SetPermissionMode, crate::actors::session::SendOutcome,
         rules::Rule, rules::CreateRule, rules::UpdateRule, crate::db::permission_log::Decision,

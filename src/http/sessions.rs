@@ -14,7 +14,7 @@ use crate::actors::session::{CliSession, Close, Control, SendOutcome, SendUser, 
 use crate::db;
 use crate::db::messages::Message;
 use crate::db::sessions::Session;
-use crate::domain::validate::{self, PermissionMode};
+use crate::domain::validate::{self, PermissionMode, Transport};
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::process::command::CliOptions;
 
@@ -44,6 +44,10 @@ pub struct LaunchSession {
     /// again returns that session (200) instead of starting another.
     #[schema(min_length = 1, max_length = 200)]
     pub external_key: Option<String>,
+    /// How the CLI is reached: `stdio` (its pipes), `websocket` (a bridge it connects to with
+    /// `--sdk-url`; older CLIs only) or `auto` (websocket for CLI versions known to accept
+    /// it). Defaults to the `transport` setting.
+    pub transport: Option<Transport>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -131,7 +135,7 @@ async fn current(state: &AppState, id: &str) -> AppResult<Session> {
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "Validation failed", body = ErrorBody),
         (status = 429, description = "The project's or the global session limit is reached", body = ErrorBody),
-        (status = 503, description = "The service is shutting down", body = ErrorBody),
+        (status = 503, description = "The service is shutting down, or no port is free for a WebSocket bridge", body = ErrorBody),
     ))]
 pub async fn launch(
     state: web::Data<AppState>,
@@ -182,7 +186,7 @@ pub async fn launch(
         system_prompt: b.system_prompt.or_else(|| project.default_system_prompt.clone()),
         append_system_prompt: b.append_system_prompt.or_else(|| project.default_append_system_prompt.clone()),
     };
-    let spec = LaunchSpec { name, external_key, options };
+    let spec = LaunchSpec { name, external_key, options, transport: b.transport };
     let launched = state
         .registry
         .send(Launch { project, spec })
@@ -191,6 +195,7 @@ pub async fn launch(
         .map_err(|e| match e {
             LaunchError::Capacity(m) => AppError::new(StatusCode::TOO_MANY_REQUESTS, "capacity_reached", m),
             LaunchError::ShuttingDown => AppError::unavailable("shutting_down", "The service is shutting down."),
+            LaunchError::NoPort(m) => AppError::unavailable("ports_exhausted", m),
             LaunchError::Store(e) => e.into(),
         })?;
     let mut response = if launched.created { HttpResponse::Created() } else { HttpResponse::Ok() };

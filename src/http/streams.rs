@@ -76,12 +76,8 @@ fn sse(sub: Subscription, subscriber: Addr<Subscriber>) -> HttpResponse {
                 pending.push_back(Bytes::from_static(b": keep-alive\n\n"));
             }
             for d in batch.events {
-                pending.push_back(Bytes::from(format!(
-                    "event: {}\nid: {}\ndata: {}\n\n",
-                    d.event.name,
-                    d.seq,
-                    d.frame
-                )));
+                pending
+                    .push_back(Bytes::from(format!("event: {}\nid: {}\ndata: {}\n\n", d.event.name, d.seq, d.frame)));
             }
         }
     });

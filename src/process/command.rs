@@ -30,6 +30,15 @@ pub fn stdio_args(o: &CliOptions) -> Vec<String> {
     args
 }
 
+/// Arguments for the WebSocket bridge transport: the bridge's URL and the session's flags,
+/// without the print/format flags (the CLI implies them with `--sdk-url`, and 2.1.39 refuses
+/// some of them next to it).
+pub fn websocket_args(o: &CliOptions, url: &str) -> Vec<String> {
+    let mut args = vec![format!("--sdk-url={url}")];
+    args.extend(option_args(o));
+    args
+}
+
 /// The session's own flags, shared by every transport.
 pub fn option_args(o: &CliOptions) -> Vec<String> {
     let mut args = Vec::new();
@@ -89,6 +98,13 @@ mod tests {
             ]
         );
         assert!(!args.iter().any(|a| a == "--dangerously-skip-permissions"), "a value never stands alone");
+    }
+
+    #[test]
+    fn the_bridge_transport_passes_its_url_and_no_print_flags() {
+        let o = CliOptions { model: Some("m".into()), ..Default::default() };
+        let args = websocket_args(&o, "ws://127.0.0.1:9000/abc");
+        assert_eq!(args, ["--sdk-url=ws://127.0.0.1:9000/abc", "--model=m"]);
     }
 
     #[test]

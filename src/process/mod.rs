@@ -3,6 +3,7 @@
 //! - [`command`] builds the CLI's argument list (values always in `--flag=value` form).
 //! - [`procfs`] reads `/proc`: parents, process groups, start times, the session marker.
 //! - [`kill`] signals process groups and escaped descendants, and confirms they are gone.
+//! - [`version`] reads the CLI's version (does it accept a local `--sdk-url`?).
 //!
 //! Every CLI runs in its own process group, with `CONDUIT_SESSION_MARKER=<session id>` in its
 //! environment. A tool process that leaves the group with `setsid` still inherits the marker,
@@ -11,6 +12,7 @@
 pub mod command;
 pub mod kill;
 pub mod procfs;
+pub mod version;
 
 /// Environment variable carried by every process a session starts (and their descendants).
 pub const SESSION_MARKER_ENV: &str = "CONDUIT_SESSION_MARKER";

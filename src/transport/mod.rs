@@ -1,7 +1,9 @@
 //! How lines travel between a `CliSession` and its CLI. The session sees only a stream of
-//! [`CliOutput`] and an outbound line queue, so transports are swappable.
+//! [`CliOutput`] and an outbound line queue, so transports are swappable: [`stdio`] (the
+//! child's pipes, the default) or [`websocket`] (a bridge the CLI connects to with `--sdk-url`).
 
 pub mod stdio;
+pub mod websocket;
 
 use crate::protocol::framing::Frame;
 
@@ -12,6 +14,8 @@ pub enum CliOutput {
     /// The protocol stream ended (stdout EOF); every line before it has been delivered.
     StdoutEnd,
     Stderr(Frame),
+    /// The transport could not reach the CLI (a bridge the CLI never connected to): why.
+    Failed(String),
 }
 
 impl actix::Message for CliOutput {

@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod bridge_real;
 mod cli;
 mod folders;
 mod health;

@@ -22,8 +22,21 @@ pub fn test_cache() -> PathBuf {
 
 /// The real Claude Code CLI, pinned, installed by `scripts/test-setup.sh`.
 pub fn real_cli() -> PathBuf {
-    let path = test_cache().join("claude-code-2.1.330/node_modules/.bin/claude");
-    assert!(path.exists(), "the Claude Code CLI is not installed at {}; run scripts/test-setup.sh", path.display());
+    cli_version("2.1.330")
+}
+
+/// The older CLI that still accepts a local `--sdk-url` (the WebSocket bridge transport).
+pub fn bridge_cli() -> PathBuf {
+    cli_version("2.1.39")
+}
+
+fn cli_version(version: &str) -> PathBuf {
+    let path = test_cache().join(format!("claude-code-{version}/node_modules/.bin/claude"));
+    assert!(
+        path.exists(),
+        "the Claude Code CLI {version} is not installed at {}; run scripts/test-setup.sh",
+        path.display()
+    );
     path
 }
 
