@@ -264,7 +264,7 @@ impl SessionRegistry {
                 // On this transport stdout carries no protocol; whatever the CLI prints there
                 // is kept with its stderr.
                 let inbound: OutputStream = Box::pin(inbound);
-                let stdout: OutputStream = Box::pin(stdio::stderr_stream(stdout));
+                let stdout: OutputStream = Box::pin(stdio::side_stream(stdout));
                 row.ws_port = Some(i32::from(port));
                 (outbound, vec![inbound, stdout], Some(bridge))
             }
@@ -442,9 +442,11 @@ impl Handler<Launch> for SessionRegistry {
             let insert = async move { store.run(move |conn| sessions::insert(conn, &stored)).await };
             let folder = msg.project.folder_path.clone();
             let options = msg.spec.options.clone();
-            Box::pin(insert.into_actor(act).map(move |inserted, act, ctx| {
-                inserted?;
-                let session = act.spawn_session(row, &folder, &options, bridge, ctx);
+            Box::pin(insert.into_actor(act).then(move |inserted, act, ctx| {
+                let session = match inserted {
+                    Ok(()) => act.spawn_session(row, &folder, &options, bridge, ctx),
+                    Err(e) => return Box::pin(actix::fut::ready(Err(e.into()))) as LaunchFuture,
+                };
                 let data = serde_json::to_string(&session).unwrap_or_else(|_| "null".to_string());
                 act.bus.do_send(Publish(Event::new(
                     "session.created",
@@ -452,7 +454,19 @@ impl Handler<Launch> for SessionRegistry {
                     Some(session.id.clone()),
                     data,
                 )));
-                Ok(Launched { session, created: true })
+                // A launch that failed at once answers with its error row; a read right after
+                // must see the same, so wait for the write-behind to store it.
+                let failed = session.status == "error";
+                let writer = act.writer.clone();
+                Box::pin(
+                    async move {
+                        if failed {
+                            let _ = writer.flush().await;
+                        }
+                        Ok(Launched { session, created: true })
+                    }
+                    .into_actor(act),
+                ) as LaunchFuture
             })) as LaunchFuture
         })))
     }

@@ -36,8 +36,8 @@ pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
 pub const MAX_QUEUED_TURNS: usize = 100;
 /// The end of stderr kept for error messages.
 const STDERR_TAIL_BYTES: usize = 4096;
-/// After the CLI exits, how long its stdout may stay open (held by a descendant) before the
-/// session stops waiting for it.
+/// After the CLI exits, how long its stdout and stderr may stay open (held by a descendant)
+/// before the session stops waiting for them.
 const STDOUT_DRAIN: Duration = Duration::from_secs(2);
 
 // ---------------------------------------------------------------------------------------------
@@ -150,6 +150,7 @@ pub struct CliSession {
     stderr_tail: String,
     base: Base,
     stdout_done: bool,
+    stderr_done: bool,
     exit: Option<String>,
     close_requested: bool,
     closers: Vec<oneshot::Sender<Session>>,
@@ -210,6 +211,7 @@ impl CliSession {
                 stderr_tail: String::new(),
                 base,
                 stdout_done: false,
+                stderr_done: false,
                 exit: None,
                 close_requested: false,
                 closers: Vec::new(),
@@ -564,7 +566,7 @@ impl CliSession {
     /// Once the process has exited and its output is drained: end leftovers, write the final
     /// row, answer whoever asked to close, stop.
     fn maybe_finish(&mut self, ctx: &mut Context<Self>) {
-        if self.finishing || !self.stdout_done || self.exit.is_none() {
+        if self.finishing || !self.stdout_done || !self.stderr_done || self.exit.is_none() {
             return;
         }
         self.finishing = true;
@@ -672,6 +674,10 @@ impl StreamHandler<CliOutput> for CliSession {
                 self.stdout_done = true;
                 self.maybe_finish(ctx);
             }
+            CliOutput::StderrEnd => {
+                self.stderr_done = true;
+                self.maybe_finish(ctx);
+            }
             CliOutput::Failed(reason) => {
                 // After the process exited, its exit status and stderr tell the story better.
                 if self.exit.is_none() {
@@ -697,6 +703,7 @@ impl Handler<ProcessExited> for CliSession {
         }
         ctx.run_later(STDOUT_DRAIN, |act, ctx| {
             act.stdout_done = true;
+            act.stderr_done = true;
             act.maybe_finish(ctx);
         });
         self.maybe_finish(ctx);

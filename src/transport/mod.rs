@@ -14,6 +14,8 @@ pub enum CliOutput {
     /// The protocol stream ended (stdout EOF); every line before it has been delivered.
     StdoutEnd,
     Stderr(Frame),
+    /// stderr ended.
+    StderrEnd,
     /// The transport could not reach the CLI (a bridge the CLI never connected to): why.
     Failed(String),
 }

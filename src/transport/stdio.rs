@@ -64,7 +64,15 @@ pub fn stdout_stream<R: AsyncRead + Unpin + 'static>(reader: R) -> impl Stream<I
     frames(reader).map(CliOutput::Stdout).chain(stream::once(async { CliOutput::StdoutEnd }))
 }
 
+/// stderr as lines followed by one `StderrEnd` (the session waits for it, so an error message
+/// carries everything the CLI printed before it died).
 pub fn stderr_stream<R: AsyncRead + Unpin + 'static>(reader: R) -> impl Stream<Item = CliOutput> {
+    frames(reader).map(CliOutput::Stderr).chain(stream::once(async { CliOutput::StderrEnd }))
+}
+
+/// Lines of a stream that carries no protocol (stdout on the WebSocket transport), kept with
+/// stderr.
+pub fn side_stream<R: AsyncRead + Unpin + 'static>(reader: R) -> impl Stream<Item = CliOutput> {
     frames(reader).map(CliOutput::Stderr)
 }
 
