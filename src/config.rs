@@ -48,6 +48,10 @@ pub struct Settings {
     pub webhook_retry_base_ms: u64,
     /// Events a stream subscriber may have waiting before the oldest are dropped.
     pub subscriber_outbox: usize,
+    /// Scheduled agents allowed at once.
+    pub max_agents: u32,
+    /// Between SIGTERM and SIGKILL when an agent run times out or is cancelled (5-60 s).
+    pub agent_kill_grace_ms: u64,
     pub log_level: String,
     pub log_format: LogFormat,
     /// HOME of the environment the settings came from (where the CLI keeps its transcripts).
@@ -294,6 +298,9 @@ impl Settings {
             webhook_secret: l.optional_string("webhook_secret")?,
             webhook_retry_base_ms: l.integer("webhook_retry_base_ms", 1, 600_000)? as u64,
             subscriber_outbox: l.integer("subscriber_outbox", 1, 1_000_000)? as usize,
+            max_agents: l.integer("max_agents", 0, 100_000)? as u32,
+            // Clamped rather than refused: the grace only has to stay within sane bounds.
+            agent_kill_grace_ms: l.integer("agent_kill_grace_ms", 0, i64::MAX)?.clamp(5_000, 60_000) as u64,
             log_level,
             log_format,
             home: home.filter(|h| !h.is_empty()).map(PathBuf::from),
@@ -353,6 +360,11 @@ mod tests {
         assert_eq!(s.cli_path, "claude");
         assert_eq!((s.ws_port_range_start, s.ws_port_range_end), (9000, 9100));
         assert_eq!(s.transport, crate::domain::validate::Transport::Stdio);
+        assert_eq!((s.max_agents, s.agent_kill_grace_ms), (10, 15_000));
+        let s = Settings::load_from(None, &env(&[("CONDUIT_AGENT_KILL_GRACE_MS", "100")])).expect("valid");
+        assert_eq!(s.agent_kill_grace_ms, 5_000, "clamped to 5 s");
+        let s = Settings::load_from(None, &env(&[("CONDUIT_AGENT_KILL_GRACE_MS", "600000")])).expect("valid");
+        assert_eq!(s.agent_kill_grace_ms, 60_000, "clamped to 60 s");
         assert_eq!(s.max_sessions_global, 20);
         assert_eq!(s.session_idle_timeout_ms, 3_600_000);
         assert_eq!(s.project_root, PathBuf::from("/home/x"));

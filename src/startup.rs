@@ -10,7 +10,10 @@ use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 
+use crate::actors::agent_run::RunDeps;
+use crate::actors::agents::{AgentRegistry, Restore, ShutdownAgents};
 use crate::actors::bus::EventBus;
+use crate::actors::locks::DirLockQueue;
 use crate::actors::permissions::{PermissionEngine, Reload};
 use crate::actors::registry::{self, SessionRegistry, Shutdown};
 use crate::actors::webhooks::{ReloadWebhooks, WebhookDispatcher};
@@ -45,6 +48,7 @@ pub struct Application {
     port: u16,
     server: Server,
     registry: Addr<SessionRegistry>,
+    agents: Addr<AgentRegistry>,
     writer: Writer,
 }
 
@@ -101,6 +105,22 @@ impl Application {
             .send(ReloadWebhooks)
             .await
             .map_err(|e| crate::db::StoreError::Other(format!("the webhook dispatcher did not start: {e}")))??;
+        let locks = DirLockQueue::default().start();
+        let run_deps = RunDeps {
+            store: store.clone(),
+            engine: engine.clone().recipient(),
+            bus: bus.clone().recipient(),
+            locks: locks.clone().recipient(),
+            cli_path: settings.cli_path.clone(),
+            access_token: settings.cli_session_access_token.clone(),
+            kill_grace: std::time::Duration::from_millis(settings.agent_kill_grace_ms),
+        };
+        let agents = AgentRegistry::new(run_deps, settings.max_agents).start();
+        let restored = agents
+            .send(Restore)
+            .await
+            .map_err(|e| crate::db::StoreError::Other(format!("the agent registry did not start: {e}")))??;
+        tracing::info!(agents = restored, "scheduled agents restored");
         let state = web::Data::new(AppState {
             settings,
             store,
@@ -111,6 +131,8 @@ impl Application {
             bus,
             webhooks,
             writer: writer.clone(),
+            agents: agents.clone(),
+            locks,
         });
 
         let server = HttpServer::new(move || {
@@ -134,7 +156,7 @@ impl Application {
         .disable_signals()
         .run();
         tracing::info!(%addr, port, "conduit listening");
-        Ok(Application { port, server, registry, writer })
+        Ok(Application { port, server, registry, agents, writer })
     }
 
     pub fn port(&self) -> u16 {
@@ -161,9 +183,13 @@ impl Application {
         }
         let stop_http = handle.stop(true);
         let end_sessions = self.registry.send(Shutdown);
-        let (_, ended) = tokio::join!(stop_http, end_sessions);
+        let end_agents = self.agents.send(ShutdownAgents);
+        let (_, ended, agents_ended) = tokio::join!(stop_http, end_sessions, end_agents);
         if ended.is_err() {
             tracing::error!("the session registry stopped before shutdown");
+        }
+        if agents_ended.is_err() {
+            tracing::error!("the agent registry stopped before shutdown");
         }
         if let Err(e) = self.writer.flush().await {
             tracing::error!(error = %e, "could not flush the last writes");

@@ -28,13 +28,25 @@ pub struct Event {
     /// The name streams use: `assistant`, `stream_event`, `permission`, ...
     pub name: String,
     pub session_id: Option<String>,
+    /// Set on an agent run's events: they have a topic of their own, like a session's.
+    pub execution_id: Option<String>,
     pub timestamp: String,
     pub data: String,
 }
 
 impl Event {
     pub fn new(kind: &'static str, name: impl Into<String>, session_id: Option<String>, data: String) -> Event {
-        Event { kind, name: name.into(), session_id, timestamp: crate::domain::time::now(), data }
+        Event { kind, name: name.into(), session_id, execution_id: None, timestamp: crate::domain::time::now(), data }
+    }
+
+    /// An event of an agent run, on the run's own topic.
+    pub fn for_execution(kind: &'static str, name: impl Into<String>, execution_id: &str, data: String) -> Event {
+        Event { execution_id: Some(execution_id.to_string()), ..Event::new(kind, name, None, data) }
+    }
+
+    /// The topic besides the global one: the session's, or the run's.
+    fn topic(&self) -> Option<&String> {
+        self.session_id.as_ref().or(self.execution_id.as_ref())
     }
 
     pub fn json(kind: &'static str, name: impl Into<String>, session_id: Option<String>, data: &Value) -> Event {
@@ -47,8 +59,12 @@ impl Event {
             Some(s) => format!("\"{s}\""),
             None => "null".to_string(),
         };
+        let execution = match &self.execution_id {
+            Some(e) => format!(r#","execution_id":"{e}""#),
+            None => String::new(),
+        };
         format!(
-            r#"{{"event":{},"seq":{seq},"type":"{}","session_id":{session},"timestamp":"{}","data":{}}}"#,
+            r#"{{"event":{},"seq":{seq},"type":"{}","session_id":{session}{execution},"timestamp":"{}","data":{}}}"#,
             Value::String(self.name.clone()),
             self.kind,
             self.timestamp,
@@ -163,7 +179,8 @@ impl Outbox {
 #[rtype(result = "()")]
 pub struct Publish(pub Event);
 
-/// Follow one session (`Some(id)`) or everything (`None`), replaying history after `since`.
+/// Follow one session or agent run (`Some(its id)`) or everything (`None`), replaying history
+/// after `since`.
 #[derive(Message)]
 #[rtype(result = "Subscription")]
 pub struct Subscribe {
@@ -255,9 +272,9 @@ impl Handler<Publish> for EventBus {
     fn handle(&mut self, msg: Publish, _ctx: &mut Context<Self>) {
         let event = Arc::new(msg.0);
         let global = self.global.record(event.clone());
-        let session = event.session_id.as_ref().map(|id| {
+        let session = event.topic().map(|id| {
             let topic = self.sessions.entry(id.clone()).or_default();
-            if event.kind == "session.closed" {
+            if matches!(event.kind, "session.closed" | "agent.execution.finished") {
                 topic.closed_at = Some(Instant::now());
             }
             topic.record(event.clone())
@@ -265,7 +282,7 @@ impl Handler<Publish> for EventBus {
         for sub in self.subscribers.values() {
             match (&sub.session_id, &session) {
                 (None, _) => sub.outbox.push(global.clone()),
-                (Some(wanted), Some(d)) if Some(wanted) == event.session_id.as_ref() => sub.outbox.push(d.clone()),
+                (Some(wanted), Some(d)) if Some(wanted) == event.topic() => sub.outbox.push(d.clone()),
                 _ => {}
             }
         }

@@ -1,7 +1,11 @@
 //! The supervised actors. Each file: its messages first, then its state, then its handlers.
 
+pub mod agent;
+pub mod agent_run;
+pub mod agents;
 pub mod bridge;
 pub mod bus;
+pub mod locks;
 pub mod permissions;
 pub mod registry;
 pub mod session;

@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::bridge::BridgeHandle;
 use super::bus::{Event, Publish};
-use super::permissions::{DecisionPoint, Evaluate, Verdict};
+use super::permissions::Evaluate;
 use crate::db::messages::NewMessage;
 use crate::db::sessions::{Session, SessionPatch};
 use crate::db::writer::{WriteOp, Writer};
@@ -26,6 +26,7 @@ use crate::process::{kill, SESSION_MARKER_ENV};
 use crate::protocol::framing::{Frame, MAX_LINE_BYTES};
 use crate::protocol::incoming::{self, Kind, TurnResult};
 use crate::protocol::outgoing;
+use crate::protocol::requests::{self, CliRequest};
 use crate::transport::CliOutput;
 
 /// How long a control request Conduit sends may wait for the CLI's answer.
@@ -447,48 +448,16 @@ impl CliSession {
     /// Answers every request from the CLI (it would wait forever otherwise): tool calls are
     /// decided by the permission engine, anything else Conduit does not serve gets an error.
     fn answer_cli(&mut self, request_id: String, subtype: &str, request: &Value, ctx: &mut Context<Self>) {
-        let str_of = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
-        let (point, tool_name, input, tool_use_id) = match subtype {
-            "hook_callback" => {
-                let hook = request.get("input").cloned().unwrap_or(Value::Null);
-                if hook.get("hook_event_name").and_then(Value::as_str) != Some("PreToolUse") {
-                    // Only PreToolUse is registered; anything else just continues.
-                    let answer = outgoing::control_success(&request_id, serde_json::json!({}));
-                    let _ = self.write(answer, Some(("control_response", Some(subtype.to_string()))));
-                    return;
-                }
-                (
-                    DecisionPoint::Hook,
-                    str_of(hook.get("tool_name")),
-                    hook.get("tool_input").cloned(),
-                    str_of(hook.get("tool_use_id")),
-                )
-            }
-            "can_use_tool" => (
-                DecisionPoint::CanUseTool,
-                str_of(request.get("tool_name")),
-                request.get("input").cloned(),
-                str_of(request.get("tool_use_id")),
-            ),
-            other => {
-                let answer =
-                    outgoing::control_error(&request_id, &format!("Conduit does not handle `{other}` requests"));
-                if let Err(e) = self.write(answer, Some(("control_response", Some(other.to_string())))) {
+        let call = match requests::classify(&request_id, subtype, request) {
+            CliRequest::Answer(answer) => {
+                if let Err(e) = self.write(answer, Some(("control_response", Some(subtype.to_string())))) {
                     tracing::warn!(session = %self.row.id, error = %e, "could not answer the CLI");
                 }
                 return;
             }
+            CliRequest::Decide(call) => call,
         };
-        let input = input.unwrap_or(Value::Object(Default::default()));
-        let evaluate = Evaluate {
-            project_id: Some(self.row.project_id.clone()),
-            session_id: Some(self.row.id.clone()),
-            request_id: request_id.clone(),
-            tool_use_id,
-            point,
-            tool_name: tool_name.unwrap_or_default(),
-            input: input.clone(),
-        };
+        let evaluate = call.evaluate(Some(self.row.project_id.clone()), Some(self.row.id.clone()));
         self.inflight.insert(request_id.clone());
         let subtype = subtype.to_string();
         let decided = self.engine.send(evaluate);
@@ -496,23 +465,7 @@ impl CliSession {
             if !act.inflight.remove(&request_id) {
                 return;
             }
-            let verdict = verdict.unwrap_or_else(|_| Verdict {
-                allow: false,
-                reason: "denied: Conduit's permission engine is unavailable".to_string(),
-                rule_id: None,
-                updated_input: None,
-            });
-            let answer = match point {
-                DecisionPoint::Hook => {
-                    outgoing::hook_decision(&request_id, verdict.allow, &verdict.reason, verdict.updated_input.as_ref())
-                }
-                DecisionPoint::CanUseTool => outgoing::tool_permission(
-                    &request_id,
-                    verdict.allow,
-                    verdict.updated_input.as_ref().unwrap_or(&input),
-                    &verdict.reason,
-                ),
-            };
+            let answer = call.answer(verdict.ok());
             if let Err(e) = act.write(answer, Some(("control_response", Some(subtype)))) {
                 tracing::warn!(session = %act.row.id, error = %e, "could not answer the CLI");
             }

@@ -7,6 +7,7 @@
 //! rewriting a single query. Nothing here is async: [`Store::run`] moves each closure onto
 //! tokio's blocking pool, so no diesel call ever runs on an actix worker thread.
 
+pub mod agents;
 pub mod messages;
 pub mod permission_log;
 pub mod projects;

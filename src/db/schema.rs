@@ -128,3 +128,43 @@ diesel::table! {
 
 diesel::joinable!(webhook_deliveries -> webhooks (webhook_id));
 diesel::allow_tables_to_appear_in_same_query!(webhooks, webhook_deliveries);
+
+diesel::table! {
+    agents (id) {
+        id -> Text,
+        project_id -> Nullable<Text>,
+        name -> Text,
+        objective -> Text,
+        schedule -> Text,
+        cwd -> Text,
+        model -> Nullable<Text>,
+        timeout_ms -> BigInt,
+        status -> Text,
+        consecutive_failures -> Integer,
+        next_run_at -> Nullable<Text>,
+        created_at -> Text,
+        updated_at -> Text,
+    }
+}
+
+diesel::table! {
+    agent_executions (id) {
+        id -> Text,
+        agent_id -> Text,
+        trigger_kind -> Text,
+        status -> Text,
+        exit_code -> Nullable<Integer>,
+        started_at -> Nullable<Text>,
+        finished_at -> Nullable<Text>,
+        cost_usd -> Nullable<Double>,
+        input_tokens -> Nullable<BigInt>,
+        output_tokens -> Nullable<BigInt>,
+        output -> Text,
+        raw_output -> Text,
+        error -> Nullable<Text>,
+        created_at -> Text,
+    }
+}
+
+diesel::joinable!(agent_executions -> agents (agent_id));
+diesel::allow_tables_to_appear_in_same_query!(agents, agent_executions, projects);

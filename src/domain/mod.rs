@@ -1,5 +1,6 @@
 //! Plain Rust: the rules of the product, with no actix and no diesel.
 
+pub mod cron;
 pub mod folders;
 pub mod names;
 pub mod rules;

@@ -1,6 +1,7 @@
 //! The HTTP surface: one route table, one file per area. Handlers only translate between HTTP
 //! and the rest of the service.
 
+pub mod agents;
 pub mod errors;
 pub mod folders;
 pub mod guard;
@@ -20,7 +21,9 @@ use actix::Addr;
 use actix_web::http::Method;
 use actix_web::{web, Route};
 
+use crate::actors::agents::AgentRegistry;
 use crate::actors::bus::EventBus;
+use crate::actors::locks::DirLockQueue;
 use crate::actors::permissions::PermissionEngine;
 use crate::actors::registry::SessionRegistry;
 use crate::actors::webhooks::WebhookDispatcher;
@@ -40,6 +43,8 @@ pub struct AppState {
     pub bus: Addr<EventBus>,
     pub webhooks: Addr<WebhookDispatcher>,
     pub writer: Writer,
+    pub agents: Addr<AgentRegistry>,
+    pub locks: Addr<DirLockQueue>,
 }
 
 /// One row of the route table.
@@ -94,6 +99,19 @@ pub fn route_table() -> Vec<RouteSpec> {
         route!(POST, "/api/webhooks", webhooks::create),
         route!(DELETE, "/api/webhooks/{id}", webhooks::delete),
         route!(GET, "/api/webhooks/{id}/deliveries", webhooks::deliveries),
+        route!(GET, "/api/agents", agents::list),
+        route!(POST, "/api/agents", agents::create),
+        route!(GET, "/api/agents/{id}", agents::get),
+        route!(PUT, "/api/agents/{id}", agents::update),
+        route!(DELETE, "/api/agents/{id}", agents::delete),
+        route!(POST, "/api/agents/{id}/pause", agents::pause),
+        route!(POST, "/api/agents/{id}/resume", agents::resume),
+        route!(POST, "/api/agents/{id}/trigger", agents::trigger),
+        route!(GET, "/api/agents/{id}/executions", agents::executions),
+        route!(GET, "/api/executions/{id}", agents::execution),
+        route!(GET, "/api/executions/{id}/stream", agents::execution_stream),
+        route!(POST, "/api/executions/{id}/cancel", agents::cancel),
+        route!(GET, "/api/locks", agents::locks),
     ]
 }
 

@@ -4,7 +4,7 @@ use actix_web::HttpResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{folders, health, projects, rules, sessions, streams, webhooks};
+use super::{agents, folders, health, projects, rules, sessions, streams, webhooks};
 use crate::db::projects::Project;
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -64,6 +64,19 @@ impl Modify for BearerToken {
         webhooks::create,
         webhooks::delete,
         webhooks::deliveries,
+        agents::list,
+        agents::create,
+        agents::get,
+        agents::update,
+        agents::delete,
+        agents::pause,
+        agents::resume,
+        agents::trigger,
+        agents::executions,
+        agents::execution,
+        agents::execution_stream,
+        agents::cancel,
+        agents::locks,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, Project, projects::CreateProject, projects::ImportProject, projects::UpdateProject,
@@ -73,6 +86,9 @@ impl Modify for BearerToken {
         sessions::SetModel, sessions::SetPermissionMode, crate::actors::session::SendOutcome,
         rules::Rule, rules::CreateRule, rules::UpdateRule, crate::db::permission_log::Decision,
         webhooks::Webhook, webhooks::CreateWebhook, crate::db::webhooks::Attempt,
+        agents::AgentView, agents::CreateAgent, agents::UpdateAgent, crate::db::agents::Agent,
+        crate::db::agents::Execution, crate::db::agents::ExecutionSummary, crate::actors::locks::LockState,
+        crate::actors::locks::LockEntry,
     )),
     modifiers(&BearerToken),
     tags(
@@ -83,6 +99,7 @@ impl Modify for BearerToken {
         (name = "rules", description = "Allow/deny rules on tool calls, and the audit log of decisions"),
         (name = "streams", description = "Live events: Server-Sent Events and WebSocket"),
         (name = "webhooks", description = "Signed HTTP callbacks for events"),
+        (name = "agents", description = "Scheduled agents, their runs, and the folder locks they queue on"),
     )
 )]
 pub struct ApiDoc;

@@ -61,7 +61,7 @@ pub struct ImportProject {
 }
 
 /// Absent fields keep their value; `null` clears an optional field.
-fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+pub(super) fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,
@@ -70,7 +70,7 @@ where
 }
 
 /// A field that may be left out of an update but not cleared: `null` is refused.
-fn required<T>(field: &str, value: Option<Option<T>>) -> Result<Option<T>, AppError> {
+pub(super) fn required<T>(field: &str, value: Option<Option<T>>) -> Result<Option<T>, AppError> {
     match value {
         Some(None) => Err(AppError::validation(format!("`{field}` cannot be null; leave it out to keep its value"))),
         Some(Some(v)) => Ok(Some(v)),
@@ -142,15 +142,21 @@ fn check_defaults(d: &Defaults<'_>) -> Result<(), AppError> {
 
 /// Resolves `folder_path` to a canonical directory inside the root, off the executor.
 async fn resolve_folder(state: &AppState, raw: String) -> AppResult<String> {
+    resolve_dir_field(state, "folder_path", raw).await
+}
+
+/// Resolves the folder a request names in `field` to a canonical directory inside the root,
+/// off the executor.
+pub(super) async fn resolve_dir_field(state: &AppState, field: &str, raw: String) -> AppResult<String> {
     if raw.trim().is_empty() {
-        return Err(AppError::validation("`folder_path` must not be empty"));
+        return Err(AppError::validation(format!("`{field}` must not be empty")));
     }
     let root = state.root.clone();
     let resolved = web::block(move || root.resolve_dir(Some(&raw))).await.map_err(AppError::internal)?;
     match resolved {
         Ok(path) => Ok(path.to_string_lossy().into_owned()),
         Err(folders::PathError::NotFound(m)) | Err(folders::PathError::NotADirectory(m)) => {
-            Err(AppError::validation(format!("`folder_path` must be an existing directory: {m}")))
+            Err(AppError::validation(format!("`{field}` must be an existing directory: {m}")))
         }
         Err(other) => Err(path_error(other)),
     }

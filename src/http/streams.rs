@@ -111,6 +111,19 @@ pub async fn session_stream(
     Ok(sse(sub, subscriber))
 }
 
+/// SSE of one topic other than a session's (an agent run's), which the caller checked exists.
+pub async fn topic_stream(
+    state: &AppState,
+    topic: String,
+    req: &HttpRequest,
+    query: &StreamQuery,
+) -> AppResult<HttpResponse> {
+    let since = resume_point(req, query)?;
+    let sub = subscribe(state, Some(topic), since).await?;
+    let subscriber = Subscriber::for_sse(state.bus.clone(), sub.id, sub.outbox.clone());
+    Ok(sse(sub, subscriber))
+}
+
 /// Every event of every session as Server-Sent Events (what the dashboard listens to).
 #[utoipa::path(get, path = "/api/events/stream", tag = "streams",
     params(StreamQuery, ("Last-Event-ID" = Option<String>, Header, description = "Replay events after this sequence number")),

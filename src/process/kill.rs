@@ -86,7 +86,7 @@ pub fn reap_zombie_children(keep: &[i32]) -> usize {
     let me = std::process::id() as i32;
     let mut reaped = 0;
     for pid in procfs::children(me) {
-        if keep.contains(&pid) {
+        if keep.contains(&pid) || super::owned::is_owned(pid) {
             continue;
         }
         if procfs::stat(pid).is_some_and(|s| s.state == 'Z') {

@@ -11,6 +11,7 @@
 
 pub mod command;
 pub mod kill;
+pub mod owned;
 pub mod procfs;
 pub mod version;
 

@@ -5,3 +5,4 @@
 pub mod framing;
 pub mod incoming;
 pub mod outgoing;
+pub mod requests;

@@ -3,6 +3,8 @@
 
 mod helpers;
 
+mod agents_api;
+mod agents_real;
 mod bridge_real;
 mod cli;
 mod folders;

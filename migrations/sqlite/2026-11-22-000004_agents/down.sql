@@ -1,0 +1,2 @@
+DROP TABLE agent_executions;
+DROP TABLE agents;

@@ -1,0 +1,378 @@
+//! `ProactiveAgent`: one actor per scheduled agent.
+//!
+//! It owns the agent's row (the database follows it), computes the next fire time from the cron
+//! schedule and sleeps until then, starts an [`AgentRun`] per fire or manual trigger, and counts
+//! failures: after [`MAX_CONSECUTIVE_FAILURES`] in a row the agent goes to `error` and stops
+//! firing until resumed. A fire that comes while the previous scheduled run is still going is
+//! skipped. A fire time missed while the service was down runs once when the actor starts, not
+//! once per miss.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use actix::prelude::*;
+use chrono::{DateTime, Utc};
+
+use super::agent_run::{AgentRun, Cancel, RunDeps, RunEnded};
+use crate::db::agents::{self, Agent, Execution};
+use crate::db::StoreError;
+use crate::domain::cron::CronSchedule;
+use crate::domain::time;
+
+/// Failures in a row that put an agent in `error`.
+pub const MAX_CONSECUTIVE_FAILURES: i32 = 5;
+/// The longest single sleep; longer waits wake and re-arm (far-future schedules, clock jumps).
+const MAX_SLEEP: Duration = Duration::from_secs(3600);
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+/// Run once now, whatever the status (a manual trigger).
+#[derive(Message)]
+#[rtype(result = "Result<Execution, StoreError>")]
+pub struct TriggerNow;
+
+/// A change to the agent, already validated.
+#[derive(Debug, Clone)]
+pub enum Change {
+    Edit(AgentEdit),
+    Pause,
+    /// Back to `active`, failures forgiven.
+    Resume,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct AgentEdit {
+    pub name: Option<String>,
+    pub objective: Option<String>,
+    pub schedule: Option<String>,
+    pub cwd: Option<String>,
+    /// `Some(None)` clears it.
+    pub model: Option<Option<String>>,
+    pub timeout_ms: Option<i64>,
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<Agent, StoreError>")]
+pub struct Apply(pub Change);
+
+/// The agent as this actor knows it.
+#[derive(Message)]
+#[rtype(result = "Agent")]
+pub struct Current;
+
+/// Cancel one of this agent's runs; answers whether it was found.
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct CancelRun {
+    pub execution_id: String,
+    pub reason: String,
+}
+
+/// Stop firing, cancel every run, wait for them to end, stop.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Retire {
+    pub reason: String,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Fire;
+
+// ---------------------------------------------------------------------------------------------
+// State
+
+struct Running {
+    addr: Addr<AgentRun>,
+    trigger: String,
+}
+
+pub struct ProactiveAgent {
+    agent: Agent,
+    schedule: Option<CronSchedule>,
+    deps: RunDeps,
+    timer: Option<SpawnHandle>,
+    runs: HashMap<String, Running>,
+    retiring: Option<Vec<tokio::sync::oneshot::Sender<()>>>,
+}
+
+fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc))
+}
+
+fn format_time(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+impl ProactiveAgent {
+    pub fn new(agent: Agent, deps: RunDeps) -> ProactiveAgent {
+        let schedule = match CronSchedule::parse(&agent.schedule) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::error!(agent = %agent.id, error = %e, "a stored schedule does not parse; the agent will not fire");
+                None
+            }
+        };
+        ProactiveAgent { agent, schedule, deps, timer: None, runs: HashMap::new(), retiring: None }
+    }
+
+    fn save(&mut self, ctx: &mut Context<Self>) {
+        self.agent.updated_at = time::now();
+        let (store, agent) = (self.deps.store.clone(), self.agent.clone());
+        ctx.spawn(
+            async move {
+                if let Err(e) = store.run(move |conn| agents::save(conn, &agent)).await {
+                    tracing::error!(error = %e, "could not store an agent");
+                }
+            }
+            .into_actor(self),
+        );
+    }
+
+    fn disarm(&mut self, ctx: &mut Context<Self>) {
+        if let Some(timer) = self.timer.take() {
+            ctx.cancel_future(timer);
+        }
+    }
+
+    /// Sleeps until the next fire time after now (while active), and stores it.
+    fn arm(&mut self, ctx: &mut Context<Self>) {
+        self.disarm(ctx);
+        let next = match (&self.schedule, self.agent.status.as_str()) {
+            (Some(schedule), "active") => schedule.next_after(Utc::now()),
+            _ => None,
+        };
+        let next_text = next.map(format_time);
+        if next_text != self.agent.next_run_at {
+            self.agent.next_run_at = next_text;
+            self.save(ctx);
+        }
+        if let Some(at) = next {
+            self.sleep_until(at, ctx);
+        }
+    }
+
+    fn sleep_until(&mut self, at: DateTime<Utc>, ctx: &mut Context<Self>) {
+        let wait = (at - Utc::now()).to_std().unwrap_or(Duration::ZERO);
+        self.timer = Some(if wait > MAX_SLEEP {
+            ctx.run_later(MAX_SLEEP, move |act, ctx| act.sleep_until(at, ctx))
+        } else {
+            ctx.run_later(wait, |_, ctx| ctx.notify(Fire))
+        });
+    }
+
+    fn start_run(&mut self, trigger: &str) -> ResponseActFuture<Self, Result<Execution, StoreError>> {
+        let now = time::now();
+        let exec = Execution {
+            id: uuid::Uuid::new_v4().to_string(),
+            agent_id: self.agent.id.clone(),
+            trigger_kind: trigger.to_string(),
+            status: "queued".to_string(),
+            exit_code: None,
+            started_at: None,
+            finished_at: None,
+            cost_usd: None,
+            input_tokens: None,
+            output_tokens: None,
+            output: String::new(),
+            raw_output: String::new(),
+            error: None,
+            created_at: now,
+        };
+        let (store, stored) = (self.deps.store.clone(), exec.clone());
+        Box::pin(
+            async move { store.run(move |conn| agents::insert_execution(conn, &stored)).await }.into_actor(self).map(
+                move |inserted, act, ctx| {
+                    inserted?;
+                    let addr =
+                        AgentRun::start(act.deps.clone(), act.agent.clone(), exec.clone(), ctx.address().recipient());
+                    act.runs.insert(exec.id.clone(), Running { addr, trigger: exec.trigger_kind.clone() });
+                    Ok(exec)
+                },
+            ),
+        )
+    }
+
+    fn apply(&mut self, change: Change) {
+        match change {
+            Change::Pause => self.agent.status = "paused".to_string(),
+            Change::Resume => {
+                self.agent.status = "active".to_string();
+                self.agent.consecutive_failures = 0;
+            }
+            Change::Edit(edit) => {
+                if let Some(v) = edit.name {
+                    self.agent.name = v;
+                }
+                if let Some(v) = edit.objective {
+                    self.agent.objective = v;
+                }
+                if let Some(v) = edit.schedule {
+                    self.schedule = CronSchedule::parse(&v).ok();
+                    self.agent.schedule = v;
+                }
+                if let Some(v) = edit.cwd {
+                    self.agent.cwd = v;
+                }
+                if let Some(v) = edit.model {
+                    self.agent.model = v;
+                }
+                if let Some(v) = edit.timeout_ms {
+                    self.agent.timeout_ms = v;
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handlers
+
+impl Actor for ProactiveAgent {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        let missed = self.agent.status == "active"
+            && self.agent.next_run_at.as_deref().and_then(parse_time).is_some_and(|at| at <= Utc::now());
+        if missed {
+            tracing::info!(agent = %self.agent.id, "a fire time passed while the service was down; running once now");
+            ctx.notify(Fire);
+        } else {
+            self.arm(ctx);
+        }
+    }
+}
+
+impl Handler<Fire> for ProactiveAgent {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Fire, ctx: &mut Context<Self>) {
+        self.timer = None;
+        if self.agent.status != "active" || self.retiring.is_some() {
+            return;
+        }
+        if self.runs.values().any(|r| r.trigger == "cron") {
+            tracing::info!(agent = %self.agent.id, "the previous scheduled run is still going; skipping this fire");
+        } else {
+            let run = self.start_run("cron");
+            ctx.spawn(run.map(|started, act, _| {
+                if let Err(e) = started {
+                    tracing::error!(agent = %act.agent.id, error = %e, "could not start a scheduled run");
+                }
+            }));
+        }
+        self.arm(ctx);
+    }
+}
+
+impl Handler<TriggerNow> for ProactiveAgent {
+    type Result = ResponseActFuture<Self, Result<Execution, StoreError>>;
+
+    fn handle(&mut self, _msg: TriggerNow, _ctx: &mut Context<Self>) -> Self::Result {
+        if self.retiring.is_some() {
+            return Box::pin(actix::fut::ready(Err(StoreError::NotFound)));
+        }
+        self.start_run("manual")
+    }
+}
+
+impl Handler<Apply> for ProactiveAgent {
+    type Result = ResponseActFuture<Self, Result<Agent, StoreError>>;
+
+    fn handle(&mut self, msg: Apply, ctx: &mut Context<Self>) -> Self::Result {
+        self.apply(msg.0);
+        self.agent.updated_at = time::now();
+        self.disarm(ctx);
+        self.agent.next_run_at = None;
+        // Store the change before answering, then re-arm (which stores the next fire time).
+        let (store, agent) = (self.deps.store.clone(), self.agent.clone());
+        Box::pin(async move { store.run(move |conn| agents::save(conn, &agent)).await }.into_actor(self).map(
+            |stored, act, ctx| {
+                stored?;
+                act.arm(ctx);
+                Ok(act.agent.clone())
+            },
+        ))
+    }
+}
+
+impl Handler<Current> for ProactiveAgent {
+    type Result = MessageResult<Current>;
+
+    fn handle(&mut self, _msg: Current, _ctx: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.agent.clone())
+    }
+}
+
+impl Handler<CancelRun> for ProactiveAgent {
+    type Result = bool;
+
+    fn handle(&mut self, msg: CancelRun, _ctx: &mut Context<Self>) -> bool {
+        match self.runs.get(&msg.execution_id) {
+            Some(run) => {
+                run.addr.do_send(Cancel { reason: msg.reason });
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Handler<RunEnded> for ProactiveAgent {
+    type Result = ();
+
+    fn handle(&mut self, msg: RunEnded, ctx: &mut Context<Self>) {
+        let exec = msg.execution;
+        self.runs.remove(&exec.id);
+        match exec.status.as_str() {
+            "success" => self.agent.consecutive_failures = 0,
+            "failure" | "timeout" => self.agent.consecutive_failures += 1,
+            _ => {}
+        }
+        if self.agent.consecutive_failures >= MAX_CONSECUTIVE_FAILURES && self.agent.status == "active" {
+            tracing::warn!(agent = %self.agent.id, failures = self.agent.consecutive_failures, "the agent failed too often in a row; it stops firing until resumed");
+            self.agent.status = "error".to_string();
+            self.disarm(ctx);
+            self.agent.next_run_at = None;
+        }
+        self.save(ctx);
+        let (store, agent_id) = (self.deps.store.clone(), self.agent.id.clone());
+        ctx.spawn(
+            async move {
+                if let Err(e) = store.run(move |conn| agents::prune_history(conn, &agent_id)).await {
+                    tracing::warn!(error = %e, "could not prune an agent's history");
+                }
+            }
+            .into_actor(self),
+        );
+        if self.runs.is_empty() {
+            if let Some(waiters) = self.retiring.take() {
+                for w in waiters {
+                    let _ = w.send(());
+                }
+                ctx.stop();
+            }
+        }
+    }
+}
+
+impl Handler<Retire> for ProactiveAgent {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, msg: Retire, ctx: &mut Context<Self>) -> Self::Result {
+        self.disarm(ctx);
+        if self.runs.is_empty() {
+            ctx.stop();
+            return Box::pin(async {});
+        }
+        for run in self.runs.values() {
+            run.addr.do_send(Cancel { reason: msg.reason.clone() });
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.retiring.get_or_insert_with(Vec::new).push(tx);
+        Box::pin(async move {
+            let _ = rx.await;
+        })
+    }
+}

@@ -1,0 +1,189 @@
+//! Queries on `agents` and `agent_executions`.
+
+use diesel::prelude::*;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::schema::{agent_executions, agents};
+use super::{DbConnection, StoreError};
+
+/// Executions kept per agent; older ones are deleted as new ones finish.
+pub const HISTORY_PER_AGENT: i64 = 100;
+
+/// A scheduled agent: an objective run unattended on a cron schedule.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, AsChangeset, Serialize, ToSchema)]
+#[diesel(table_name = agents, treat_none_as_null = true)]
+pub struct Agent {
+    /// UUID.
+    pub id: String,
+    /// The project it belongs to, if any.
+    pub project_id: Option<String>,
+    pub name: String,
+    /// The one user turn each run sends.
+    pub objective: String,
+    /// Cron expression: 5 fields (minute first), or 6/7 with seconds first.
+    pub schedule: String,
+    /// Canonical folder the CLI runs in.
+    pub cwd: String,
+    pub model: Option<String>,
+    /// A run longer than this is ended and recorded as `timeout`.
+    pub timeout_ms: i64,
+    /// `active`, `paused`, or `error` (after 5 failures in a row; resume to fire again).
+    pub status: String,
+    pub consecutive_failures: i32,
+    /// When the schedule fires next (while active).
+    pub next_run_at: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// One run of an agent.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, AsChangeset, Serialize, ToSchema)]
+#[diesel(table_name = agent_executions, treat_none_as_null = true)]
+pub struct Execution {
+    /// UUID.
+    pub id: String,
+    pub agent_id: String,
+    /// `cron` or `manual`.
+    #[serde(rename = "trigger")]
+    pub trigger_kind: String,
+    /// queued, running, success, failure, timeout or cancelled.
+    pub status: String,
+    pub exit_code: Option<i32>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub cost_usd: Option<f64>,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    /// The clean text answer (the run's `result`).
+    pub output: String,
+    /// Every line the CLI wrote, newline separated.
+    pub raw_output: String,
+    pub error: Option<String>,
+    pub created_at: String,
+}
+
+/// An execution without its (possibly large) output, for listings.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Serialize, ToSchema)]
+#[diesel(table_name = agent_executions)]
+pub struct ExecutionSummary {
+    pub id: String,
+    pub agent_id: String,
+    #[serde(rename = "trigger")]
+    pub trigger_kind: String,
+    pub status: String,
+    pub exit_code: Option<i32>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub cost_usd: Option<f64>,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub error: Option<String>,
+    pub created_at: String,
+}
+
+pub const LIVE_EXECUTION_STATUSES: [&str; 2] = ["queued", "running"];
+
+pub fn insert(conn: &mut DbConnection, agent: &Agent) -> Result<(), StoreError> {
+    diesel::insert_into(agents::table).values(agent).execute(conn)?;
+    Ok(())
+}
+
+pub fn find(conn: &mut DbConnection, id: &str) -> Result<Option<Agent>, StoreError> {
+    Ok(agents::table.find(id).select(Agent::as_select()).first(conn).optional()?)
+}
+
+pub fn save(conn: &mut DbConnection, agent: &Agent) -> Result<(), StoreError> {
+    diesel::update(agents::table.find(&agent.id)).set(agent).execute(conn)?;
+    Ok(())
+}
+
+pub fn delete(conn: &mut DbConnection, id: &str) -> Result<bool, StoreError> {
+    Ok(diesel::delete(agents::table.find(id)).execute(conn)? > 0)
+}
+
+pub fn count(conn: &mut DbConnection) -> Result<i64, StoreError> {
+    Ok(agents::table.count().get_result(conn)?)
+}
+
+/// Sorted by name, then id, so pages are stable.
+pub fn list(conn: &mut DbConnection, limit: i64, offset: i64) -> Result<Vec<Agent>, StoreError> {
+    Ok(agents::table
+        .order((agents::name.asc(), agents::id.asc()))
+        .limit(limit)
+        .offset(offset)
+        .select(Agent::as_select())
+        .load(conn)?)
+}
+
+pub fn all(conn: &mut DbConnection) -> Result<Vec<Agent>, StoreError> {
+    Ok(agents::table.select(Agent::as_select()).load(conn)?)
+}
+
+pub fn insert_execution(conn: &mut DbConnection, e: &Execution) -> Result<(), StoreError> {
+    diesel::insert_into(agent_executions::table).values(e).execute(conn)?;
+    Ok(())
+}
+
+pub fn save_execution(conn: &mut DbConnection, e: &Execution) -> Result<(), StoreError> {
+    diesel::update(agent_executions::table.find(&e.id)).set(e).execute(conn)?;
+    Ok(())
+}
+
+pub fn find_execution(conn: &mut DbConnection, id: &str) -> Result<Option<Execution>, StoreError> {
+    Ok(agent_executions::table.find(id).select(Execution::as_select()).first(conn).optional()?)
+}
+
+/// An agent's executions, newest first.
+pub fn executions(conn: &mut DbConnection, agent_id: &str, limit: i64) -> Result<Vec<ExecutionSummary>, StoreError> {
+    Ok(agent_executions::table
+        .filter(agent_executions::agent_id.eq(agent_id))
+        .order((agent_executions::created_at.desc(), agent_executions::id.desc()))
+        .limit(limit)
+        .select(ExecutionSummary::as_select())
+        .load(conn)?)
+}
+
+/// Deletes an agent's finished executions beyond the newest [`HISTORY_PER_AGENT`].
+pub fn prune_history(conn: &mut DbConnection, agent_id: &str) -> Result<usize, StoreError> {
+    let keep: Vec<String> = agent_executions::table
+        .filter(agent_executions::agent_id.eq(agent_id))
+        .order((agent_executions::created_at.desc(), agent_executions::id.desc()))
+        .limit(HISTORY_PER_AGENT)
+        .select(agent_executions::id)
+        .load(conn)?;
+    Ok(diesel::delete(
+        agent_executions::table
+            .filter(agent_executions::agent_id.eq(agent_id))
+            .filter(agent_executions::id.ne_all(keep))
+            .filter(agent_executions::status.ne_all(LIVE_EXECUTION_STATUSES)),
+    )
+    .execute(conn)?)
+}
+
+/// After a crash of the service: executions it left queued or running can never finish.
+/// Returns their ids (their processes may still be running).
+pub fn fail_interrupted(conn: &mut DbConnection, now: &str) -> Result<Vec<String>, StoreError> {
+    conn.transaction(|conn| {
+        let live = agent_executions::table.filter(agent_executions::status.eq_any(LIVE_EXECUTION_STATUSES));
+        let ids: Vec<String> = live.clone().select(agent_executions::id).load(conn)?;
+        diesel::update(live)
+            .set((
+                agent_executions::status.eq("failure"),
+                agent_executions::error.eq("service restarted"),
+                agent_executions::finished_at.eq(now),
+            ))
+            .execute(conn)?;
+        Ok::<_, diesel::result::Error>(ids)
+    })
+    .map_err(StoreError::from)
+}
+
+/// Executions still `running` that started before `cutoff` (candidates for the janitor).
+pub fn running_since_before(conn: &mut DbConnection, cutoff: &str) -> Result<Vec<(String, String)>, StoreError> {
+    Ok(agent_executions::table
+        .filter(agent_executions::status.eq("running"))
+        .filter(agent_executions::started_at.lt(cutoff))
+        .select((agent_executions::id, agent_executions::agent_id))
+        .load(conn)?)
+}
