@@ -27,3 +27,23 @@ if ! "$cli" --version 2>/dev/null | grep -q "^$CLAUDE_CODE_VERSION "; then
     npm install --prefix "$cli_dir" --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"
 fi
 echo "test-setup: Claude Code CLI $("$cli" --version) ready ($cli)"
+
+# The dashboard's end-to-end test drives Debian's Chromium with playwright-core (browser
+# downloads do not work everywhere; the distribution's package does).
+if [ ! -x /usr/bin/chromium ]; then
+    echo "test-setup: installing chromium (apt)"
+    sudo_cmd=""
+    if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
+echo "test-setup: $(/usr/bin/chromium --version 2>/dev/null || echo 'chromium (version unknown)') ready (/usr/bin/chromium)"
+
+# The dashboard's own packages (Vite, Vitest, playwright-core), from the committed lock file.
+# Reinstalled only when package-lock.json changed since the last install.
+ui_dir="$(cd "$(dirname "$0")/.." && pwd)/ui"
+if [ ! -f "$ui_dir/node_modules/.package-lock.json" ] || [ "$ui_dir/package-lock.json" -nt "$ui_dir/node_modules/.package-lock.json" ]; then
+    echo "test-setup: installing the dashboard's npm packages (npm ci in ui/)"
+    npm ci --prefix "$ui_dir" --no-audit --no-fund --loglevel=error
+fi
+echo "test-setup: dashboard packages ready ($ui_dir/node_modules)"
