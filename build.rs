@@ -11,8 +11,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// What, under `ui/`, the built app depends on (never node_modules or dist: they are outputs).
-const UI_INPUTS: &[&str] =
-    &["src", "index.html", "package.json", "package-lock.json", "vite.config.ts", "tsconfig.json", "openapi.json", "scripts"];
+const UI_INPUTS: &[&str] = &[
+    "src",
+    "index.html",
+    "package.json",
+    "package-lock.json",
+    "vite.config.ts",
+    "tsconfig.json",
+    "openapi.json",
+    "scripts",
+];
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
@@ -38,7 +46,8 @@ fn main() {
         collect(&ui.join("dist"), &ui.join("dist"), &mut files);
     }
     files.sort();
-    let mut code = String::from("/// The built dashboard: (path under dist/, contents). Empty when it was not built.\n");
+    let mut code =
+        String::from("/// The built dashboard: (path under dist/, contents). Empty when it was not built.\n");
     code.push_str("pub static ASSETS: &[(&str, &[u8])] = &[\n");
     for (name, path) in &files {
         writeln!(code, "    ({name:?}, include_bytes!({:?})),", path.display().to_string()).expect("write to a String");

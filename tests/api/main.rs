@@ -4,6 +4,7 @@
 mod helpers;
 
 mod cli;
+mod dashboard;
 mod folders;
 mod health;
 mod migrations;

@@ -6,6 +6,7 @@ import { Empty } from './components/ui';
 import { DashboardPage } from './pages/DashboardPage';
 import { ProjectPage } from './pages/ProjectPage';
 import { SessionPage } from './pages/SessionPage';
+import { adoptTokenFromUrl } from './api/client';
 import { connectLive } from './store/live';
 import './styles.css';
 
@@ -30,6 +31,7 @@ export function App() {
   );
 }
 
+adoptTokenFromUrl();
 const root = document.getElementById('root');
 if (root) {
   createRoot(root).render(

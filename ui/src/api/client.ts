@@ -65,9 +65,10 @@ export async function call<P extends keyof paths, M extends Method>(
     if (v !== undefined && v !== null && v !== '') query.set(k, String(v));
   }
   if ([...query].length > 0) url += `?${query}`;
-  const init: RequestInit = { method: method.toUpperCase(), headers: {} };
+  const headers: Record<string, string> = authHeaders();
+  const init: RequestInit = { method: method.toUpperCase(), headers };
   if (options.body !== undefined) {
-    init.headers = { 'Content-Type': 'application/json' };
+    headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(options.body);
   }
   let res: Response;
@@ -92,6 +93,26 @@ function safeJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+const TOKEN_KEY = 'conduit-token';
+
+/**
+ * With `CONDUIT_AUTH_TOKEN` set, the dashboard is opened once as `/?token=...`: the token is kept
+ * for the tab and taken out of the address bar (so it is not bookmarked or shared by accident).
+ */
+export function adoptTokenFromUrl(): void {
+  const url = new URL(window.location.href);
+  const token = url.searchParams.get('token');
+  if (!token) return;
+  sessionStorage.setItem(TOKEN_KEY, token);
+  url.searchParams.delete('token');
+  window.history.replaceState(null, '', url.pathname + url.search + url.hash);
+}
+
+export function authHeaders(): Record<string, string> {
+  const token = typeof sessionStorage === 'undefined' ? null : sessionStorage.getItem(TOKEN_KEY);
+  return token ? { Authorization: `Bearer ${token}` } : {};
 }
 
 const id = (value: string) => ({ id: value });

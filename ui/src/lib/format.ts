@@ -3,7 +3,8 @@
 export function usd(value: number | null | undefined): string {
   const v = value ?? 0;
   if (v === 0) return '$0.00';
-  if (v < 0.01) return `$${v.toFixed(4)}`;
+  // Fake and cheap turns cost fractions of a cent: show two significant digits, never "$0.00".
+  if (v < 0.01) return `$${Number(v.toPrecision(2))}`;
   return `$${v.toFixed(2)}`;
 }
 

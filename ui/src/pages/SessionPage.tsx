@@ -17,7 +17,11 @@ export function SessionPage() {
   const items = useMemo(() => buildTranscript(messages.data ?? [], decisions.data ?? []), [messages.data, decisions.data]);
   const [actionError, setActionError] = useState<string>();
   const bottom = useRef<HTMLDivElement>(null);
-  useEffect(() => bottom.current?.scrollIntoView?.({ block: 'end' }), [items.length]);
+  // Braces matter: newer browsers return a Promise from scrollIntoView, and an effect may return
+  // nothing but a cleanup function.
+  useEffect(() => {
+    bottom.current?.scrollIntoView?.({ block: 'end' });
+  }, [items.length]);
 
   if (session.loading) return <Loading />;
   if (!session.data) return <ErrorNote error={session.error ?? 'This session does not exist.'} what="open this session" />;

@@ -2,6 +2,7 @@
 // reload. Every event bumps a counter for its kind (and one per session), so a page re-reads
 // exactly what changed, from the REST API, which stays the one source of truth.
 import { create } from 'zustand';
+import { authHeaders } from '../api/client';
 import { backoff, SseParser, type Frame } from '../lib/sse';
 
 export type Connection = 'connecting' | 'live' | 'reconnecting';
@@ -64,7 +65,7 @@ export function connectLive(url = '/api/events/stream'): () => void {
       try {
         const res = await fetch(since === null ? url : `${url}?since=${since}`, {
           signal: controller.signal,
-          headers: { Accept: 'text/event-stream' },
+          headers: { Accept: 'text/event-stream', ...authHeaders() },
         });
         if (!res.ok || !res.body) throw new Error(`stream answered ${res.status}`);
         attempt = 0;
