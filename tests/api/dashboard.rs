@@ -166,6 +166,7 @@ async fn end_to_end_in_chromium_with_the_real_cli() {
     let session = &sessions.as_array().expect("array")[0];
     assert_eq!(session["status"], "closed", "killed from the UI: {session}");
     assert_eq!(session["num_turns"], 2, "{session}");
+    assert_eq!(session["permission_mode"], "plan", "switched from the UI: {session}");
     let denials = service.get_json("/api/permissions/log?decision=deny").await;
     assert!(
         denials

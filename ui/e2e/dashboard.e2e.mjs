@@ -145,8 +145,17 @@ try {
   await expectText(page.getByTestId('project-sessions').locator('tbody tr'), 'idle');
   await shot('06-project');
 
-  step('kill the session');
+  step('switch the permission mode from the session page');
   await page.getByTestId('project-sessions').getByRole('link').first().click();
+  await page.getByLabel('Permission mode').selectOption('plan');
+  const modeDeadline = Date.now() + 15_000;
+  while ((await page.getByLabel('Permission mode').inputValue()) !== 'plan') {
+    if (Date.now() > modeDeadline) throw new Error('the session never showed the plan mode');
+    await page.waitForTimeout(500);
+    await page.reload();
+  }
+
+  step('kill the session');
   await page.getByRole('button', { name: 'Kill session' }).click();
   await expectText(page.locator('h1 .badge'), 'closed', 30_000);
   await expectText(page.locator('.ended-note'), 'has ended');

@@ -102,7 +102,7 @@ export function RulesEditor({ projectId, denyOnly }: Props) {
         </table>
       )}
       <ErrorNote error={error} />
-      <RuleForm submitLabel="Add rule" onSubmit={create} defaultBehavior={denyOnly ? 'deny' : 'allow'} />
+      <RuleForm submitLabel="Add rule" onSubmit={create} defaultBehavior="deny" />
     </div>
   );
 }
@@ -134,7 +134,7 @@ function RuleForm(props: {
         value={content}
         onChange={(e) => setContent(e.target.value)}
         aria-label="Pattern"
-        placeholder="rm:*   (empty matches any input)"
+        placeholder="e.g. rm:*  (empty: any)"
         className="grow"
       />
       <input value={priority} onChange={(e) => setPriority(e.target.value)} aria-label="Priority" type="number" className="narrow" />

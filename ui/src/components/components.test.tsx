@@ -109,5 +109,9 @@ describe('the live store', () => {
     expect(after.decisions).toBe(before.decisions + 1);
     expect(after.bySession.s1).toBe(2);
     expect(after.lastEventId).toBe(7);
+    applyFrame({ event: 'warning', dropped: 12 }, null);
+    const warned = useLive.getState();
+    expect([warned.sessions, warned.decisions, warned.config]).toEqual([after.sessions + 1, after.decisions + 1, after.config + 1]);
+    expect(warned.lastEventId).toBe(7);
   });
 });

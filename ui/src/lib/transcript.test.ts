@@ -31,12 +31,23 @@ describe('buildTranscript', () => {
     const deny = decision({ tool_use_id: 'toolu_1', decision: 'deny', reason: 'denied by rule r1' });
     const items = buildTranscript(messages, [deny]);
     expect(items.map((i) => i.kind)).toEqual(['system', 'user', 'assistant', 'tool', 'result']);
-    expect(items[0]).toMatchObject({ text: 'The CLI is ready with claude-x.' });
+    expect(items[0]).toMatchObject({ text: 'Running claude-x.' });
     expect(items[1]).toMatchObject({ text: 'delete it' });
     expect(items[3]).toMatchObject({
       name: 'Bash', input: { command: 'rm x' }, result: { text: 'denied by rule', isError: true }, decision: deny,
     });
     expect(items[4]).toMatchObject({ ok: true, cost: 0.25, durationMs: 1500 });
+  });
+
+  it('mentions the model once per change, and API retries', () => {
+    const init = (model: string) => line('from_cli', 'system', { type: 'system', subtype: 'init', model }, 'init');
+    const retry = line('from_cli', 'system', { type: 'system', subtype: 'api_retry', attempt: 2, max_retries: 10 }, 'api_retry');
+    const items = buildTranscript([init('a'), init('a'), retry, init('b'), init('b')]);
+    expect(items.map((i) => i.kind === 'system' && i.text)).toEqual([
+      'Running a.',
+      'The model API did not answer; the CLI retries (attempt 2 of 10).',
+      'Running b.',
+    ]);
   });
 
   it('skips lines that are not JSON and marks failed results', () => {

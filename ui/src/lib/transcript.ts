@@ -27,6 +27,8 @@ export function buildTranscript(messages: Message[], decisions: Decision[] = [])
   for (const d of [...decisions].reverse()) if (d.tool_use_id) byToolUse.set(d.tool_use_id, d);
   const items: Item[] = [];
   const tools = new Map<string, Extract<Item, { kind: 'tool' }>>();
+  let sawInit = false;
+  let lastModel: string | undefined;
 
   for (const m of messages) {
     const key = String(m.id);
@@ -66,8 +68,15 @@ export function buildTranscript(messages: Message[], decisions: Decision[] = [])
         durationMs: typeof line.duration_ms === 'number' ? line.duration_ms : undefined,
       });
     } else if (m.message_type === 'system' && m.message_subtype === 'init') {
-      const model = typeof line.model === 'string' ? ` with ${line.model}` : '';
-      items.push({ kind: 'system', key, at: m.timestamp, text: `The CLI is ready${model}.` });
+      // The CLI repeats its init at every turn: say it once, and again only when the model changed.
+      const model = typeof line.model === 'string' ? line.model : undefined;
+      if (sawInit && model === lastModel) continue;
+      sawInit = true;
+      lastModel = model;
+      items.push({ kind: 'system', key, at: m.timestamp, text: model ? `Running ${model}.` : 'The CLI is ready.' });
+    } else if (m.message_type === 'system' && m.message_subtype === 'api_retry') {
+      const attempt = typeof line.attempt === 'number' ? ` (attempt ${line.attempt} of ${line.max_retries ?? '?'})` : '';
+      items.push({ kind: 'system', key, at: m.timestamp, text: `The model API did not answer; the CLI retries${attempt}.` });
     }
   }
   return items;

@@ -37,6 +37,10 @@ export const useLive = create<LiveState>((set) => ({
 export function applyFrame(frame: Frame, id: number | null): void {
   useLive.setState((s) => {
     const next: Partial<LiveState> = { lastEventId: id ?? s.lastEventId };
+    // This client fell behind and the service dropped events for it: reload everything.
+    if (frame.event === 'warning') {
+      return { ...next, sessions: s.sessions + 1, decisions: s.decisions + 1, config: s.config + 1 };
+    }
     // Partial tokens arrive many times a second and change nothing a page reloads.
     if (frame.type === 'stream.event') return next;
     if (frame.type === 'permission.decision') next.decisions = s.decisions + 1;
