@@ -42,7 +42,8 @@ export function ProjectPage() {
           <RulesEditor projectId={p.id} />
         </Card>
         <Card title="Settings">
-          <SettingsForm project={p} />
+          {/* Keyed: the form's fields start from the project shown, also after switching projects. */}
+          <SettingsForm key={p.id} project={p} />
         </Card>
       </div>
       {launching && <NewSessionDialog project={p} onClose={() => setLaunching(false)} />}

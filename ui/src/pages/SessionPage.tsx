@@ -59,7 +59,8 @@ export function SessionPage() {
         </div>
       </div>
       {s.error_message && <ErrorNote error={s.error_message} what="keep the CLI running" />}
-      {live && <Controls session={s} act={act} />}
+      {/* Keyed on the model too: the field shows the model the CLI reports once it is known. */}
+      {live && <Controls key={`${s.id}:${s.model ?? ''}`} session={s} act={act} />}
       <ErrorNote error={actionError} />
       <Card title="Transcript" className="transcript-card">
         <ErrorNote error={messages.error} what="load the transcript" />
