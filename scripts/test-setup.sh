@@ -2,7 +2,9 @@
 # Installs what the tests need, idempotently, into a cache folder outside the checkout:
 #   - schemathesis (PyPI, pinned) in a Python virtualenv, for the OpenAPI fuzz test;
 #   - the real Claude Code CLI (npm, pinned: the current one, and an older one for the
-#     WebSocket bridge) for the end-to-end session tests.
+#     WebSocket bridge) for the end-to-end session tests;
+#   - Debian's chromium (apt, only if missing) and the dashboard's npm packages (ui/, from its
+#     lock file) for the dashboard's component and browser tests.
 # Re-running it is cheap: each step checks for the pinned version first.
 # The cache folder is $CONDUIT_TEST_CACHE, default ${XDG_CACHE_HOME:-~/.cache}/conduit-test.
 set -euo pipefail
@@ -37,3 +39,23 @@ install_cli() {
 }
 install_cli "$CLAUDE_CODE_VERSION"
 install_cli "$CLAUDE_CODE_BRIDGE_VERSION"
+
+# The dashboard's end-to-end test drives Debian's Chromium with playwright-core (browser
+# downloads do not work everywhere; the distribution's package does).
+if [ ! -x /usr/bin/chromium ]; then
+    echo "test-setup: installing chromium (apt)"
+    sudo_cmd=""
+    if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
+echo "test-setup: $(/usr/bin/chromium --version 2>/dev/null || echo 'chromium (version unknown)') ready (/usr/bin/chromium)"
+
+# The dashboard's own packages (Vite, Vitest, playwright-core), from the committed lock file.
+# Reinstalled only when package-lock.json changed since the last install.
+ui_dir="$(cd "$(dirname "$0")/.." && pwd)/ui"
+if [ ! -f "$ui_dir/node_modules/.package-lock.json" ] || [ "$ui_dir/package-lock.json" -nt "$ui_dir/node_modules/.package-lock.json" ]; then
+    echo "test-setup: installing the dashboard's npm packages (npm ci in ui/)"
+    npm ci --prefix "$ui_dir" --no-audit --no-fund --loglevel=error
+fi
+echo "test-setup: dashboard packages ready ($ui_dir/node_modules)"

@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/test-setup.sh
+# The dashboard's component tests (Vitest); its end-to-end run in Chromium is a Rust
+# integration test (tests/api/dashboard.rs), below.
+npm --prefix ui test -- --run
 # The session tests drive examples/fake_cli as a plain binary (cargo test alone builds it
 # only under a hashed name).
 cargo build --release --examples

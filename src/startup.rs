@@ -145,7 +145,8 @@ impl Application {
                 .wrap(from_fn(http::guard::enforce))
                 .wrap(from_fn(telemetry::request_span))
                 .configure(http::configure)
-                .default_service(web::to(errors::route_not_found))
+                // Last, so the dashboard's catch-all never shadows an API route.
+                .default_service(web::to(http::dashboard::serve))
         })
         // Streams send many small frames: Nagle's algorithm would hold one back until the
         // client's delayed ACK (about 40 ms) whenever a ping or reply is in flight.

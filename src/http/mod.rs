@@ -2,6 +2,7 @@
 //! and the rest of the service.
 
 pub mod agents;
+pub mod dashboard;
 pub mod errors;
 pub mod folders;
 pub mod guard;
@@ -115,16 +116,6 @@ pub fn route_table() -> Vec<RouteSpec> {
     ]
 }
 
-/// `/` until the dashboard exists: says where things are.
-async fn index() -> actix_web::HttpResponse {
-    actix_web::HttpResponse::Ok().content_type("text/html; charset=utf-8").body(concat!(
-        "<!doctype html><title>Conduit</title><h1>Conduit is running</h1>",
-        "<p>The dashboard is not built yet. The API is described at ",
-        "<a href=\"/api/openapi.json\">/api/openapi.json</a>; health is at ",
-        "<a href=\"/api/health\">/api/health</a>.</p>"
-    ))
-}
-
 /// Registers the table: one resource per path holding all its methods, so a known path with
 /// an unknown method answers 405 (with `Allow`) rather than 404.
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -135,7 +126,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             paths.push(spec.path);
         }
     }
-    cfg.service(web::resource("/").route(web::get().to(index)));
     for path in paths {
         let specs: Vec<&RouteSpec> = table.iter().filter(|s| s.path == path).collect();
         let allowed = specs.iter().map(|s| s.method.as_str()).collect::<Vec<_>>().join(", ");

@@ -7,6 +7,7 @@ mod agents_api;
 mod agents_real;
 mod bridge_real;
 mod cli;
+mod dashboard;
 mod folders;
 mod health;
 mod migrations;

@@ -1,0 +1,15 @@
+// Copies the live OpenAPI document of a running service into ui/openapi.json (sorted, indented),
+// the copy the typed client is generated from. A Rust test fails while the two differ.
+// Usage: npm run refresh-openapi [-- http://127.0.0.1:3100]
+import { writeFileSync } from 'node:fs';
+
+const base = process.argv[2] ?? process.env.CONDUIT_URL ?? 'http://127.0.0.1:3100';
+const sortKeys = (v) =>
+  Array.isArray(v) ? v.map(sortKeys)
+  : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortKeys(v[k])]))
+  : v;
+const res = await fetch(`${base}/api/openapi.json`);
+if (!res.ok) throw new Error(`GET ${base}/api/openapi.json: ${res.status}`);
+const doc = sortKeys(await res.json());
+writeFileSync(new URL('../openapi.json', import.meta.url), JSON.stringify(doc, null, 2) + '\n');
+console.log(`ui/openapi.json refreshed from ${base}`);

@@ -1,0 +1,117 @@
+import { render, screen, within } from '@testing-library/react';
+import { MemoryRouter } from 'react-router-dom';
+import type { Decision, Session } from '../api/client';
+import { applyFrame, useLive } from '../store/live';
+import { CostChart } from './CostChart';
+import { DecisionsList } from './DecisionsList';
+import { SessionsTable } from './SessionsTable';
+import { Transcript } from './Transcript';
+
+const decision = (over: Partial<Decision>): Decision => ({
+  id: 1, request_id: 'r', decision_point: 'hook', tool_name: 'Bash', tool_input: '{"command":"ls"}', decision: 'allow',
+  decision_source: 'auto_default', decided_at: new Date().toISOString(), ...over,
+});
+
+describe('Transcript', () => {
+  it('explains an empty conversation in words', () => {
+    render(<Transcript items={[]} />);
+    expect(screen.getByText('Nothing said yet.')).toBeTruthy();
+  });
+
+  it('shows text, a collapsed tool call with its denial, and the result with cost', () => {
+    const deny = decision({ decision: 'deny', reason: 'Denied by rule abc (Bash rm:*)', tool_input: '{"command":"rm x"}' });
+    render(
+      <Transcript
+        items={[
+          { kind: 'user', key: '1', at: '', text: 'clean up' },
+          { kind: 'assistant', key: '2', at: '', text: 'On it.' },
+          { kind: 'tool', key: '3', at: '', toolUseId: 't', name: 'Bash', input: { command: 'rm x' }, decision: deny, result: { text: 'nope', isError: true } },
+          { kind: 'result', key: '4', at: '', ok: true, text: 'done', cost: 0.5, durationMs: 2000 },
+        ]}
+      />,
+    );
+    expect(screen.getByText('clean up')).toBeTruthy();
+    expect(screen.getByText('On it.')).toBeTruthy();
+    const details = screen.getByText('Bash').closest('details');
+    expect(details?.open).toBe(false);
+    expect(within(details as HTMLElement).getByText('rm x')).toBeTruthy();
+    expect(screen.getByTestId('denial').textContent).toBe('Denied: Denied by rule abc (Bash rm:*)');
+    expect(screen.getByText(/Turn finished/).textContent).toBe('Turn finished · $0.50 so far · 2.0 s');
+  });
+});
+
+describe('DecisionsList', () => {
+  it('highlights denials and shows the command, not the raw JSON', () => {
+    render(
+      <MemoryRouter>
+        <DecisionsList
+          decisions={[
+            decision({ id: 1, decision: 'deny', tool_input: '{"command":"rm -rf /"}', session_id: 's1' }),
+            decision({ id: 2, tool_name: 'Read', tool_input: '{"file_path":"/etc/hosts"}' }),
+          ]}
+        />
+      </MemoryRouter>,
+    );
+    const rows = screen.getAllByRole('listitem');
+    expect(rows[0].className).toContain('decision-denied');
+    expect(rows[1].className).not.toContain('decision-denied');
+    expect(within(rows[0]).getByText('rm -rf /')).toBeTruthy();
+    expect(within(rows[1]).getByText('/etc/hosts')).toBeTruthy();
+    expect(within(rows[0]).getByRole('link', { name: 'session' }).getAttribute('href')).toBe('/sessions/s1');
+  });
+});
+
+describe('SessionsTable', () => {
+  it('lists status, model, turns, cost and links each session', () => {
+    const s: Session = {
+      id: 'abc', project_id: 'p1', name: 'brave otter', status: 'idle', transport: 'stdio', model: 'claude-x',
+      total_cost_usd: 1.5, total_input_tokens: 1200, total_output_tokens: 300, num_turns: 4,
+      created_at: new Date().toISOString(), last_active_at: new Date().toISOString(),
+    };
+    render(
+      <MemoryRouter>
+        <SessionsTable sessions={[s]} />
+      </MemoryRouter>,
+    );
+    const row = screen.getAllByRole('row')[1];
+    expect(within(row).getByRole('link', { name: 'brave otter' }).getAttribute('href')).toBe('/sessions/abc');
+    expect(row.textContent).toContain('idle');
+    expect(row.textContent).toContain('claude-x');
+    expect(row.textContent).toContain('$1.50');
+    expect(row.textContent).toContain('1,500');
+    expect(row.textContent).toContain('just now');
+  });
+});
+
+describe('CostChart', () => {
+  it('draws one bar per day, the tallest for the most expensive, and says when there is nothing', () => {
+    const { container, rerender } = render(
+      <CostChart days={[{ day: '2026-01-01', label: '1/1', cost: 1 }, { day: '2026-01-02', label: '1/2', cost: 4 }]} />,
+    );
+    const heights = [...container.querySelectorAll('rect')].map((r) => Number(r.getAttribute('height')));
+    expect(heights).toEqual([27.5, 110]);
+    expect(screen.queryByText(/No cost recorded/)).toBeNull();
+    rerender(<CostChart days={[{ day: '2026-01-01', label: '1/1', cost: 0 }]} />);
+    expect(screen.getByText(/No cost recorded/)).toBeTruthy();
+  });
+});
+
+describe('the live store', () => {
+  it('bumps the counters a page reloads on, and ignores partial tokens', () => {
+    const before = useLive.getState();
+    applyFrame({ event: 'stream_event', type: 'stream.event', session_id: 's1' }, 5);
+    expect(useLive.getState().sessions).toBe(before.sessions);
+    expect(useLive.getState().lastEventId).toBe(5);
+    applyFrame({ event: 'session_status', type: 'session.status', session_id: 's1' }, 6);
+    applyFrame({ event: 'permission', type: 'permission.decision', session_id: 's1' }, 7);
+    const after = useLive.getState();
+    expect(after.sessions).toBe(before.sessions + 1);
+    expect(after.decisions).toBe(before.decisions + 1);
+    expect(after.bySession.s1).toBe(2);
+    expect(after.lastEventId).toBe(7);
+    applyFrame({ event: 'warning', dropped: 12 }, null);
+    const warned = useLive.getState();
+    expect([warned.sessions, warned.decisions, warned.config]).toEqual([after.sessions + 1, after.decisions + 1, after.config + 1]);
+    expect(warned.lastEventId).toBe(7);
+  });
+});

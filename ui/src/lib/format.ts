@@ -1,0 +1,43 @@
+// How numbers and times read on screen.
+
+export function usd(value: number | null | undefined): string {
+  const v = value ?? 0;
+  if (v === 0) return '$0.00';
+  // Fake and cheap turns cost fractions of a cent: show two significant digits, never "$0.00".
+  if (v < 0.01) return `$${Number(v.toPrecision(2))}`;
+  return `$${v.toFixed(2)}`;
+}
+
+export function count(value: number | null | undefined): string {
+  const v = value ?? 0;
+  if (v >= 1_000_000) return `${(v / 1_000_000).toFixed(1)}M`;
+  if (v >= 10_000) return `${(v / 1000).toFixed(1)}k`;
+  return v.toLocaleString('en-US');
+}
+
+/** "just now", "5 min ago", "3 h ago", "2 days ago", from an RFC 3339 time. */
+export function ago(iso: string | null | undefined, now: number = Date.now()): string {
+  if (!iso) return '—';
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso;
+  const s = Math.max(0, Math.round((now - t) / 1000));
+  if (s < 10) return 'just now';
+  if (s < 60) return `${s} s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86_400) return `${Math.floor(s / 3600)} h ago`;
+  const d = Math.floor(s / 86_400);
+  return d === 1 ? 'yesterday' : `${d} days ago`;
+}
+
+export function duration(seconds: number): string {
+  if (seconds < 60) return `${seconds}s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m ${seconds % 60}s`;
+  const h = Math.floor(seconds / 3600);
+  return h < 48 ? `${h}h ${Math.floor((seconds % 3600) / 60)}m` : `${Math.floor(h / 24)}d ${h % 24}h`;
+}
+
+export const LIVE_STATUSES = ['starting', 'idle', 'active', 'compacting'];
+
+export function isLive(status: string): boolean {
+  return LIVE_STATUSES.includes(status);
+}

@@ -1,0 +1,44 @@
+import { StrictMode, useEffect } from 'react';
+import { createRoot } from 'react-dom/client';
+import { BrowserRouter, Link, Route, Routes } from 'react-router-dom';
+import { Layout } from './components/Layout';
+import { Empty } from './components/ui';
+import { DashboardPage } from './pages/DashboardPage';
+import { ProjectPage } from './pages/ProjectPage';
+import { SessionPage } from './pages/SessionPage';
+import { adoptTokenFromUrl } from './api/client';
+import { connectLive } from './store/live';
+import './styles.css';
+
+export function App() {
+  useEffect(() => connectLive(), []);
+  return (
+    <Routes>
+      <Route element={<Layout />}>
+        <Route index element={<DashboardPage />} />
+        <Route path="projects/:projectId" element={<ProjectPage />} />
+        <Route path="sessions/:sessionId" element={<SessionPage />} />
+        <Route
+          path="*"
+          element={
+            <Empty title="There is no page here.">
+              <Link to="/">Back to the dashboard</Link>
+            </Empty>
+          }
+        />
+      </Route>
+    </Routes>
+  );
+}
+
+adoptTokenFromUrl();
+const root = document.getElementById('root');
+if (root) {
+  createRoot(root).render(
+    <StrictMode>
+      <BrowserRouter>
+        <App />
+      </BrowserRouter>
+    </StrictMode>,
+  );
+}

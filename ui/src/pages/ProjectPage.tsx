@@ -1,0 +1,196 @@
+import { useState, type FormEvent } from 'react';
+import { useNavigate, useParams } from 'react-router-dom';
+import { api, type PermissionMode, type Project } from '../api/client';
+import { Card, Empty, ErrorNote, Field, Loading, MODELS, Modal, PERMISSION_MODES } from '../components/ui';
+import { RulesEditor } from '../components/RulesEditor';
+import { SessionsTable } from '../components/SessionsTable';
+import { useLoad } from '../lib/useLoad';
+import { useLive } from '../store/live';
+
+export function ProjectPage() {
+  const { projectId = '' } = useParams();
+  const config = useLive((s) => s.config);
+  const sessionsTick = useLive((s) => s.sessions);
+  const project = useLoad(() => api.project(projectId), [projectId, config]);
+  const sessions = useLoad(() => api.projectSessions(projectId), [projectId, sessionsTick]);
+  const [launching, setLaunching] = useState(false);
+
+  if (project.loading) return <Loading />;
+  if (!project.data) return <ErrorNote error={project.error ?? 'This project does not exist.'} what="open this project" />;
+  const p = project.data;
+  return (
+    <div className="page">
+      <div className="page-head">
+        <div>
+          <h1>{p.name}</h1>
+          <div className="muted mono small">{p.folder_path}</div>
+          {p.description && <p className="description">{p.description}</p>}
+        </div>
+        <button className="button primary" onClick={() => setLaunching(true)}>
+          New session
+        </button>
+      </div>
+      <Card title="Sessions" testId="project-sessions">
+        <ErrorNote error={sessions.error} what="load sessions" />
+        {sessions.data && sessions.data.length === 0 && (
+          <Empty title="No sessions yet.">Start one with “New session”: it runs Claude Code in {p.folder_path}.</Empty>
+        )}
+        {sessions.data && sessions.data.length > 0 && <SessionsTable sessions={sessions.data} />}
+      </Card>
+      <div className="grid two">
+        <Card title="Permission rules for this project">
+          <RulesEditor projectId={p.id} />
+        </Card>
+        <Card title="Settings">
+          {/* Keyed: the form's fields start from the project shown, also after switching projects. */}
+          <SettingsForm key={p.id} project={p} />
+        </Card>
+      </div>
+      {launching && <NewSessionDialog project={p} onClose={() => setLaunching(false)} />}
+    </div>
+  );
+}
+
+/** Launches a session; an initial prompt is sent as its first turn (it waits until the CLI is ready). */
+function NewSessionDialog({ project, onClose }: { project: Project; onClose: () => void }) {
+  const navigate = useNavigate();
+  const [name, setName] = useState('');
+  const [model, setModel] = useState(project.default_model ?? '');
+  const [mode, setMode] = useState<string>(project.default_permission_mode ?? '');
+  const [prompt, setPrompt] = useState('');
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setBusy(true);
+    try {
+      const session = await api.launch(project.id, {
+        name: name || null,
+        model: model || null,
+        permission_mode: (mode || null) as PermissionMode | null,
+      });
+      if (prompt.trim()) await api.send(session.id, prompt);
+      navigate(`/sessions/${session.id}`);
+    } catch (err) {
+      setError((err as Error).message);
+      setBusy(false);
+    }
+  };
+  return (
+    <Modal title={`New session in ${project.name}`} onClose={onClose}>
+      <form className="form" onSubmit={submit}>
+        <Field label="Name (optional)" hint="A friendly two-word name is picked when empty.">
+          <input value={name} onChange={(e) => setName(e.target.value)} />
+        </Field>
+        <div className="form-row">
+          <Field label="Model">
+            <input value={model} onChange={(e) => setModel(e.target.value)} list="models" placeholder="CLI default" />
+            <datalist id="models">
+              {MODELS.map((m) => (
+                <option key={m} value={m} />
+              ))}
+            </datalist>
+          </Field>
+          <Field label="Permission mode">
+            <select value={mode} onChange={(e) => setMode(e.target.value)}>
+              <option value="">project default</option>
+              {PERMISSION_MODES.map((m) => (
+                <option key={m}>{m}</option>
+              ))}
+            </select>
+          </Field>
+        </div>
+        <Field label="First message (optional)">
+          <textarea value={prompt} onChange={(e) => setPrompt(e.target.value)} rows={4} placeholder="What should Claude do?" />
+        </Field>
+        <ErrorNote error={error} what="start the session" />
+        <div className="form-buttons">
+          <button type="button" className="button ghost" onClick={onClose}>
+            Cancel
+          </button>
+          <button className="button primary" disabled={busy}>
+            {busy ? 'Starting…' : 'Start session'}
+          </button>
+        </div>
+      </form>
+    </Modal>
+  );
+}
+
+function SettingsForm({ project }: { project: Project }) {
+  const navigate = useNavigate();
+  const [name, setName] = useState(project.name);
+  const [description, setDescription] = useState(project.description ?? '');
+  const [model, setModel] = useState(project.default_model ?? '');
+  const [mode, setMode] = useState(project.default_permission_mode ?? '');
+  const [maxSessions, setMaxSessions] = useState(String(project.max_sessions));
+  const [systemPrompt, setSystemPrompt] = useState(project.default_append_system_prompt ?? '');
+  const [note, setNote] = useState<string>();
+  const [error, setError] = useState<string>();
+  const save = async (e: FormEvent) => {
+    e.preventDefault();
+    try {
+      await api.updateProject(project.id, {
+        name,
+        description: description || null,
+        default_model: model || null,
+        default_permission_mode: (mode || null) as PermissionMode | null,
+        max_sessions: Number(maxSessions),
+        default_append_system_prompt: systemPrompt || null,
+      });
+      setError(undefined);
+      setNote('Saved.');
+      useLive.getState().bumpConfig();
+    } catch (err) {
+      setNote(undefined);
+      setError((err as Error).message);
+    }
+  };
+  const remove = async () => {
+    if (!window.confirm(`Delete ${project.name}? Its live sessions are ended and its history is erased.`)) return;
+    try {
+      await api.deleteProject(project.id);
+      useLive.getState().bumpConfig();
+      navigate('/');
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  return (
+    <form className="form" onSubmit={save} data-testid="project-settings">
+      <Field label="Name">
+        <input value={name} onChange={(e) => setName(e.target.value)} required />
+      </Field>
+      <Field label="Description">
+        <input value={description} onChange={(e) => setDescription(e.target.value)} />
+      </Field>
+      <div className="form-row">
+        <Field label="Default model">
+          <input value={model} onChange={(e) => setModel(e.target.value)} list="models" placeholder="CLI default" />
+        </Field>
+        <Field label="Default mode">
+          <select value={mode} onChange={(e) => setMode(e.target.value)}>
+            <option value="">CLI default</option>
+            {PERMISSION_MODES.map((m) => (
+              <option key={m}>{m}</option>
+            ))}
+          </select>
+        </Field>
+        <Field label="Max live sessions">
+          <input type="number" min={1} max={1000} value={maxSessions} onChange={(e) => setMaxSessions(e.target.value)} />
+        </Field>
+      </div>
+      <Field label="Appended system prompt" hint="Added to Claude Code's own system prompt in new sessions.">
+        <textarea rows={2} value={systemPrompt} onChange={(e) => setSystemPrompt(e.target.value)} />
+      </Field>
+      <ErrorNote error={error} what="save" />
+      <div className="form-buttons">
+        {note && <span className="saved">{note}</span>}
+        <button type="button" className="button danger-ghost" onClick={remove}>
+          Delete project
+        </button>
+        <button className="button primary">Save settings</button>
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,2 @@
+// Vitest: nothing global beyond jsdom; each test renders what it needs.
+export {};
