@@ -11,6 +11,7 @@ use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 
 use crate::actors::bus::EventBus;
+use crate::actors::janitor::{Janitor, StopJanitor};
 use crate::actors::permissions::{PermissionEngine, Reload};
 use crate::actors::registry::{self, SessionRegistry, Shutdown};
 use crate::actors::webhooks::{ReloadWebhooks, WebhookDispatcher};
@@ -45,6 +46,7 @@ pub struct Application {
     port: u16,
     server: Server,
     registry: Addr<SessionRegistry>,
+    janitor: Addr<Janitor>,
     writer: Writer,
 }
 
@@ -87,6 +89,14 @@ impl Application {
             engine.clone().recipient(),
             bus.clone().recipient(),
             options.subreaper,
+        )
+        .start();
+        let janitor = Janitor::new(
+            std::time::Duration::from_millis(settings.janitor_interval_ms),
+            std::time::Duration::from_millis(settings.session_idle_timeout_ms),
+            store.clone(),
+            registry.clone().recipient(),
+            bus.clone().recipient(),
         )
         .start();
         let webhooks = WebhookDispatcher::new(
@@ -134,7 +144,7 @@ impl Application {
         .disable_signals()
         .run();
         tracing::info!(%addr, port, "conduit listening");
-        Ok(Application { port, server, registry, writer })
+        Ok(Application { port, server, registry, janitor, writer })
     }
 
     pub fn port(&self) -> u16 {
@@ -158,6 +168,10 @@ impl Application {
             finished = &mut server => return finished.unwrap_or_else(|e| Err(std::io::Error::other(e))),
             _ = terminate.recv() => tracing::info!("SIGTERM received; shutting down"),
             _ = interrupt.recv() => tracing::info!("SIGINT received; shutting down"),
+        }
+        // No idle closes race the shutdown's own.
+        if self.janitor.send(StopJanitor).await.is_err() {
+            tracing::warn!("the janitor had already stopped");
         }
         let stop_http = handle.stop(true);
         let end_sessions = self.registry.send(Shutdown);

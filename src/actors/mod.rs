@@ -2,6 +2,7 @@
 
 pub mod bridge;
 pub mod bus;
+pub mod janitor;
 pub mod permissions;
 pub mod registry;
 pub mod session;
