@@ -7,6 +7,7 @@ mod bridge_real;
 mod cli;
 mod folders;
 mod health;
+mod janitor_fake;
 mod janitor_real;
 mod migrations;
 mod openapi;
