@@ -13,8 +13,7 @@
 //! - `fake-no-init`       writes an error to stderr and exits 1 at once
 //! - `fake-stall`         answers initialize, never finishes a turn
 //! - `fake-grandchild`    starts `sleep` in its group and a `setsid sleep` outside it
-//! - `fake-background`    a turn starts a background task (`system`/`task_started`) that
-//!                        reports its end (`task_notification`) 4 s after the turn's result
+//! - `fake-background`    a turn starts a background task that ends 4 s after its result
 
 use std::io::{BufRead, Write};
 use std::time::Duration;
