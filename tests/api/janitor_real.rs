@@ -172,3 +172,26 @@ async fn resume_brings_back_a_crashed_session_and_refuses_what_it_cannot() {
     assert_eq!(refused["closed_reason"], "cli_exited");
     assert_eq!(refused["num_turns"], 2, "the refusal is not a turn: {refused}");
 }
+
+#[actix_web::test]
+async fn a_session_interrupted_by_a_service_crash_is_resumed_after_the_restart() {
+    let (api, service) = rig().await;
+    let project = service.project("restart").await;
+    let id = idle_session(&service, &project).await;
+    api.on("remember the number forty-two", Reply::Text("noted, the forty-two-answer".into()));
+    say(&service, &id, "remember the number forty-two").await;
+    let before = service.wait_for(&id, READY, |r| r["num_turns"] == 1 && r["status"] == "idle").await;
+
+    let restarted = TestService::start_in(service.into_dir(), ServiceConfig::new(real_cli()).api(&api.base_url));
+    let row = restarted.get_json(&format!("/api/sessions/{id}")).await;
+    assert_eq!((row["status"].as_str(), row["closed_reason"].as_str()), (Some("error"), Some("service_restarted")));
+    let res = restarted.post(&format!("/api/sessions/{id}/resume"), json!({})).await;
+    assert_eq!(res.status().as_u16(), 200);
+    restarted.wait_status(&id, "idle", READY).await;
+    api.on("which number was it", Reply::Text("forty-two".into()));
+    assert_eq!(say(&restarted, &id, "which number was it").await.status().as_u16(), 202);
+    let after = restarted.wait_for(&id, READY, |r| r["num_turns"] == 2 && r["status"] == "idle").await;
+    assert_eq!(after["session_id"], before["session_id"]);
+    let request = api.requests().into_iter().find(|r| r.contains("which number was it")).expect("the turn");
+    assert!(request.contains("forty-two-answer"), "the conversation survived the restart");
+}
