@@ -682,9 +682,19 @@ impl Handler<Resume> for SessionRegistry {
                 .await
         };
         // Atomic: two resumes of one session cannot both start a CLI; the second sees it live.
-        AtomicResponse::new(Box::pin(load.into_actor(self).map(|loaded, act, ctx| {
-            let (row, project) = loaded?;
-            act.relaunch(row, project, ctx)
+        AtomicResponse::new(Box::pin(load.into_actor(self).then(|loaded, act, ctx| {
+            let relaunched =
+                loaded.map_err(ResumeError::from).and_then(|(row, project)| act.relaunch(row, project, ctx));
+            // As for a launch: a CLI that could not be started is stored before the answer.
+            let failed = relaunched.as_ref().is_ok_and(|s| s.status == "error");
+            let writer = act.writer.clone();
+            async move {
+                if failed {
+                    let _ = writer.flush().await;
+                }
+                relaunched
+            }
+            .into_actor(act)
         })) as ResumeFuture)
     }
 }

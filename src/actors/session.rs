@@ -117,6 +117,12 @@ pub struct CloseIfIdle {
     pub watchers: usize,
 }
 
+/// Answers with the final row once an ending session has ended (it does not end it); at once
+/// with an error when the session is live.
+#[derive(Message)]
+#[rtype(result = "Result<Session, SessionError>")]
+pub struct AwaitEnd;
+
 /// The session row as this actor knows it (fresher than the database).
 #[derive(Message)]
 #[rtype(result = "Session")]
@@ -935,5 +941,19 @@ impl Handler<CloseIfIdle> for CliSession {
                 Err(busy)
             }
         }
+    }
+}
+
+impl Handler<AwaitEnd> for CliSession {
+    type Result = ResponseFuture<Result<Session, SessionError>>;
+
+    fn handle(&mut self, _msg: AwaitEnd, _ctx: &mut Context<Self>) -> Self::Result {
+        if self.is_live() {
+            let status = self.row.status.clone();
+            return Box::pin(async move { Err(SessionError::Cli(format!("the session is {status}, not ending"))) });
+        }
+        let (tx, rx) = oneshot::channel();
+        self.closers.push(tx);
+        Box::pin(async move { rx.await.map_err(|_| SessionError::Cli("the session ended".to_string())) })
     }
 }

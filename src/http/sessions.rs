@@ -10,7 +10,9 @@ use super::errors::parse_id;
 use super::pagination::Page;
 use super::AppState;
 use crate::actors::registry::{Find, Launch, LaunchError, LaunchSpec, Resume, ResumeError};
-use crate::actors::session::{CliSession, Close, CloseReason, Control, SendOutcome, SendUser, SessionError, Snapshot};
+use crate::actors::session::{
+    AwaitEnd, CliSession, Close, CloseReason, Control, SendOutcome, SendUser, SessionError, Snapshot,
+};
 use crate::db;
 use crate::db::messages::Message;
 use crate::db::sessions::Session;
@@ -110,6 +112,20 @@ async fn resume_session(state: &AppState, id: &str) -> Result<Session, ResumeErr
     state.registry.send(Resume(id.to_string())).await.map_err(|e| {
         ResumeError::Launch(LaunchError::Store(db::StoreError::Other(format!("session registry unavailable: {e}"))))
     })?
+}
+
+/// For a session that is not live: resumes it when the janitor closed it as idle (and answers
+/// with the new actor); any other ended session gets `not_live`.
+async fn resume_if_idle_closed(state: &AppState, id: &str, not_live: AppError) -> AppResult<Addr<CliSession>> {
+    let row = load_row(state, id).await?;
+    if row.closed_reason.as_deref() != Some(CloseReason::IdleTimeout.as_str()) {
+        return Err(not_live);
+    }
+    match resume_session(state, id).await {
+        // Another request resumed it first: the turn goes to that process.
+        Ok(_) | Err(ResumeError::Conflict(_)) => live(state, id).await,
+        Err(e) => Err(resume_error(e)),
+    }
 }
 
 fn check<T>(r: Result<T, String>) -> AppResult<T> {
@@ -349,21 +365,19 @@ pub async fn send_message(
     check(validate::free_text("content", &content, usize::MAX))?;
     let addr = match live(&state, &id).await {
         Ok(addr) => addr,
-        Err(not_live) => {
-            let row = load_row(&state, &id).await?;
-            if row.closed_reason.as_deref() != Some(CloseReason::IdleTimeout.as_str()) {
-                return Err(not_live);
-            }
-            match resume_session(&state, &id).await {
-                // Another request resumed it first: the turn goes to that process.
-                Ok(_) | Err(ResumeError::Conflict(_)) => live(&state, &id).await?,
-                Err(e) => return Err(resume_error(e)),
-            }
-        }
+        Err(not_live) => resume_if_idle_closed(&state, &id, not_live).await?,
     };
-    let outcome = addr
-        .send(SendUser { content })
-        .await
+    let outcome = match addr.send(SendUser { content: content.clone() }).await {
+        Ok(Err(SessionError::NotLive(status))) => {
+            // Ending as the message came (perhaps closed by the janitor this very moment):
+            // once it has ended, a session closed as idle is resumed like any other.
+            let _ = addr.send(AwaitEnd).await;
+            let not_live = session_error(SessionError::NotLive(status));
+            resume_if_idle_closed(&state, &id, not_live).await?.send(SendUser { content }).await
+        }
+        other => other,
+    };
+    let outcome = outcome
         .map_err(|_| AppError::new(StatusCode::CONFLICT, "session_not_live", "The session ended."))?
         .map_err(session_error)?;
     Ok(HttpResponse::Accepted().json(outcome))

@@ -109,9 +109,17 @@ async fn the_janitor_closes_an_idle_session_but_not_a_busy_or_watched_one_and_a_
         request.contains("remember the word pelican") && request.contains("pelican-answer"),
         "the earlier turn went to the API again"
     );
-    let lines = service.get_json(&format!("/api/sessions/{idle}/messages?limit=1000")).await;
-    let results = lines.as_array().expect("array").iter().filter(|m| m["message_type"] == "result").count();
-    assert_eq!(results, 2, "one history across both processes");
+    // Lines are written behind: give the last result a moment to be stored.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let lines = service.get_json(&format!("/api/sessions/{idle}/messages?limit=1000")).await;
+        let results = lines.as_array().expect("array").iter().filter(|m| m["message_type"] == "result").count();
+        if results == 2 || Instant::now() > deadline {
+            assert_eq!(results, 2, "one history across both processes");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[actix_web::test]
