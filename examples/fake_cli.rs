@@ -13,6 +13,7 @@
 //! - `fake-no-init`       writes an error to stderr and exits 1 at once
 //! - `fake-stall`         answers initialize, never finishes a turn
 //! - `fake-grandchild`    starts `sleep` in its group and a `setsid sleep` outside it
+//! - `fake-background`    a turn starts a background task that ends 4 s after its result
 
 use std::io::{BufRead, Write};
 use std::time::Duration;
@@ -144,6 +145,12 @@ fn turn(out: &mut impl Write, scenario: &str, session_id: &str, model: &str, tur
                 );
             }
         }
+        "background" => {
+            emit(
+                out,
+                json!({"type": "system", "subtype": "task_started", "task_id": format!("bg-{turns}"), "description": "background work"}),
+            );
+        }
         "exit-mid-turn" => {
             emit(out, json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "half"}]}}));
             let _ = out.flush();
@@ -163,4 +170,13 @@ fn turn(out: &mut impl Write, scenario: &str, session_id: &str, model: &str, tur
             "session_id": session_id, "total_cost_usd": cost, "usage": {"input_tokens": 3, "output_tokens": 2},
             "modelUsage": {model: {"inputTokens": 3 * turns, "outputTokens": 2 * turns}}}),
     );
+    if scenario == "background" {
+        // The task outlives the turn, as the CLI's background tasks do.
+        let _ = out.flush();
+        std::thread::sleep(Duration::from_secs(4));
+        emit(
+            out,
+            json!({"type": "system", "subtype": "task_notification", "task_id": format!("bg-{turns}"), "status": "completed", "session_id": session_id}),
+        );
+    }
 }

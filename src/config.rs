@@ -42,6 +42,8 @@ pub struct Settings {
     pub transport: crate::domain::validate::Transport,
     pub max_sessions_global: u32,
     pub session_idle_timeout_ms: u64,
+    /// Between two sweeps of the janitor.
+    pub janitor_interval_ms: u64,
     pub project_root: PathBuf,
     pub scan_depth: u32,
     pub webhook_secret: Option<String>,
@@ -293,6 +295,7 @@ impl Settings {
             transport,
             max_sessions_global: l.integer("max_sessions_global", 1, 100_000)? as u32,
             session_idle_timeout_ms: l.integer("session_idle_timeout_ms", 1_000, i64::MAX)? as u64,
+            janitor_interval_ms: l.integer("janitor_interval_ms", 50, 86_400_000)? as u64,
             project_root: expand_home(&l.string("project_root")?, home).map_err(|p| l.err("project_root", p))?,
             scan_depth: l.integer("scan_depth", 0, 10)? as u32,
             webhook_secret: l.optional_string("webhook_secret")?,
@@ -367,6 +370,7 @@ mod tests {
         assert_eq!(s.agent_kill_grace_ms, 60_000, "clamped to 60 s");
         assert_eq!(s.max_sessions_global, 20);
         assert_eq!(s.session_idle_timeout_ms, 3_600_000);
+        assert_eq!(s.janitor_interval_ms, 60_000);
         assert_eq!(s.project_root, PathBuf::from("/home/x"));
         assert_eq!(s.scan_depth, 2);
         assert_eq!(s.webhook_secret, None);
@@ -386,9 +390,12 @@ mod tests {
                 ("CONDUIT_PROJECT_ROOT", "/srv/p"),
                 ("LOG_FORMAT", "json"),
                 ("CONDUIT_WEBHOOK_SECRET", "s3"),
+                ("CONDUIT_JANITOR_INTERVAL_MS", "200"),
+                ("CONDUIT_SESSION_IDLE_TIMEOUT_MS", "1500"),
             ]),
         )
         .expect("valid");
+        assert_eq!((s.janitor_interval_ms, s.session_idle_timeout_ms), (200, 1500));
         assert_eq!(s.port, 4000);
         assert_eq!(s.scan_depth, 5);
         assert_eq!(s.allowed_hosts, vec!["a.lan", "b.lan:80"]);
@@ -410,6 +417,9 @@ mod tests {
             ("CONDUIT_WS_PORT_RANGE_END", "10", "`ws_port_range_end`", "at least"),
             ("CONDUIT_ALLOWED_ORIGINS", "evil.com", "`allowed_origins`", "http://"),
             ("CONDUIT_TRANSPORT", "tcp", "`transport`", "stdio, websocket, auto"),
+            ("CONDUIT_JANITOR_INTERVAL_MS", "10", "`janitor_interval_ms`", "50 to 86400000"),
+            ("CONDUIT_JANITOR_INTERVAL_MS", "soon", "`janitor_interval_ms`", "integer"),
+            ("CONDUIT_SESSION_IDLE_TIMEOUT_MS", "999", "`session_idle_timeout_ms`", "from 1000"),
         ];
         for (var, value, key, allowed) in cases {
             let err = Settings::load_from(None, &env(&[(var, value)])).expect_err(var).to_string();

@@ -13,6 +13,7 @@ use actix_web::{web, App, HttpServer};
 use crate::actors::agent_run::RunDeps;
 use crate::actors::agents::{AgentRegistry, Restore, ShutdownAgents};
 use crate::actors::bus::EventBus;
+use crate::actors::janitor::{Janitor, StopJanitor, Tidies};
 use crate::actors::locks::DirLockQueue;
 use crate::actors::permissions::{PermissionEngine, Reload};
 use crate::actors::registry::{self, SessionRegistry, Shutdown};
@@ -49,6 +50,7 @@ pub struct Application {
     server: Server,
     registry: Addr<SessionRegistry>,
     agents: Addr<AgentRegistry>,
+    janitor: Addr<Janitor>,
     writer: Writer,
 }
 
@@ -121,6 +123,19 @@ impl Application {
             .await
             .map_err(|e| crate::db::StoreError::Other(format!("the agent registry did not start: {e}")))??;
         tracing::info!(agents = restored, "scheduled agents restored");
+        let janitor = Janitor::new(
+            std::time::Duration::from_millis(settings.janitor_interval_ms),
+            std::time::Duration::from_millis(settings.session_idle_timeout_ms),
+            store.clone(),
+            registry.clone().recipient(),
+            bus.clone().recipient(),
+            Tidies {
+                agents: agents.clone().recipient(),
+                locks: locks.clone().recipient(),
+                grace: std::time::Duration::from_millis(settings.agent_kill_grace_ms),
+            },
+        )
+        .start();
         let state = web::Data::new(AppState {
             settings,
             store,
@@ -142,6 +157,7 @@ impl Application {
                 .app_data(errors::json_config())
                 .app_data(errors::query_config())
                 .app_data(errors::path_config())
+                .wrap(from_fn(errors::objects_only))
                 .wrap(from_fn(http::guard::enforce))
                 .wrap(from_fn(telemetry::request_span))
                 .configure(http::configure)
@@ -157,7 +173,7 @@ impl Application {
         .disable_signals()
         .run();
         tracing::info!(%addr, port, "conduit listening");
-        Ok(Application { port, server, registry, agents, writer })
+        Ok(Application { port, server, registry, agents, janitor, writer })
     }
 
     pub fn port(&self) -> u16 {
@@ -181,6 +197,10 @@ impl Application {
             finished = &mut server => return finished.unwrap_or_else(|e| Err(std::io::Error::other(e))),
             _ = terminate.recv() => tracing::info!("SIGTERM received; shutting down"),
             _ = interrupt.recv() => tracing::info!("SIGINT received; shutting down"),
+        }
+        // No idle closes race the shutdown's own.
+        if self.janitor.send(StopJanitor).await.is_err() {
+            tracing::warn!("the janitor had already stopped");
         }
         let stop_http = handle.stop(true);
         let end_sessions = self.registry.send(Shutdown);

@@ -5,6 +5,7 @@ pub mod agent_run;
 pub mod agents;
 pub mod bridge;
 pub mod bus;
+pub mod janitor;
 pub mod locks;
 pub mod permissions;
 pub mod registry;

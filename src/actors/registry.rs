@@ -17,12 +17,15 @@ use futures_util::StreamExt;
 use super::bridge::BridgeSocket;
 use super::bus::{Event, Publish};
 use super::permissions::Evaluate;
-use super::session::{CliSession, Close, SessionTerminated, Snapshot, Spawned};
+use super::session::{
+    CliSession, Close, CloseIfIdle, CloseReason, SessionTerminated, Snapshot, Spawned, REASON_LAUNCH_FAILED,
+};
 use crate::config::Settings;
-use crate::db::projects::Project;
+use crate::db::projects::{self, Project};
 use crate::db::sessions::{self, Session, SessionPatch};
 use crate::db::writer::{WriteOp, Writer};
 use crate::db::{Store, StoreError};
+use crate::domain::idleness::Busy;
 use crate::domain::validate::Transport;
 use crate::domain::{names, time};
 use crate::process::command::{stdio_args, websocket_args, CliOptions};
@@ -67,6 +70,44 @@ pub enum LaunchError {
     NoPort(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// Brings back an ended session (closed or errored): a new CLI process with
+/// `--resume=<the CLI's session id>`, in the same folder, with the same options and transport;
+/// same Conduit id, history and totals. Capacity limits apply as for a launch.
+#[derive(Message)]
+#[rtype(result = "Result<Session, ResumeError>")]
+pub struct Resume(pub String);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    #[error("{0}")]
+    NotFound(String),
+    /// The session is live (or not in a state a resume applies to).
+    #[error("{0}")]
+    Conflict(String),
+    /// The CLI never reported a session id: there is no conversation to continue.
+    #[error("{0}")]
+    NotResumable(String),
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+}
+
+impl From<StoreError> for ResumeError {
+    fn from(e: StoreError) -> Self {
+        ResumeError::Launch(LaunchError::Store(e))
+    }
+}
+
+/// The janitor's request: close session `id` if it has been truly idle for `timeout`. Answers
+/// `Err(Busy::NotLive)` when it is not live.
+#[derive(Message)]
+#[rtype(result = "Result<(), Busy>")]
+pub struct CloseIdle {
+    pub id: String,
+    pub timeout: Duration,
+    /// Stream clients following it, as the bus counts them.
+    pub watchers: usize,
 }
 
 /// The actor of a live session, if there is one.
@@ -199,17 +240,20 @@ impl SessionRegistry {
             created_at: now.clone(),
             last_active_at: now,
             closed_at: None,
+            closed_reason: None,
         }
     }
 
     /// Spawns the CLI for `row` and starts its actor; `bridge` (a bound port) selects the
-    /// WebSocket transport. A spawn failure becomes the row's error.
+    /// WebSocket transport; `resumed` when it brings back an ended session. A spawn failure
+    /// becomes the row's error.
     fn spawn_session(
         &mut self,
         mut row: Session,
         folder: &str,
         options: &CliOptions,
         bridge: Option<(std::net::TcpListener, u16)>,
+        resumed: bool,
         ctx: &mut Context<Self>,
     ) -> Session {
         let secret = websocket::new_secret();
@@ -294,6 +338,7 @@ impl SessionRegistry {
                 }
             }),
             bridge,
+            resumed,
         };
         let addr = CliSession::start(
             spawned,
@@ -315,12 +360,14 @@ impl SessionRegistry {
         row.status = "error".to_string();
         row.error_message = Some(reason);
         row.closed_at = Some(now);
+        row.closed_reason = Some(REASON_LAUNCH_FAILED.to_string());
         self.writer.persist(WriteOp::Session {
             id: row.id.clone(),
             patch: SessionPatch {
                 status: Some(row.status.clone()),
                 error_message: Some(row.error_message.clone()),
                 closed_at: Some(row.closed_at.clone()),
+                closed_reason: Some(row.closed_reason.clone()),
                 ..Default::default()
             },
         });
@@ -444,7 +491,7 @@ impl Handler<Launch> for SessionRegistry {
             let options = msg.spec.options.clone();
             Box::pin(insert.into_actor(act).then(move |inserted, act, ctx| {
                 let session = match inserted {
-                    Ok(()) => act.spawn_session(row, &folder, &options, bridge, ctx),
+                    Ok(()) => act.spawn_session(row, &folder, &options, bridge, false, ctx),
                     Err(e) => return Box::pin(actix::fut::ready(Err(e.into()))) as LaunchFuture,
                 };
                 let data = serde_json::to_string(&session).unwrap_or_else(|_| "null".to_string());
@@ -500,8 +547,8 @@ impl Handler<SessionTerminated> for SessionRegistry {
 }
 
 /// Sends `Close` to each session and waits for all of them.
-fn close_all(sessions: Vec<Addr<CliSession>>, signal: i32) -> ResponseFuture<()> {
-    let closing: Vec<_> = sessions.iter().map(|addr| addr.send(Close { signal })).collect();
+fn close_all(sessions: Vec<Addr<CliSession>>, signal: i32, reason: CloseReason) -> ResponseFuture<()> {
+    let closing: Vec<_> = sessions.iter().map(|addr| addr.send(Close { signal, reason })).collect();
     Box::pin(async move {
         for outcome in futures_util::future::join_all(closing).await {
             if let Ok(Err(e)) = outcome {
@@ -516,7 +563,7 @@ impl Handler<CloseProject> for SessionRegistry {
 
     fn handle(&mut self, msg: CloseProject, _ctx: &mut Context<Self>) -> Self::Result {
         let sessions = self.live.values().filter(|l| l.project_id == msg.0).map(|l| l.addr.clone()).collect();
-        close_all(sessions, libc::SIGTERM)
+        close_all(sessions, libc::SIGTERM, CloseReason::ProjectDeleted)
     }
 }
 
@@ -526,7 +573,129 @@ impl Handler<Shutdown> for SessionRegistry {
     fn handle(&mut self, _msg: Shutdown, _ctx: &mut Context<Self>) -> Self::Result {
         self.shutting_down = true;
         tracing::info!(sessions = self.live.len(), "ending every session");
-        close_all(self.live.values().map(|l| l.addr.clone()).collect(), libc::SIGINT)
+        close_all(self.live.values().map(|l| l.addr.clone()).collect(), libc::SIGINT, CloseReason::Shutdown)
+    }
+}
+
+impl Handler<CloseIdle> for SessionRegistry {
+    type Result = ResponseFuture<Result<(), Busy>>;
+
+    fn handle(&mut self, msg: CloseIdle, _ctx: &mut Context<Self>) -> Self::Result {
+        let Some(live) = self.live.get(&msg.id) else {
+            return Box::pin(async { Err(Busy::NotLive) });
+        };
+        let asked = live.addr.send(CloseIfIdle { timeout: msg.timeout, watchers: msg.watchers });
+        // A session that stopped meanwhile is simply not live any more.
+        Box::pin(async move { asked.await.unwrap_or(Err(Busy::NotLive)) })
+    }
+}
+
+type ResumeFuture = std::pin::Pin<Box<dyn ActorFuture<SessionRegistry, Output = Result<Session, ResumeError>>>>;
+
+impl SessionRegistry {
+    /// Checks a stored row can be resumed now and starts its CLI with `--resume`.
+    fn relaunch(
+        &mut self,
+        row: Option<Session>,
+        project: Option<Project>,
+        ctx: &mut Context<Self>,
+    ) -> Result<Session, ResumeError> {
+        let mut row = row.ok_or_else(|| ResumeError::NotFound("No such session.".to_string()))?;
+        if self.live.contains_key(&row.id) || !matches!(row.status.as_str(), "closed" | "error") {
+            return Err(ResumeError::Conflict(format!(
+                "The session is {}; only a closed or errored session can be resumed.",
+                row.status
+            )));
+        }
+        let Some(cli_session) = row.session_id.clone() else {
+            return Err(ResumeError::NotResumable(
+                "The CLI never reported a session id (no turn ever ran), so there is no conversation to resume; launch a new session instead.".to_string(),
+            ));
+        };
+        let project = project.ok_or_else(|| ResumeError::NotFound("The session's project is gone.".to_string()))?;
+        if self.shutting_down {
+            return Err(LaunchError::ShuttingDown.into());
+        }
+        if let Some(reason) = self.capacity_error(&project) {
+            return Err(LaunchError::Capacity(reason).into());
+        }
+        let bridge = match Transport::parse(&row.transport) {
+            Some(Transport::Websocket) => Some(
+                websocket::allocate_port(self.settings.ws_port_range_start, self.settings.ws_port_range_end)
+                    .map_err(LaunchError::NoPort)?,
+            ),
+            _ => None,
+        };
+        let options = CliOptions {
+            model: row.model.clone(),
+            permission_mode: row.permission_mode.clone(),
+            resume_session_id: Some(cli_session),
+            fork_session: false,
+            system_prompt: row.system_prompt.clone(),
+            append_system_prompt: row.append_system_prompt.clone(),
+        };
+        let now = time::now();
+        row.status = "starting".to_string();
+        row.error_message = None;
+        row.closed_at = None;
+        row.closed_reason = None;
+        row.cli_pid = None;
+        row.cli_started_at = None;
+        row.ws_port = bridge.as_ref().map(|(_, port)| i32::from(*port));
+        row.last_active_at = now.clone();
+        // Queued before anything the new process writes: the writer keeps order.
+        self.writer.persist(WriteOp::Session {
+            id: row.id.clone(),
+            patch: SessionPatch {
+                status: Some(row.status.clone()),
+                error_message: Some(None),
+                closed_at: Some(None),
+                closed_reason: Some(None),
+                last_active_at: Some(now),
+                ..Default::default()
+            },
+        });
+        tracing::info!(session = %row.id, transport = %row.transport, "resuming a session");
+        let session = self.spawn_session(row, &project.folder_path, &options, bridge, true, ctx);
+        let data = serde_json::to_string(&session).unwrap_or_else(|_| "null".to_string());
+        self.bus.do_send(Publish(Event::new("session.status", "session_status", Some(session.id.clone()), data)));
+        Ok(session)
+    }
+}
+
+impl Handler<Resume> for SessionRegistry {
+    type Result = AtomicResponse<Self, Result<Session, ResumeError>>;
+
+    fn handle(&mut self, msg: Resume, _ctx: &mut Context<Self>) -> Self::Result {
+        let store = self.store.clone();
+        let id = msg.0;
+        let load = async move {
+            store
+                .run(move |conn| {
+                    let row = sessions::find(conn, &id)?;
+                    let project = match &row {
+                        Some(r) => projects::find(conn, &r.project_id)?,
+                        None => None,
+                    };
+                    Ok((row, project))
+                })
+                .await
+        };
+        // Atomic: two resumes of one session cannot both start a CLI; the second sees it live.
+        AtomicResponse::new(Box::pin(load.into_actor(self).then(|loaded, act, ctx| {
+            let relaunched =
+                loaded.map_err(ResumeError::from).and_then(|(row, project)| act.relaunch(row, project, ctx));
+            // As for a launch: a CLI that could not be started is stored before the answer.
+            let failed = relaunched.as_ref().is_ok_and(|s| s.status == "error");
+            let writer = act.writer.clone();
+            async move {
+                if failed {
+                    let _ = writer.flush().await;
+                }
+                relaunched
+            }
+            .into_actor(act)
+        })) as ResumeFuture)
     }
 }
 

@@ -8,8 +8,8 @@
 //! its process group and marked escapees, writes the final row, and stops; the registry hears
 //! about it through [`SessionTerminated`].
 
-use std::collections::{HashMap, VecDeque};
-use std::time::Duration;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use serde_json::Value;
@@ -21,6 +21,7 @@ use super::permissions::Evaluate;
 use crate::db::messages::NewMessage;
 use crate::db::sessions::{Session, SessionPatch};
 use crate::db::writer::{WriteOp, Writer};
+use crate::domain::idleness::{self, Activity, Busy};
 use crate::domain::time;
 use crate::process::{kill, SESSION_MARKER_ENV};
 use crate::protocol::framing::{Frame, MAX_LINE_BYTES};
@@ -40,6 +41,8 @@ const STDERR_TAIL_BYTES: usize = 4096;
 /// After the CLI exits, how long its stdout and stderr may stay open (held by a descendant)
 /// before the session stops waiting for them.
 const STDOUT_DRAIN: Duration = Duration::from_secs(2);
+/// A resumed CLI that exits sooner than this refused the resume: its error says so.
+pub const RESUME_GRACE: Duration = Duration::from_secs(5);
 
 // ---------------------------------------------------------------------------------------------
 // Messages
@@ -69,12 +72,57 @@ pub enum Control {
 }
 
 /// End the CLI: close stdin, send `signal` to the group, SIGKILL after the grace period.
-/// Answers with the final row once the processes are confirmed gone.
+/// Answers with the final row once the processes are confirmed gone. The first close's
+/// `reason` is the one recorded.
 #[derive(Message)]
 #[rtype(result = "Result<Session, SessionError>")]
 pub struct Close {
     pub signal: i32,
+    pub reason: CloseReason,
 }
+
+/// Why a session was asked to end; stored as the row's `closed_reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// `DELETE /api/sessions/{id}`.
+    Requested,
+    /// Closed by the janitor after the idle timeout; a message to it resumes it.
+    IdleTimeout,
+    ProjectDeleted,
+    Shutdown,
+}
+
+impl CloseReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CloseReason::Requested => "requested",
+            CloseReason::IdleTimeout => "idle_timeout",
+            CloseReason::ProjectDeleted => "project_deleted",
+            CloseReason::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// `closed_reason` of a session whose CLI ended on its own (or failed).
+pub const REASON_CLI_EXITED: &str = "cli_exited";
+/// `closed_reason` of a session whose CLI could not be started.
+pub const REASON_LAUNCH_FAILED: &str = "launch_failed";
+
+/// The janitor's question: close this session if it has been truly idle for `timeout`
+/// (`watchers` is what the bus counts). Decided here, where the state lives, so nothing can
+/// slip in between the check and the close. Answers at once; the close runs on its own.
+#[derive(Message)]
+#[rtype(result = "Result<(), Busy>")]
+pub struct CloseIfIdle {
+    pub timeout: Duration,
+    pub watchers: usize,
+}
+
+/// Answers with the final row once an ending session has ended (it does not end it); at once
+/// with an error when the session is live.
+#[derive(Message)]
+#[rtype(result = "Result<Session, SessionError>")]
+pub struct AwaitEnd;
 
 /// The session row as this actor knows it (fresher than the database).
 #[derive(Message)]
@@ -159,6 +207,15 @@ pub struct CliSession {
     registry_notified: bool,
     /// The WebSocket bridge this session's CLI talks through, if it uses that transport.
     bridge: Option<BridgeHandle>,
+    close_reason: Option<CloseReason>,
+    /// The last line in either direction, message or control traffic. The row's
+    /// `last_active_at` follows it only at status changes, results and the janitor's asks.
+    last_activity: Instant,
+    /// Background tasks the CLI reported as started and not yet finished.
+    background_tasks: HashSet<String>,
+    started_at: Instant,
+    /// This process continues an earlier one (`--resume`).
+    resumed: bool,
 }
 
 /// What the registry hands over after spawning the CLI.
@@ -171,6 +228,8 @@ pub struct Spawned {
     pub exited: std::pin::Pin<Box<dyn std::future::Future<Output = String>>>,
     /// Set on the WebSocket transport: the bridge the CLI connects to.
     pub bridge: Option<BridgeHandle>,
+    /// The CLI was started with `--resume` to bring back an ended session.
+    pub resumed: bool,
 }
 
 impl CliSession {
@@ -219,6 +278,11 @@ impl CliSession {
                 finishing: false,
                 registry_notified: false,
                 bridge: spawned.bridge,
+                close_reason: None,
+                last_activity: Instant::now(),
+                background_tasks: HashSet::new(),
+                started_at: Instant::now(),
+                resumed: spawned.resumed,
             }
         })
     }
@@ -253,6 +317,7 @@ impl CliSession {
 
     /// Writes a line to the CLI (already recorded, or recorded here when `record` is set).
     fn write(&mut self, line: String, record: Option<(&str, Option<String>)>) -> Result<(), SessionError> {
+        self.last_activity = Instant::now();
         if let Some((kind, subtype)) = record {
             self.record("to_cli", kind, subtype, line.clone());
         }
@@ -340,6 +405,7 @@ impl CliSession {
     }
 
     fn on_line(&mut self, line: String, ctx: &mut Context<Self>) {
+        self.last_activity = Instant::now();
         let msg = incoming::parse(&line);
         // Control traffic is protocol plumbing; decisions are published by the engine.
         match (msg.message_type.as_str(), msg.message_subtype.as_deref()) {
@@ -382,6 +448,16 @@ impl CliSession {
                 }
             }
             Kind::Result(result) => self.on_result(result),
+            Kind::TaskStarted { task_id: Some(id) } => {
+                self.background_tasks.insert(id);
+            }
+            Kind::TaskNotification { task_id: Some(id), finished: true } => {
+                self.background_tasks.remove(&id);
+            }
+            Kind::TaskStarted { task_id: None } | Kind::TaskNotification { task_id: None, .. } => {
+                tracing::debug!(session = %self.row.id, "a background task message without a task id");
+            }
+            Kind::TaskNotification { finished: false, .. } => {}
             Kind::ControlRequest { request_id, subtype, request } => {
                 self.answer_cli(request_id, &subtype, &request, ctx)
             }
@@ -427,7 +503,11 @@ impl CliSession {
                 self.row.total_output_tokens += r.output_tokens.unwrap_or(0);
             }
         }
-        self.row.num_turns += 1;
+        // A result no turn asked for that is an error (a refused `--resume` reports one before
+        // exiting) is kept and totals follow it, but it is not a turn.
+        if self.turn_running || !r.is_error {
+            self.row.num_turns += 1;
+        }
         self.row.last_active_at = now.clone();
         self.turn_running = false;
         let status = if self.is_live() { "idle" } else { self.row.status.as_str() }.to_string();
@@ -473,6 +553,7 @@ impl CliSession {
     }
 
     fn on_stderr(&mut self, line: String) {
+        self.last_activity = Instant::now();
         self.stderr_tail.push_str(&line);
         self.stderr_tail.push('\n');
         if self.stderr_tail.len() > STDERR_TAIL_BYTES {
@@ -545,26 +626,35 @@ impl CliSession {
             let survivors = survivors.unwrap_or_default();
             let exit = act.exit.clone().unwrap_or_default();
             let now = time::now();
+            let requested = act.close_reason.map(CloseReason::as_str);
             if !survivors.is_empty() {
                 act.row.status = "error".to_string();
                 act.row.error_message = Some(format!("could not end processes {survivors:?} of this session"));
+                act.row.closed_reason = Some(requested.unwrap_or(REASON_CLI_EXITED).to_string());
             } else if act.close_requested && act.row.error_message.is_none() {
                 act.row.status = "closed".to_string();
                 act.row.closed_at = Some(now.clone());
+                act.row.closed_reason = Some(requested.unwrap_or(CloseReason::Requested.as_str()).to_string());
             } else {
                 act.row.status = "error".to_string();
-                let reason = act.row.error_message.take().unwrap_or_else(|| format!("the CLI {exit}"));
+                let mut reason = act.row.error_message.take().unwrap_or_else(|| format!("the CLI {exit}"));
+                if act.resumed && act.started_at.elapsed() < RESUME_GRACE {
+                    reason = format!("the CLI exited within {RESUME_GRACE:?} of resuming: {reason}");
+                }
                 let tail = act.stderr_tail.trim();
                 act.row.error_message =
                     Some(if tail.is_empty() { reason } else { format!("{reason}; stderr: {tail}") });
                 act.row.closed_at = Some(now.clone());
+                act.row.closed_reason = Some(REASON_CLI_EXITED.to_string());
             }
             act.row.last_active_at = now.clone();
             act.turn_running = false;
+            act.background_tasks.clear();
             let patch = SessionPatch {
                 status: Some(act.row.status.clone()),
                 error_message: Some(act.row.error_message.clone()),
                 closed_at: Some(act.row.closed_at.clone()),
+                closed_reason: Some(act.row.closed_reason.clone()),
                 last_active_at: Some(now),
                 ..Default::default()
             };
@@ -667,6 +757,7 @@ impl Handler<SendUser> for CliSession {
     type Result = ResponseActFuture<Self, Result<SendOutcome, SessionError>>;
 
     fn handle(&mut self, msg: SendUser, _ctx: &mut Context<Self>) -> Self::Result {
+        self.last_activity = Instant::now();
         if !self.is_live() {
             let status = if self.close_requested { "closing".to_string() } else { self.row.status.clone() };
             return Box::pin(actix::fut::ready(Err(SessionError::NotLive(status))));
@@ -756,6 +847,7 @@ impl Handler<Close> for CliSession {
         let (tx, rx) = oneshot::channel();
         self.closers.push(tx);
         if !self.close_requested {
+            self.close_reason = Some(msg.reason);
             self.begin_close(msg.signal, ctx);
         }
         Box::pin(async move { rx.await.map_err(|_| SessionError::Cli("the session ended while closing".to_string())) })
@@ -767,5 +859,54 @@ impl Handler<Snapshot> for CliSession {
 
     fn handle(&mut self, _msg: Snapshot, _ctx: &mut Context<Self>) -> Self::Result {
         MessageResult(self.row.clone())
+    }
+}
+
+impl Handler<CloseIfIdle> for CliSession {
+    type Result = Result<(), Busy>;
+
+    fn handle(&mut self, msg: CloseIfIdle, ctx: &mut Context<Self>) -> Self::Result {
+        let activity = Activity {
+            live: self.is_live(),
+            turn_running: self.turn_running,
+            pending_controls: self.pending.len(),
+            inflight_requests: self.inflight.len(),
+            queued_turns: self.queue.len(),
+            background_tasks: self.background_tasks.len(),
+            watchers: msg.watchers,
+            quiet_for: self.last_activity.elapsed(),
+        };
+        match idleness::verdict(&activity, msg.timeout) {
+            Ok(()) => {
+                tracing::info!(session = %self.row.id, quiet_for = ?activity.quiet_for, "closing an idle session");
+                self.close_reason = Some(CloseReason::IdleTimeout);
+                self.begin_close(libc::SIGTERM, ctx);
+                Ok(())
+            }
+            Err(busy) => {
+                // The stored time moves on to the real last activity, so the janitor's indexed
+                // query stops offering this session until it may really be idle.
+                let last = time::ago(activity.quiet_for);
+                if busy != Busy::NotLive && last > self.row.last_active_at {
+                    self.row.last_active_at = last.clone();
+                    self.patch(SessionPatch { last_active_at: Some(last), ..Default::default() });
+                }
+                Err(busy)
+            }
+        }
+    }
+}
+
+impl Handler<AwaitEnd> for CliSession {
+    type Result = ResponseFuture<Result<Session, SessionError>>;
+
+    fn handle(&mut self, _msg: AwaitEnd, _ctx: &mut Context<Self>) -> Self::Result {
+        if self.is_live() {
+            let status = self.row.status.clone();
+            return Box::pin(async move { Err(SessionError::Cli(format!("the session is {status}, not ending"))) });
+        }
+        let (tx, rx) = oneshot::channel();
+        self.closers.push(tx);
+        Box::pin(async move { rx.await.map_err(|_| SessionError::Cli("the session ended".to_string())) })
     }
 }

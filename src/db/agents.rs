@@ -179,11 +179,40 @@ pub fn fail_interrupted(conn: &mut DbConnection, now: &str) -> Result<Vec<String
     .map_err(StoreError::from)
 }
 
-/// Executions still `running` that started before `cutoff` (candidates for the janitor).
-pub fn running_since_before(conn: &mut DbConnection, cutoff: &str) -> Result<Vec<(String, String)>, StoreError> {
-    Ok(agent_executions::table
+/// A running execution, with what the janitor needs to judge whether it is stuck.
+pub struct RunningExecution {
+    pub id: String,
+    pub agent_id: String,
+    pub started_at: String,
+    pub timeout_ms: i64,
+}
+
+/// Every execution still `running` (indexed on status), with its agent's timeout.
+pub fn running(conn: &mut DbConnection) -> Result<Vec<RunningExecution>, StoreError> {
+    let rows: Vec<(String, String, Option<String>, i64)> = agent_executions::table
+        .inner_join(agents::table)
         .filter(agent_executions::status.eq("running"))
-        .filter(agent_executions::started_at.lt(cutoff))
-        .select((agent_executions::id, agent_executions::agent_id))
-        .load(conn)?)
+        .select((agent_executions::id, agent_executions::agent_id, agent_executions::started_at, agents::timeout_ms))
+        .load(conn)?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, agent_id, started_at, timeout_ms)| RunningExecution {
+            id,
+            agent_id,
+            started_at: started_at.unwrap_or_default(),
+            timeout_ms,
+        })
+        .collect())
+}
+
+/// Ends an execution no run actor owns any more, if it is still marked running.
+pub fn fail_orphan(conn: &mut DbConnection, id: &str, error: &str, now: &str) -> Result<bool, StoreError> {
+    Ok(diesel::update(agent_executions::table.find(id).filter(agent_executions::status.eq("running")))
+        .set((
+            agent_executions::status.eq("failure"),
+            agent_executions::error.eq(error),
+            agent_executions::finished_at.eq(now),
+        ))
+        .execute(conn)?
+        > 0)
 }

@@ -59,6 +59,7 @@ diesel::table! {
         created_at -> Text,
         last_active_at -> Text,
         closed_at -> Nullable<Text>,
+        closed_reason -> Nullable<Text>,
     }
 }
 

@@ -50,6 +50,9 @@ pub struct Session {
     pub created_at: String,
     pub last_active_at: String,
     pub closed_at: Option<String>,
+    /// Why the session ended: `requested`, `idle_timeout`, `project_deleted`, `shutdown`,
+    /// `cli_exited`, `launch_failed` or `service_restarted`; null while live.
+    pub closed_reason: Option<String>,
 }
 
 /// A change to a session row; `None` leaves a column as it is.
@@ -70,6 +73,7 @@ pub struct SessionPatch {
     pub error_message: Option<Option<String>>,
     pub last_active_at: Option<String>,
     pub closed_at: Option<Option<String>>,
+    pub closed_reason: Option<Option<String>>,
 }
 
 impl SessionPatch {
@@ -121,6 +125,20 @@ pub fn list_live(conn: &mut DbConnection, limit: i64, offset: i64) -> Result<Vec
         .load(conn)?)
 }
 
+/// Ids of live sessions whose stored `last_active_at` is before `cutoff`, quietest first: the
+/// janitor's candidates (the actor itself decides whether one is truly idle). The stored time
+/// only ever lags the actor's own, so this never misses an idle session. Uses
+/// `sessions_status_last_active_idx`: one index range per live status, no table scan.
+pub fn quiet_since(conn: &mut DbConnection, cutoff: &str, limit: i64) -> Result<Vec<String>, StoreError> {
+    Ok(sessions::table
+        .filter(sessions::status.eq_any(LIVE_STATUSES))
+        .filter(sessions::last_active_at.lt(cutoff))
+        .order(sessions::last_active_at.asc())
+        .limit(limit)
+        .select(sessions::id)
+        .load(conn)?)
+}
+
 pub fn count_live(conn: &mut DbConnection) -> Result<i64, StoreError> {
     Ok(sessions::table.filter(sessions::status.eq_any(LIVE_STATUSES)).count().get_result(conn)?)
 }
@@ -136,6 +154,7 @@ pub fn fail_interrupted(conn: &mut DbConnection, now: &str) -> Result<Vec<Sessio
                 sessions::status.eq("error"),
                 sessions::error_message.eq("service restarted"),
                 sessions::closed_at.eq(now),
+                sessions::closed_reason.eq("service_restarted"),
             ))
             .execute(conn)?;
         Ok::<_, diesel::result::Error>(rows)

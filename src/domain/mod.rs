@@ -2,6 +2,7 @@
 
 pub mod cron;
 pub mod folders;
+pub mod idleness;
 pub mod names;
 pub mod rules;
 pub mod time;

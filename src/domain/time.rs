@@ -5,3 +5,9 @@ use chrono::{SecondsFormat, Utc};
 pub fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
 }
+
+/// The timestamp `elapsed` ago, for activity the actors track as an `Instant`.
+pub fn ago(elapsed: std::time::Duration) -> String {
+    let elapsed = chrono::Duration::from_std(elapsed).unwrap_or(chrono::Duration::zero());
+    (Utc::now() - elapsed).to_rfc3339_opts(SecondsFormat::Millis, true)
+}

@@ -1,9 +1,13 @@
 //! Extractor configuration: every way a request can be malformed becomes the standard JSON
 //! error with the right status, never actix's plain-text default.
 
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::error::{InternalError, JsonPayloadError, PayloadError};
 use actix_web::http::{header, StatusCode};
-use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
+use actix_web::middleware::Next;
+use actix_web::{web, Error, HttpMessage, HttpRequest, HttpResponse, ResponseError};
+use futures_util::StreamExt;
 
 use crate::error::{error_response, AppError};
 
@@ -19,11 +23,7 @@ fn classify_json(err: &JsonPayloadError) -> AppError {
         ),
         JsonPayloadError::Overflow { .. }
         | JsonPayloadError::OverflowKnownLength { .. }
-        | JsonPayloadError::Payload(PayloadError::Overflow) => AppError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
-            format!("The request body is larger than the limit of {MAX_BODY_BYTES} bytes."),
-        ),
+        | JsonPayloadError::Payload(PayloadError::Overflow) => too_large(),
         // A well-formed document of the wrong shape: unknown field, missing field, wrong type.
         JsonPayloadError::Deserialize(e) if e.is_data() => AppError::validation(format!("Invalid request body: {e}")),
         JsonPayloadError::Deserialize(e) => {
@@ -31,6 +31,45 @@ fn classify_json(err: &JsonPayloadError) -> AppError {
         }
         other => AppError::bad_request("bad_request", format!("Could not read the request body: {other}")),
     }
+}
+
+fn too_large() -> AppError {
+    AppError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+        format!("The request body is larger than the limit of {MAX_BODY_BYTES} bytes."),
+    )
+}
+
+/// JSON request bodies must be objects. serde's derive also accepts an array for a struct,
+/// filling its fields by position (`["hi"]` would pass as `{"content": "hi"}`), so a JSON body
+/// that is an array is refused (422) before any handler sees it.
+pub async fn objects_only(
+    mut req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    let json = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.trim_start().to_ascii_lowercase().starts_with("application/json"));
+    if json {
+        let mut payload = req.take_payload();
+        let mut body = web::BytesMut::new();
+        while let Some(chunk) = payload.next().await {
+            let chunk = chunk?;
+            if body.len() + chunk.len() > MAX_BODY_BYTES {
+                return Ok(req.into_response(too_large().error_response()));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+            let refusal = AppError::validation("Invalid request body: expected a JSON object, got an array");
+            return Ok(req.into_response(refusal.error_response()));
+        }
+        req.set_payload(actix_web::dev::Payload::from(body.freeze()));
+    }
+    next.call(req).await.map(ServiceResponse::map_into_boxed_body)
 }
 
 pub fn json_config() -> web::JsonConfig {

@@ -83,6 +83,7 @@ pub fn route_table() -> Vec<RouteSpec> {
         route!(DELETE, "/api/sessions/{id}", sessions::close),
         route!(GET, "/api/sessions/{id}/messages", sessions::messages),
         route!(POST, "/api/sessions/{id}/message", sessions::send_message),
+        route!(POST, "/api/sessions/{id}/resume", sessions::resume),
         route!(POST, "/api/sessions/{id}/interrupt", sessions::interrupt),
         route!(POST, "/api/sessions/{id}/model", sessions::set_model),
         route!(POST, "/api/sessions/{id}/permission-mode", sessions::set_permission_mode),

@@ -47,6 +47,7 @@ impl Modify for BearerToken {
         sessions::close,
         sessions::messages,
         sessions::send_message,
+        sessions::resume,
         sessions::interrupt,
         sessions::set_model,
         sessions::set_permission_mode,

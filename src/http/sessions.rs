@@ -9,8 +9,10 @@ use utoipa::ToSchema;
 use super::errors::parse_id;
 use super::pagination::Page;
 use super::AppState;
-use crate::actors::registry::{Find, Launch, LaunchError, LaunchSpec};
-use crate::actors::session::{CliSession, Close, Control, SendOutcome, SendUser, SessionError, Snapshot};
+use crate::actors::registry::{Find, Launch, LaunchError, LaunchSpec, Resume, ResumeError};
+use crate::actors::session::{
+    AwaitEnd, CliSession, Close, CloseReason, Control, SendOutcome, SendUser, SessionError, Snapshot,
+};
 use crate::db;
 use crate::db::messages::Message;
 use crate::db::sessions::Session;
@@ -86,6 +88,44 @@ fn session_error(e: SessionError) -> AppError {
         _ => "storage_unavailable",
     };
     AppError::new(status, code, e.to_string())
+}
+
+fn launch_error(e: LaunchError) -> AppError {
+    match e {
+        LaunchError::Capacity(m) => AppError::new(StatusCode::TOO_MANY_REQUESTS, "capacity_reached", m),
+        LaunchError::ShuttingDown => AppError::unavailable("shutting_down", "The service is shutting down."),
+        LaunchError::NoPort(m) => AppError::unavailable("ports_exhausted", m),
+        LaunchError::Store(e) => e.into(),
+    }
+}
+
+fn resume_error(e: ResumeError) -> AppError {
+    match e {
+        ResumeError::NotFound(m) => AppError::not_found(m),
+        ResumeError::Conflict(m) => AppError::new(StatusCode::CONFLICT, "session_live", m),
+        ResumeError::NotResumable(m) => AppError::new(StatusCode::CONFLICT, "not_resumable", m),
+        ResumeError::Launch(e) => launch_error(e),
+    }
+}
+
+async fn resume_session(state: &AppState, id: &str) -> Result<Session, ResumeError> {
+    state.registry.send(Resume(id.to_string())).await.map_err(|e| {
+        ResumeError::Launch(LaunchError::Store(db::StoreError::Other(format!("session registry unavailable: {e}"))))
+    })?
+}
+
+/// For a session that is not live: resumes it when the janitor closed it as idle (and answers
+/// with the new actor); any other ended session gets `not_live`.
+async fn resume_if_idle_closed(state: &AppState, id: &str, not_live: AppError) -> AppResult<Addr<CliSession>> {
+    let row = load_row(state, id).await?;
+    if row.closed_reason.as_deref() != Some(CloseReason::IdleTimeout.as_str()) {
+        return Err(not_live);
+    }
+    match resume_session(state, id).await {
+        // Another request resumed it first: the turn goes to that process.
+        Ok(_) | Err(ResumeError::Conflict(_)) => live(state, id).await,
+        Err(e) => Err(resume_error(e)),
+    }
 }
 
 fn check<T>(r: Result<T, String>) -> AppResult<T> {
@@ -192,12 +232,7 @@ pub async fn launch(
         .send(Launch { project, spec })
         .await
         .map_err(|e| AppError::internal(format!("session registry unavailable: {e}")))?
-        .map_err(|e| match e {
-            LaunchError::Capacity(m) => AppError::new(StatusCode::TOO_MANY_REQUESTS, "capacity_reached", m),
-            LaunchError::ShuttingDown => AppError::unavailable("shutting_down", "The service is shutting down."),
-            LaunchError::NoPort(m) => AppError::unavailable("ports_exhausted", m),
-            LaunchError::Store(e) => e.into(),
-        })?;
+        .map_err(launch_error)?;
     let mut response = if launched.created { HttpResponse::Created() } else { HttpResponse::Ok() };
     Ok(response
         .insert_header((header::LOCATION, format!("/api/sessions/{}", launched.session.id)))
@@ -302,19 +337,20 @@ pub async fn messages(
 }
 
 /// Send a user turn. Answers once the line is stored; it is written to the CLI when the
-/// running turn (if any) ends. At most 100 turns wait per session.
+/// running turn (if any) ends. At most 100 turns wait per session. A session the janitor
+/// closed as idle (`closed_reason` `idle_timeout`) is resumed first, and the turn waits for it.
 #[utoipa::path(post, path = "/api/sessions/{id}/message", tag = "sessions", request_body = SendMessage,
     params(("id" = String, Path, description = "Session id (UUID)")),
     responses(
         (status = 202, description = "Stored, and sent or queued", body = SendOutcome),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
-        (status = 409, description = "The session is closed or errored", body = ErrorBody),
+        (status = 409, description = "The session is closed or errored (other than by the idle timeout), or cannot be resumed", body = ErrorBody),
         (status = 413, description = "Body over 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "Validation failed", body = ErrorBody),
-        (status = 429, description = "100 turns already wait", body = ErrorBody),
-        (status = 503, description = "The message could not be stored", body = ErrorBody),
+        (status = 429, description = "100 turns already wait, or resuming would exceed a session limit", body = ErrorBody),
+        (status = 503, description = "The message could not be stored, or the service is shutting down", body = ErrorBody),
     ))]
 pub async fn send_message(
     state: web::Data<AppState>,
@@ -327,10 +363,21 @@ pub async fn send_message(
         return Err(AppError::validation("`content` must not be empty"));
     }
     check(validate::free_text("content", &content, usize::MAX))?;
-    let addr = live(&state, &id).await?;
-    let outcome = addr
-        .send(SendUser { content })
-        .await
+    let addr = match live(&state, &id).await {
+        Ok(addr) => addr,
+        Err(not_live) => resume_if_idle_closed(&state, &id, not_live).await?,
+    };
+    let outcome = match addr.send(SendUser { content: content.clone() }).await {
+        Ok(Err(SessionError::NotLive(status))) => {
+            // Ending as the message came (perhaps closed by the janitor this very moment):
+            // once it has ended, a session closed as idle is resumed like any other.
+            let _ = addr.send(AwaitEnd).await;
+            let not_live = session_error(SessionError::NotLive(status));
+            resume_if_idle_closed(&state, &id, not_live).await?.send(SendUser { content }).await
+        }
+        other => other,
+    };
+    let outcome = outcome
         .map_err(|_| AppError::new(StatusCode::CONFLICT, "session_not_live", "The session ended."))?
         .map_err(session_error)?;
     Ok(HttpResponse::Accepted().json(outcome))
@@ -419,10 +466,29 @@ pub async fn set_permission_mode(
 pub async fn close(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
     let id = parse_id("session", &id)?;
     if let Ok(Some(addr)) = state.registry.send(Find(id.clone())).await {
-        if let Ok(Ok(row)) = addr.send(Close { signal: libc::SIGTERM }).await {
+        if let Ok(Ok(row)) = addr.send(Close { signal: libc::SIGTERM, reason: CloseReason::Requested }).await {
             return Ok(HttpResponse::Ok().json(row));
         }
     }
     // Not live (or it ended meanwhile): the stored row is the answer.
     Ok(HttpResponse::Ok().json(load_row(&state, &id).await?))
+}
+
+/// Bring back a closed or errored session (idle timeout, restart, crash): a new CLI process
+/// with `--resume=<its session_id>` in the same folder, with the same options and transport.
+/// The session keeps its id, history and totals; it answers at status `starting`. A CLI that
+/// exits within 5 s of resuming leaves the session in `error` with the CLI's reason.
+#[utoipa::path(post, path = "/api/sessions/{id}/resume", tag = "sessions",
+    params(("id" = String, Path, description = "Session id (UUID)")),
+    responses(
+        (status = 200, description = "Resuming; status `starting` (or `error` when the CLI cannot be started)", body = Session),
+        (status = 404, description = "No such session", body = ErrorBody),
+        (status = 409, description = "The session is live (`session_live`), or its CLI never reported a session id (`not_resumable`)", body = ErrorBody),
+        (status = 429, description = "The project's or the global session limit is reached", body = ErrorBody),
+        (status = 503, description = "The service is shutting down, or no port is free for a WebSocket bridge", body = ErrorBody),
+    ))]
+pub async fn resume(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
+    let id = parse_id("session", &id)?;
+    let row = resume_session(&state, &id).await.map_err(resume_error)?;
+    Ok(HttpResponse::Ok().json(row))
 }

@@ -31,6 +31,17 @@ pub enum Kind {
         permission_mode: Option<String>,
     },
     Result(TurnResult),
+    /// `system`/`task_started`: a background task began (the CLI keeps working after the
+    /// turn's result until it reports the task's end). `None` when no id could be found.
+    TaskStarted {
+        task_id: Option<String>,
+    },
+    /// `system`/`task_notification`: news of a background task; `finished` unless its status
+    /// says it still runs (an unknown status counts as the end, so no task is held forever).
+    TaskNotification {
+        task_id: Option<String>,
+        finished: bool,
+    },
     /// The CLI asks something (`can_use_tool`, `hook_callback`, ...); it waits for an answer.
     ControlRequest {
         request_id: String,
@@ -113,6 +124,16 @@ pub fn parse(line: &str) -> Incoming {
                 status: str_field(&json, "status"),
                 permission_mode: str_field(&json, "permissionMode"),
             },
+            Some("task_started") => Kind::TaskStarted { task_id: task_field(&json, &["task_id", "taskId", "id"]) },
+            Some("task_notification") => {
+                let status = task_field(&json, &["status", "state"]);
+                Kind::TaskNotification {
+                    task_id: task_field(&json, &["task_id", "taskId", "id"]),
+                    finished: !status.is_some_and(|s| {
+                        matches!(s.to_ascii_lowercase().as_str(), "running" | "pending" | "in_progress" | "started")
+                    }),
+                }
+            }
             _ => Kind::Other,
         },
         "result" => {
@@ -165,6 +186,19 @@ pub fn parse(line: &str) -> Incoming {
     Incoming { message_type, message_subtype, kind }
 }
 
+/// The first of `keys` found at the top level, or inside a `task`/`data` object: the
+/// background-task messages are not documented, so their field names are read leniently.
+fn task_field(json: &Value, keys: &[&str]) -> Option<String> {
+    let scopes = [Some(json), json.get("task"), json.get("data")];
+    scopes.into_iter().flatten().find_map(|scope| {
+        keys.iter().find_map(|k| match scope.get(*k) {
+            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        })
+    })
+}
+
 fn invalid(error: String) -> Incoming {
     Incoming { message_type: "invalid".to_string(), message_subtype: None, kind: Kind::Invalid { error } }
 }
@@ -188,6 +222,21 @@ mod tests {
                 permission_mode: Some("plan".into())
             }
         );
+    }
+
+    #[test]
+    fn background_tasks_are_read_leniently() {
+        let started = parse(r#"{"type":"system","subtype":"task_started","task_id":"t1","description":"x"}"#);
+        assert_eq!(started.kind, Kind::TaskStarted { task_id: Some("t1".into()) });
+        let nested = parse(r#"{"type":"system","subtype":"task_started","task":{"id":"t2"}}"#);
+        assert_eq!(nested.kind, Kind::TaskStarted { task_id: Some("t2".into()) });
+        let done = parse(r#"{"type":"system","subtype":"task_notification","task_id":"t1","status":"completed"}"#);
+        assert_eq!(done.kind, Kind::TaskNotification { task_id: Some("t1".into()), finished: true });
+        let running =
+            parse(r#"{"type":"system","subtype":"task_notification","data":{"taskId":"t1","status":"running"}}"#);
+        assert_eq!(running.kind, Kind::TaskNotification { task_id: Some("t1".into()), finished: false });
+        let unknown = parse(r#"{"type":"system","subtype":"task_notification","task_id":7}"#);
+        assert_eq!(unknown.kind, Kind::TaskNotification { task_id: Some("7".into()), finished: true });
     }
 
     #[test]

@@ -425,3 +425,35 @@ async fn build_on_a_non_loopback_host_works_with_insecure_or_a_token() {
         server.await.expect("server task").expect("server stopped cleanly");
     }
 }
+
+#[actix_web::test]
+async fn a_json_array_is_never_taken_for_an_object() {
+    let app = spawn_app().await;
+    std::fs::create_dir_all(app.root.join("arr")).expect("folder");
+    let res = app.client.post(format!("{}/api/projects", app.address)).json(&json!(["Arr", "arr"])).send().await;
+    assert_eq!(error_code(res.expect("request"), 422).await, "validation_failed");
+    let res =
+        app.client.post(format!("{}/api/projects", app.address)).json(&new_project_body(&app, "arr")).send().await;
+    let project: Value = res.expect("request").json().await.expect("json");
+    let id = project["id"].as_str().expect("id");
+    for body in ["[]", "  [\"renamed\"]"] {
+        let res = app
+            .client
+            .put(format!("{}/api/projects/{id}", app.address))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(error_code(res, 422).await, "validation_failed", "{body}");
+    }
+    let res = app
+        .client
+        .post(format!("{}/api/projects", app.address))
+        .header("content-type", "application/json")
+        .body(vec![b' '; 2 * 1024 * 1024])
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(error_code(res, 413).await, "payload_too_large");
+}

@@ -496,6 +496,7 @@ async fn a_restart_after_a_crash_errors_live_sessions_and_ends_their_cli() {
     let row = service.get_json(&format!("/api/sessions/{id}")).await;
     assert_eq!(row["status"], "error", "{row}");
     assert_eq!(row["error_message"], "service restarted", "{row}");
+    assert_eq!(row["closed_reason"], "service_restarted", "{row}");
     assert!(gone_within(pid, Duration::from_secs(5)).await, "the leftover CLI {pid} is still alive\n{}", service.log());
     assert_eq!(active_sessions(&service).await, 0);
 }
@@ -530,6 +531,7 @@ async fn sigterm_ends_every_session_and_records_them_closed() {
         let row = service.get_json(&format!("/api/sessions/{}", id_of(s))).await;
         assert_eq!(row["status"], "closed", "{row}");
         assert!(row["error_message"].is_null(), "{row}");
+        assert_eq!(row["closed_reason"], "shutdown", "{row}");
     }
     let row = service.get_json(&format!("/api/sessions/{answered}")).await;
     assert_eq!(row["num_turns"], 1, "{row}");

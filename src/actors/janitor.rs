@@ -1,0 +1,249 @@
+//! `Janitor`: the one actor that tidies up on a timer.
+//!
+//! Every `janitor_interval_ms` it sweeps: live sessions quiet for `session_idle_timeout_ms`
+//! are offered to the registry for closing (reason `idle_timeout`; a message to such a session
+//! resumes it). Candidates come from an indexed query on the stored `last_active_at`, which only
+//! ever lags the session's own clock; each candidate's actor then decides whether it is truly
+//! idle (no turn, no control request either way, no queued turn, no background task, nobody
+//! watching). Agent executions still running well past their timeout (plus the kill grace)
+//! are cancelled, or failed when no run owns them any more, and lock queues nobody waits in any
+//! more are pruned. A sweep never overlaps the previous one, logs its counts, and an error in
+//! one step or one session never stops the rest.
+
+use std::time::Duration;
+
+use actix::prelude::*;
+
+use super::agents::CancelExecution;
+use super::bus::WatcherCount;
+use super::locks::Prune;
+use super::registry::CloseIdle;
+use crate::db::{agents, sessions, Store};
+use crate::domain::idleness::Busy;
+use crate::domain::time;
+
+/// Candidates looked at per sweep, at most; the rest wait for the next sweep.
+const SWEEP_BATCH: i64 = 500;
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+/// Sweep now (the timer sends it too). Answers with what the sweep did; a sweep asked for while
+/// one runs is skipped (`skipped: true`).
+#[derive(Message)]
+#[rtype(result = "SweepReport")]
+pub struct Sweep;
+
+/// Stops the timer (at shutdown, before the sessions are ended).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct StopJanitor;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Sessions the indexed query offered.
+    pub checked: usize,
+    /// Closed as idle.
+    pub closed: usize,
+    /// Left open: a turn, a control request, a queued turn, a background task, a watcher, or
+    /// recent activity.
+    pub busy: usize,
+    /// Ended (or ending) meanwhile.
+    pub gone: usize,
+    pub errors: usize,
+    /// Agent executions found running past their timeout and ended.
+    pub executions_reaped: usize,
+    /// Lock queue entries dropped (waiters that gave up, empty queues).
+    pub locks_pruned: usize,
+    pub skipped: bool,
+}
+
+// ---------------------------------------------------------------------------------------------
+// State
+
+pub struct Janitor {
+    interval: Duration,
+    idle_timeout: Duration,
+    store: Store,
+    registry: Recipient<CloseIdle>,
+    bus: Recipient<WatcherCount>,
+    agents: Recipient<CancelExecution>,
+    locks: Recipient<Prune>,
+    /// How long past its timeout a run may take to end (its kill grace) before it counts as stuck.
+    grace: Duration,
+    sweeping: bool,
+}
+
+/// What the janitor tidies besides sessions.
+pub struct Tidies {
+    pub agents: Recipient<CancelExecution>,
+    pub locks: Recipient<Prune>,
+    pub grace: Duration,
+}
+
+impl Janitor {
+    pub fn new(
+        interval: Duration,
+        idle_timeout: Duration,
+        store: Store,
+        registry: Recipient<CloseIdle>,
+        bus: Recipient<WatcherCount>,
+        tidies: Tidies,
+    ) -> Self {
+        let Tidies { agents, locks, grace } = tidies;
+        Janitor { interval, idle_timeout, store, registry, bus, agents, locks, grace, sweeping: false }
+    }
+}
+
+/// Offers every quiet live session to the registry for closing.
+async fn close_idle_sessions(
+    store: Store,
+    registry: Recipient<CloseIdle>,
+    bus: Recipient<WatcherCount>,
+    timeout: Duration,
+    report: &mut SweepReport,
+) {
+    let cutoff = time::ago(timeout);
+    let ids = match store.run(move |conn| sessions::quiet_since(conn, &cutoff, SWEEP_BATCH)).await {
+        Ok(ids) => ids,
+        Err(e) => {
+            tracing::warn!(error = %e, "janitor: cannot list quiet sessions");
+            report.errors += 1;
+            return;
+        }
+    };
+    for id in ids {
+        report.checked += 1;
+        let watchers = match bus.send(WatcherCount(id.clone())).await {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!(session = %id, error = %e, "janitor: the event bus did not answer");
+                report.errors += 1;
+                continue;
+            }
+        };
+        match registry.send(CloseIdle { id: id.clone(), timeout, watchers }).await {
+            Ok(Ok(())) => report.closed += 1,
+            Ok(Err(Busy::NotLive)) => report.gone += 1,
+            Ok(Err(why)) => {
+                tracing::debug!(session = %id, reason = why.as_str(), "janitor: session kept open");
+                report.busy += 1;
+            }
+            Err(e) => {
+                tracing::warn!(session = %id, error = %e, "janitor: the registry did not answer");
+                report.errors += 1;
+            }
+        }
+    }
+}
+
+/// Ends agent executions still running past their timeout plus twice the kill grace: their
+/// run should have ended them long ago. A run that still exists is cancelled; a row no run owns
+/// (its actor is gone) is marked failed.
+async fn reap_stuck_executions(
+    store: Store,
+    agents_: Recipient<CancelExecution>,
+    grace: Duration,
+    report: &mut SweepReport,
+) {
+    let running = match store.run(agents::running).await {
+        Ok(rows) => rows,
+        Err(e) => {
+            tracing::warn!(error = %e, "janitor: cannot list running executions");
+            report.errors += 1;
+            return;
+        }
+    };
+    let now = chrono::Utc::now();
+    for run in running {
+        let Ok(started) = chrono::DateTime::parse_from_rfc3339(&run.started_at) else { continue };
+        let limit =
+            chrono::Duration::milliseconds(run.timeout_ms) + chrono::Duration::from_std(grace * 2).unwrap_or_default();
+        if started.with_timezone(&chrono::Utc) + limit > now {
+            continue;
+        }
+        let cancel = CancelExecution { agent_id: run.agent_id.clone(), execution_id: run.id.clone() };
+        let live = matches!(agents_.send(cancel).await, Ok(Ok(true)));
+        if !live {
+            let (id, at) = (run.id.clone(), time::now());
+            let error = "reaped by the janitor: still marked running past its timeout, with no run going";
+            match store.run(move |conn| agents::fail_orphan(conn, &id, error, &at)).await {
+                Ok(false) => continue,
+                Ok(true) => {}
+                Err(e) => {
+                    tracing::warn!(execution = %run.id, error = %e, "janitor: cannot end a stuck execution");
+                    report.errors += 1;
+                    continue;
+                }
+            }
+        }
+        tracing::warn!(execution = %run.id, live, "janitor: ended an execution stuck past its timeout");
+        report.executions_reaped += 1;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handlers
+
+impl Actor for Janitor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        tracing::info!(interval = ?self.interval, idle_timeout = ?self.idle_timeout, "janitor started");
+        ctx.run_interval(self.interval, |_act, ctx| ctx.notify(Sweep));
+    }
+}
+
+impl Handler<Sweep> for Janitor {
+    type Result = ResponseActFuture<Self, SweepReport>;
+
+    fn handle(&mut self, _msg: Sweep, _ctx: &mut Context<Self>) -> Self::Result {
+        if self.sweeping {
+            return Box::pin(actix::fut::ready(SweepReport { skipped: true, ..Default::default() }));
+        }
+        self.sweeping = true;
+        let (store, registry, bus, timeout) =
+            (self.store.clone(), self.registry.clone(), self.bus.clone(), self.idle_timeout);
+        let (agents, locks, grace) = (self.agents.clone(), self.locks.clone(), self.grace);
+        // Each step on its own: one failing never stops the others.
+        let sweep = async move {
+            let mut report = SweepReport::default();
+            close_idle_sessions(store.clone(), registry, bus, timeout, &mut report).await;
+            reap_stuck_executions(store, agents, grace, &mut report).await;
+            match locks.send(Prune).await {
+                Ok(pruned) => report.locks_pruned = pruned,
+                Err(e) => {
+                    tracing::warn!(error = %e, "janitor: the lock queue did not answer");
+                    report.errors += 1;
+                }
+            }
+            report
+        };
+        Box::pin(sweep.into_actor(self).map(|report, act, _ctx| {
+            act.sweeping = false;
+            if report.checked > 0 || report.errors > 0 || report.executions_reaped > 0 || report.locks_pruned > 0 {
+                tracing::info!(
+                    checked = report.checked,
+                    closed = report.closed,
+                    busy = report.busy,
+                    gone = report.gone,
+                    errors = report.errors,
+                    executions_reaped = report.executions_reaped,
+                    locks_pruned = report.locks_pruned,
+                    "janitor sweep"
+                );
+            } else {
+                tracing::debug!("janitor sweep: nothing to look at");
+            }
+            report
+        }))
+    }
+}
+
+impl Handler<StopJanitor> for Janitor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: StopJanitor, ctx: &mut Context<Self>) {
+        ctx.stop();
+    }
+}
