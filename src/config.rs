@@ -364,10 +364,10 @@ mod tests {
         assert_eq!((s.ws_port_range_start, s.ws_port_range_end), (9000, 9100));
         assert_eq!(s.transport, crate::domain::validate::Transport::Stdio);
         assert_eq!((s.max_agents, s.agent_kill_grace_ms), (10, 15_000));
-        let s = Settings::load_from(None, &env(&[("CONDUIT_AGENT_KILL_GRACE_MS", "100")])).expect("valid");
-        assert_eq!(s.agent_kill_grace_ms, 5_000, "clamped to 5 s");
-        let s = Settings::load_from(None, &env(&[("CONDUIT_AGENT_KILL_GRACE_MS", "600000")])).expect("valid");
-        assert_eq!(s.agent_kill_grace_ms, 60_000, "clamped to 60 s");
+        let short = Settings::load_from(None, &env(&[("CONDUIT_AGENT_KILL_GRACE_MS", "100")])).expect("valid");
+        assert_eq!(short.agent_kill_grace_ms, 5_000, "clamped to 5 s");
+        let long = Settings::load_from(None, &env(&[("CONDUIT_AGENT_KILL_GRACE_MS", "600000")])).expect("valid");
+        assert_eq!(long.agent_kill_grace_ms, 60_000, "clamped to 60 s");
         assert_eq!(s.max_sessions_global, 20);
         assert_eq!(s.session_idle_timeout_ms, 3_600_000);
         assert_eq!(s.janitor_interval_ms, 60_000);
