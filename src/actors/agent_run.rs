@@ -325,15 +325,7 @@ impl AgentRun {
     }
 
     fn on_stderr(&mut self, line: &str) {
-        self.stderr_tail.push_str(line);
-        self.stderr_tail.push('\n');
-        if self.stderr_tail.len() > STDERR_TAIL_BYTES {
-            let mut cut = self.stderr_tail.len() - STDERR_TAIL_BYTES;
-            while !self.stderr_tail.is_char_boundary(cut) {
-                cut += 1;
-            }
-            self.stderr_tail.drain(..cut);
-        }
+        stdio::keep_tail(&mut self.stderr_tail, line, STDERR_TAIL_BYTES);
     }
 
     /// Ends a run that never started a process (spawn failure, cancel while queued).

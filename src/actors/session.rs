@@ -28,7 +28,7 @@ use crate::protocol::framing::{Frame, MAX_LINE_BYTES};
 use crate::protocol::incoming::{self, Kind, TurnResult};
 use crate::protocol::outgoing;
 use crate::protocol::requests::{self, CliRequest};
-use crate::transport::CliOutput;
+use crate::transport::{stdio, CliOutput};
 
 /// How long a control request Conduit sends may wait for the CLI's answer.
 pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -554,15 +554,7 @@ impl CliSession {
 
     fn on_stderr(&mut self, line: String) {
         self.last_activity = Instant::now();
-        self.stderr_tail.push_str(&line);
-        self.stderr_tail.push('\n');
-        if self.stderr_tail.len() > STDERR_TAIL_BYTES {
-            let mut cut = self.stderr_tail.len() - STDERR_TAIL_BYTES;
-            while !self.stderr_tail.is_char_boundary(cut) {
-                cut += 1;
-            }
-            self.stderr_tail.drain(..cut);
-        }
+        stdio::keep_tail(&mut self.stderr_tail, &line, STDERR_TAIL_BYTES);
         self.record("from_cli", "stderr", None, line);
     }
 

@@ -76,6 +76,20 @@ pub fn side_stream<R: AsyncRead + Unpin + 'static>(reader: R) -> impl Stream<Ite
     frames(reader).map(CliOutput::Stderr)
 }
 
+/// Appends a stderr line to `tail`, keeping only its last `max` bytes (on a character
+/// boundary): what an error message quotes of a CLI's stderr.
+pub fn keep_tail(tail: &mut String, line: &str, max: usize) {
+    tail.push_str(line);
+    tail.push('\n');
+    if tail.len() > max {
+        let mut cut = tail.len() - max;
+        while !tail.is_char_boundary(cut) {
+            cut += 1;
+        }
+        tail.drain(..cut);
+    }
+}
+
 /// Starts the stdin writer: each queued line is written with a newline and flushed. Dropping
 /// every sender closes stdin (the CLI's cue to finish). The task reports a write failure by
 /// ending, which closes the channel.
@@ -110,6 +124,16 @@ mod tests {
         let input: &[u8] = b"x\n";
         let got: Vec<CliOutput> = stdout_stream(input).collect().await;
         assert!(matches!(got.as_slice(), [CliOutput::Stdout(Frame::Line(_)), CliOutput::StdoutEnd]));
+    }
+
+    #[test]
+    fn the_tail_keeps_the_last_bytes_on_a_character_boundary() {
+        let mut tail = String::new();
+        keep_tail(&mut tail, "ab", 7);
+        assert_eq!(tail, "ab\n");
+        // 11 bytes; the cut at 4 falls inside the two-byte "é" and moves past it.
+        keep_tail(&mut tail, "é12345", 7);
+        assert_eq!(tail, "12345\n");
     }
 
     #[tokio::test]
