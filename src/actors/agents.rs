@@ -123,9 +123,17 @@ impl Handler<Restore> for AgentRegistry {
                 // Their CLIs may outlive the service that started them: every process of a run
                 // carries its execution id as marker.
                 let _ = tokio::task::spawn_blocking(move || {
+                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
                     for id in interrupted {
-                        for pid in procfs::marked(SESSION_MARKER_ENV, &id) {
-                            let _ = kill::signal_pid(pid, libc::SIGKILL);
+                        loop {
+                            let left = procfs::marked(SESSION_MARKER_ENV, &id);
+                            if left.is_empty() || std::time::Instant::now() > deadline {
+                                break;
+                            }
+                            for pid in left {
+                                let _ = kill::signal_pid(pid, libc::SIGKILL);
+                            }
+                            std::thread::sleep(std::time::Duration::from_millis(10));
                         }
                     }
                 })

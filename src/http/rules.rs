@@ -326,6 +326,10 @@ pub struct LogQuery {
         (status = 422, description = "A filter or limit/offset is invalid", body = ErrorBody),
     ))]
 pub async fn log(state: web::Data<AppState>, query: web::Query<LogQuery>) -> AppResult<HttpResponse> {
+    // Decisions are written behind: one already announced on the bus is stored before it is read.
+    if let Err(e) = state.writer.flush().await {
+        tracing::warn!(error = %e, "could not flush the writer before reading the audit");
+    }
     let q = query.into_inner();
     let (limit, offset) = Page { limit: q.limit, offset: q.offset }.bounds()?;
     let uuid = |field: &str, v: Option<String>| -> AppResult<Option<String>> {

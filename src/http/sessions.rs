@@ -324,6 +324,11 @@ pub async fn messages(
     page: web::Query<Page>,
 ) -> AppResult<HttpResponse> {
     let id = parse_id("session", &id)?;
+    // Lines are written behind: whatever a client has already seen happen (a turn's result in
+    // the session row, an event) is stored before it is read back.
+    if let Err(e) = state.writer.flush().await {
+        tracing::warn!(error = %e, "could not flush the session writer before reading messages");
+    }
     let rows = list_under(
         &state,
         "session",
