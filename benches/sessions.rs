@@ -257,7 +257,7 @@ async fn persistence(bench: &Bench, flood_lines: usize) {
     for id in &ids {
         bench.close(id).await;
     }
-    let unstored = bench.app_stats.unstored.load(Ordering::Relaxed);
+    let unstored = bench.app_stats.rejected.load(Ordering::Relaxed);
 
     // Baseline: the same number of rows, batched the same way, straight into a database.
     let raw = raw_insert_rate(total as usize).await;
@@ -296,6 +296,7 @@ async fn raw_insert_rate(rows: usize) -> f64 {
             message_subtype: None,
             content: format!(r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"t{i}"}}}},"session_id":"x"}}"#),
             timestamp: conduit::domain::time::now(),
+            seq: Some(i + 1),
         })
         .collect();
     let started = Instant::now();

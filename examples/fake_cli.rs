@@ -6,6 +6,7 @@
 //! - (default)            answers initialize; each user turn: system/init, assistant, result
 //! - `fake-garbage`       a turn also writes non-JSON, a non-object, a split line and a CRLF line
 //! - `fake-huge`          a turn also writes one 16 MiB line
+//! - `fake-huge-N-M`      a turn also writes N lines of M MiB each
 //! - `fake-flood-N`       a turn also writes N `stream_event` lines as fast as it can
 //! - `fake-rate-R-N`      a turn also writes N `stream_event` lines at R lines per second
 //! - `fake-exit-mid-turn` a turn writes an assistant line, then the CLI exits 3
@@ -114,6 +115,17 @@ fn turn(out: &mut impl Write, scenario: &str, session_id: &str, model: &str, tur
         "huge" => {
             let blob = "x".repeat(16 * 1024 * 1024);
             emit(out, json!({"type": "assistant", "message": {"content": [{"type": "text", "text": blob}]}}));
+        }
+        s if s.starts_with("huge-") => {
+            let mut parts = s["huge-".len()..].split('-').map(|p| p.parse::<usize>().unwrap_or(1));
+            let (n, mib) = (parts.next().unwrap_or(1), parts.next().unwrap_or(1));
+            let blob = "x".repeat(mib * 1024 * 1024 - 200);
+            for i in 0..n {
+                let _ = writeln!(
+                    out,
+                    r#"{{"type":"assistant","message":{{"content":[{{"type":"text","text":"{blob}"}}]}},"n":{i}}}"#
+                );
+            }
         }
         s if s.starts_with("flood-") => {
             let n: u64 = s["flood-".len()..].parse().unwrap_or(1000);

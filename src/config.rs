@@ -48,8 +48,12 @@ pub struct Settings {
     pub scan_depth: u32,
     pub webhook_secret: Option<String>,
     pub webhook_retry_base_ms: u64,
-    /// Events a stream subscriber may have waiting before the oldest are dropped.
+    /// Events a stream subscriber may have waiting before it catches up from the history.
     pub subscriber_outbox: usize,
+    /// Bytes of recent events kept in memory for every stream together.
+    pub stream_history_bytes: usize,
+    /// Bytes of a session's lines read but not yet stored before its CLI is no longer read.
+    pub session_backlog_bytes: usize,
     /// Scheduled agents allowed at once.
     pub max_agents: u32,
     /// Between SIGTERM and SIGKILL when an agent run times out or is cancelled (5-60 s).
@@ -301,6 +305,8 @@ impl Settings {
             webhook_secret: l.optional_string("webhook_secret")?,
             webhook_retry_base_ms: l.integer("webhook_retry_base_ms", 1, 600_000)? as u64,
             subscriber_outbox: l.integer("subscriber_outbox", 1, 1_000_000)? as usize,
+            stream_history_bytes: l.integer("stream_history_bytes", 1 << 20, 64 << 30)? as usize,
+            session_backlog_bytes: l.integer("session_backlog_bytes", 64 << 10, 1 << 30)? as usize,
             max_agents: l.integer("max_agents", 0, 100_000)? as u32,
             // Clamped rather than refused: the grace only has to stay within sane bounds.
             agent_kill_grace_ms: l.integer("agent_kill_grace_ms", 0, i64::MAX)?.clamp(5_000, 60_000) as u64,

@@ -89,10 +89,28 @@ impl ResponseError for AppError {
 
     fn error_response(&self) -> HttpResponse {
         if let Some(cause) = &self.cause {
-            tracing::error!(code = self.code, cause = %cause, "request failed");
+            // A cause may quote what a client sent: the log keeps a bounded part of it.
+            let cause = bounded(cause, 2000);
+            if self.status.is_server_error() {
+                tracing::error!(code = self.code, %cause, "request failed");
+            } else {
+                tracing::debug!(code = self.code, %cause, "request refused");
+            }
         }
         error_response(self.status, self.code, &self.message)
     }
+}
+
+/// At most `max` bytes of `text` (on a character boundary), saying how much was left out.
+pub fn bounded(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}... ({} more bytes)", &text[..cut], text.len() - cut))
 }
 
 /// Builds the standard error body; also used by the middleware that rewrites
@@ -103,16 +121,50 @@ pub fn error_response(status: StatusCode, code: &str, message: &str) -> HttpResp
 }
 
 impl From<crate::db::StoreError> for AppError {
+    /// Storage trouble is never a 500: the request was fine and may succeed later (503), except
+    /// for what the database says about the request itself (a missing row, a conflict).
     fn from(e: crate::db::StoreError) -> Self {
         use crate::db::StoreError;
         match e {
+            StoreError::NotFound => AppError::not_found("No such resource."),
+            StoreError::Conflict(m) => {
+                AppError { cause: Some(m), ..AppError::conflict("The request conflicts with what is stored.") }
+            }
+            StoreError::Rejected(m) => AppError {
+                cause: Some(m),
+                ..AppError::conflict("The database refused the change: something it refers to no longer exists.")
+            },
             StoreError::Busy(m) => AppError {
                 status: StatusCode::SERVICE_UNAVAILABLE,
                 code: "database_busy",
                 message: "The database is busy; retry shortly.".to_string(),
                 cause: Some(m),
             },
-            other => AppError::internal(other),
+            StoreError::Other(m) => AppError {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                code: "storage_unavailable",
+                message: "Storage is unavailable right now (see the service's health and log); retry shortly."
+                    .to_string(),
+                cause: Some(m),
+            },
+        }
+    }
+}
+
+impl From<crate::db::writer::WriteError> for AppError {
+    fn from(e: crate::db::writer::WriteError) -> Self {
+        use crate::db::writer::WriteError;
+        match e {
+            WriteError::Rejected(m) => AppError {
+                cause: Some(m),
+                ..AppError::conflict("The database refused the change: something it refers to no longer exists.")
+            },
+            other => AppError {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                code: "storage_unavailable",
+                message: "Storage is failing right now (see the service's health and log); retry shortly.".to_string(),
+                cause: Some(other.to_string()),
+            },
         }
     }
 }

@@ -16,13 +16,16 @@ use crate::actors::bus::EventBus;
 use crate::actors::janitor::{Janitor, StopJanitor, Tidies};
 use crate::actors::locks::DirLockQueue;
 use crate::actors::permissions::{PermissionEngine, Reload};
-use crate::actors::registry::{self, SessionRegistry, Shutdown};
+use crate::actors::recovery::recover_after_restart;
+use crate::actors::registry::{SessionRegistry, Shutdown};
 use crate::actors::webhooks::{ReloadWebhooks, WebhookDispatcher};
 use crate::config::Settings;
+use crate::db::lock::{Holder, InstanceLock, LockError};
 use crate::db::writer::Writer;
 use crate::db::Store;
 use crate::domain::folders::ProjectRoot;
 use crate::http::{self, errors, guard::AccessPolicy, AppState};
+use crate::process::cgroup::Containment;
 use crate::telemetry;
 
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +36,8 @@ pub enum StartupError {
     Bind { addr: String, source: std::io::Error },
     #[error("{0}")]
     Database(#[from] crate::db::StoreError),
+    #[error("{0}")]
+    Locked(#[from] LockError),
 }
 
 /// Options that come from the command line rather than settings.
@@ -52,6 +57,9 @@ pub struct Application {
     agents: Addr<AgentRegistry>,
     janitor: Addr<Janitor>,
     writer: Writer,
+    containment: Arc<Containment>,
+    /// One service per database, for as long as this one runs.
+    _lock: InstanceLock,
 }
 
 impl Application {
@@ -64,10 +72,16 @@ impl Application {
             tracing::warn!(%addr, "listening off loopback with no token (--insecure)");
         }
 
+        // Before anything touches the database or a process: one service per database.
+        let (lock, containment) = claim_database(&settings.db_path).await?;
         let store = Store::open_blocking(&settings.db_path, settings.db_pool_size, settings.db_busy_timeout_ms).await?;
-        let interrupted = registry::recover_after_restart(&store).await?;
-        if interrupted > 0 {
-            tracing::warn!(sessions = interrupted, "sessions left live by a previous run were marked as errored");
+        let recovered = recover_after_restart(&store, &containment, lock.previous()).await?;
+        if recovered.sessions > 0 || recovered.executions > 0 {
+            tracing::warn!(
+                sessions = recovered.sessions,
+                executions = recovered.executions,
+                "sessions and agent runs left live by a previous run were marked as ended"
+            );
         }
         let listener = TcpListener::bind(&addr).map_err(|source| StartupError::Bind { addr: addr.clone(), source })?;
         let port = listener.local_addr().map_err(|source| StartupError::Bind { addr: addr.clone(), source })?.port();
@@ -79,7 +93,7 @@ impl Application {
         }
         let settings = Arc::new(settings);
         let (writer, _writer_thread) = Writer::start(store.clone());
-        let bus = EventBus::default().start();
+        let bus = EventBus::new(settings.stream_history_bytes).start();
         let engine = PermissionEngine::new(store.clone(), writer.clone(), Some(bus.clone().recipient())).start();
         let rules = engine
             .send(Reload)
@@ -93,6 +107,7 @@ impl Application {
             engine.clone().recipient(),
             bus.clone().recipient(),
             options.subreaper,
+            containment.clone(),
         )
         .start();
         let webhooks = WebhookDispatcher::new(
@@ -116,6 +131,7 @@ impl Application {
             cli_path: settings.cli_path.clone(),
             access_token: settings.cli_session_access_token.clone(),
             kill_grace: std::time::Duration::from_millis(settings.agent_kill_grace_ms),
+            containment: containment.clone(),
         };
         let agents = AgentRegistry::new(run_deps, settings.max_agents).start();
         let restored = agents
@@ -148,6 +164,7 @@ impl Application {
             writer: writer.clone(),
             agents: agents.clone(),
             locks,
+            containment: containment.clone(),
         });
 
         let server = HttpServer::new(move || {
@@ -173,7 +190,7 @@ impl Application {
         .disable_signals()
         .run();
         tracing::info!(%addr, port, "conduit listening");
-        Ok(Application { port, server, registry, agents, janitor, writer })
+        Ok(Application { port, server, registry, agents, janitor, writer, containment, _lock: lock })
     }
 
     pub fn port(&self) -> u16 {
@@ -215,6 +232,9 @@ impl Application {
         if let Err(e) = self.writer.flush().await {
             tracing::error!(error = %e, "could not flush the last writes");
         }
+        if let Some(root) = self.containment.root().cloned() {
+            let _ = tokio::task::spawn_blocking(move || root.remove_if_empty()).await;
+        }
         tracing::info!("shutdown complete");
         Ok(())
     }
@@ -222,4 +242,51 @@ impl Application {
     pub fn server_handle(&self) -> actix_web::dev::ServerHandle {
         self.server.handle()
     }
+
+    /// How this service contains its CLIs' process trees.
+    pub fn containment(&self) -> Arc<Containment> {
+        self.containment.clone()
+    }
+}
+
+/// Takes the database's lock, finds how to contain CLIs, and records both in the lock file
+/// (the next holder reads them back after a crash). Blocking work, on the blocking pool.
+async fn claim_database(db_path: &std::path::Path) -> Result<(InstanceLock, Arc<Containment>), StartupError> {
+    let db_path = db_path.to_path_buf();
+    let claimed = tokio::task::spawn_blocking(move || {
+        let mut lock = InstanceLock::acquire(&db_path)?;
+        let containment = Containment::detect(&database_key(&db_path));
+        match &containment {
+            Containment::Cgroups(root) => {
+                tracing::info!(cgroup = %root.path().display(), "each CLI runs in a cgroup of its own");
+            }
+            Containment::ProcessGroups { why } => {
+                tracing::warn!(%why, "no usable cgroup2: CLIs are contained by process groups and an environment marker only");
+            }
+        }
+        let holder = Holder {
+            pid: std::process::id(),
+            started_at: crate::domain::time::now(),
+            cgroup: containment.root().map(|r| r.path().to_path_buf()),
+        };
+        lock.record(&holder)?;
+        Ok::<_, LockError>((lock, Arc::new(containment)))
+    })
+    .await
+    .map_err(|e| crate::db::StoreError::Other(format!("the startup task failed: {e}")))?;
+    Ok(claimed?)
+}
+
+/// A short stable name for a database (its canonical path hashed): the folder of its CLIs'
+/// cgroups, so services on different databases never share one.
+fn database_key(db_path: &std::path::Path) -> String {
+    use sha2::{Digest, Sha256};
+    let canonical = match (db_path.parent(), db_path.file_name()) {
+        (Some(parent), Some(name)) if !parent.as_os_str().is_empty() => {
+            std::fs::canonicalize(parent).map(|p| p.join(name)).unwrap_or_else(|_| db_path.to_path_buf())
+        }
+        _ => std::fs::canonicalize(".").map(|p| p.join(db_path)).unwrap_or_else(|_| db_path.to_path_buf()),
+    };
+    let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }

@@ -22,13 +22,15 @@ use super::permissions::Evaluate;
 use crate::db::agents::{self, Agent, Execution};
 use crate::db::Store;
 use crate::domain::time;
+use crate::process::cgroup::{Cgroup, Containment};
 use crate::process::command::{stdio_args, CliOptions};
-use crate::process::{kill, owned, SESSION_MARKER_ENV};
+use crate::process::tree::ProcessTree;
+use crate::process::{owned, SESSION_MARKER_ENV};
 use crate::protocol::framing::Frame;
 use crate::protocol::incoming::{self, Kind};
 use crate::protocol::outgoing;
 use crate::protocol::requests::{self, CliRequest};
-use crate::transport::{stdio, CliOutput};
+use crate::transport::{stdio, CliOutput, OutLine};
 
 /// The raw lines kept per run; past this they are counted, not kept.
 pub const MAX_RAW_BYTES: usize = 16 * 1024 * 1024;
@@ -74,6 +76,8 @@ pub struct RunDeps {
     pub cli_path: String,
     pub access_token: Option<String>,
     pub kill_grace: Duration,
+    /// How each run's process tree is contained (a cgroup each, or process groups).
+    pub containment: std::sync::Arc<Containment>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -90,8 +94,8 @@ pub struct AgentRun {
     exec: Execution,
     parent: Recipient<RunEnded>,
     lock: Option<DirLock>,
-    pid: Option<i32>,
-    stdin: Option<mpsc::Sender<String>>,
+    tree: Option<ProcessTree>,
+    stdin: Option<mpsc::Sender<OutLine>>,
     init_request: String,
     raw_dropped: usize,
     assistant_text: Vec<String>,
@@ -114,7 +118,7 @@ impl AgentRun {
             exec,
             parent,
             lock: None,
-            pid: None,
+            tree: None,
             stdin: None,
             init_request,
             raw_dropped: 0,
@@ -166,10 +170,22 @@ impl AgentRun {
         self.exec.started_at = Some(time::now());
         self.save(ctx);
         self.publish("agent.execution.started", "execution_started", self.summary());
-        self.spawn_cli(ctx);
+        // Its cgroup first (cgroupfs work, off the executor), then the CLI.
+        let (containment, id) = (self.deps.containment.clone(), self.exec.id.clone());
+        let cgroup =
+            async move { tokio::task::spawn_blocking(move || containment.cgroup_for(&id)).await.ok().flatten() };
+        ctx.wait(cgroup.into_actor(self).map(|cgroup, act, ctx| {
+            if act.ending.is_some() || act.finishing {
+                if let Some(cgroup) = cgroup {
+                    tokio::task::spawn_blocking(move || cgroup.kill_and_remove(Duration::from_secs(2)));
+                }
+                return;
+            }
+            act.spawn_cli(cgroup, ctx)
+        }));
     }
 
-    fn spawn_cli(&mut self, ctx: &mut Context<Self>) {
+    fn spawn_cli(&mut self, cgroup: Option<Cgroup>, ctx: &mut Context<Self>) {
         let options = CliOptions { model: self.agent.model.clone(), ..Default::default() };
         let mut cmd = tokio::process::Command::new(&self.deps.cli_path);
         cmd.args(stdio_args(&options))
@@ -186,6 +202,9 @@ impl AgentRun {
         let mut child = match cmd.spawn() {
             Ok(child) => child,
             Err(e) => {
+                if let Some(cgroup) = cgroup {
+                    tokio::task::spawn_blocking(move || cgroup.kill_and_remove(Duration::from_secs(1)));
+                }
                 let reason = format!("cannot start the CLI {:?}: {e}", self.deps.cli_path);
                 return self.finish_without_process(ctx, "failure", reason);
             }
@@ -194,24 +213,36 @@ impl AgentRun {
             (child.id(), child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             let _ = child.start_kill();
+            if let Some(cgroup) = cgroup {
+                tokio::task::spawn_blocking(move || cgroup.kill_and_remove(Duration::from_secs(2)));
+            }
             return self.finish_without_process(ctx, "failure", "the CLI started without its streams".to_string());
         };
         let pid = pid as i32;
         owned::own(pid);
-        self.pid = Some(pid);
-        ctx.add_stream(stdio::stdout_stream(stdout));
-        ctx.add_stream(stdio::stderr_stream(stderr));
+        // Into its cgroup at once (see `spawn::spawn_cli` for why this is not deferred).
+        let cgroup = cgroup.and_then(|cg| match cg.add(pid) {
+            Ok(()) => Some(cg),
+            Err(e) => {
+                tracing::warn!(execution = %self.exec.id, error = %e, "cannot move the CLI into its cgroup; its process group contains it");
+                tokio::task::spawn_blocking(move || cg.kill_and_remove(Duration::from_secs(1)));
+                None
+            }
+        });
+        self.tree = Some(ProcessTree { pgid: pid, marker: self.exec.id.clone(), cgroup });
+        ctx.add_stream(stdio::stdout_stream(stdout, None));
+        ctx.add_stream(stdio::stderr_stream(stderr, None));
         let addr = ctx.address();
         actix::spawn(async move {
             let exited = match child.wait().await {
-                Ok(status) => Exited { how: super::registry::describe_exit(status), code: status.code() },
+                Ok(status) => Exited { how: super::spawn::describe_exit(status), code: status.code() },
                 Err(e) => Exited { how: format!("could not be waited for: {e}"), code: None },
             };
             owned::release(pid);
             addr.do_send(exited);
         });
         let stdin = stdio::stdin_writer(stdin);
-        let _ = stdin.try_send(outgoing::initialize(&self.init_request));
+        let _ = stdin.try_send(OutLine::new(outgoing::initialize(&self.init_request)));
         self.stdin = Some(stdin);
         let timeout = Duration::from_millis(self.agent.timeout_ms.max(1) as u64);
         ctx.run_later(timeout, move |act, ctx| {
@@ -226,7 +257,7 @@ impl AgentRun {
             return;
         }
         self.ending = Some((ending, reason.clone()));
-        let Some(pid) = self.pid else {
+        let Some(tree) = self.tree.clone() else {
             // Still waiting for the folder: nothing to stop.
             let status = match ending {
                 Ending::Timeout => "timeout",
@@ -238,19 +269,14 @@ impl AgentRun {
         if self.exit.is_some() {
             return;
         }
-        tracing::warn!(execution = %self.exec.id, pid, %reason, "ending an agent run");
+        tracing::warn!(execution = %self.exec.id, pid = tree.pgid, %reason, "ending an agent run");
         self.stdin = None;
-        let marker = self.exec.id.clone();
-        tokio::task::spawn_blocking(move || {
-            let _ = kill::signal_session(pid, SESSION_MARKER_ENV, &marker, libc::SIGTERM);
-        });
+        let polite = tree.clone();
+        tokio::task::spawn_blocking(move || polite.signal(libc::SIGTERM));
         ctx.run_later(self.deps.kill_grace, move |act, _ctx| {
             if act.exit.is_none() {
-                tracing::warn!(execution = %act.exec.id, "the agent's CLI outlived the grace period; killing its group");
-                let marker = act.exec.id.clone();
-                tokio::task::spawn_blocking(move || {
-                    let _ = kill::signal_session(pid, SESSION_MARKER_ENV, &marker, libc::SIGKILL);
-                });
+                tracing::warn!(execution = %act.exec.id, "the agent's CLI outlived the grace period; killing its tree");
+                tokio::task::spawn_blocking(move || tree.signal(libc::SIGKILL));
             }
         });
     }
@@ -270,7 +296,7 @@ impl AgentRun {
                 Ok(_) => {
                     let turn = outgoing::user_turn(&self.agent.objective);
                     if let Some(stdin) = &self.stdin {
-                        let _ = stdin.try_send(turn);
+                        let _ = stdin.try_send(OutLine::new(turn));
                     }
                 }
                 Err(e) => self.end(Ending::Failed, format!("the CLI refused initialize: {e}"), ctx),
@@ -310,7 +336,7 @@ impl AgentRun {
         let call = match requests::classify(request_id, subtype, request) {
             CliRequest::Answer(answer) => {
                 if let Some(stdin) = &self.stdin {
-                    let _ = stdin.try_send(answer);
+                    let _ = stdin.try_send(OutLine::new(answer));
                 }
                 return;
             }
@@ -319,7 +345,7 @@ impl AgentRun {
         let decided = self.deps.engine.send(call.evaluate(self.agent.project_id.clone(), None));
         ctx.spawn(decided.into_actor(self).map(move |verdict, act, _ctx| {
             if let Some(stdin) = &act.stdin {
-                let _ = stdin.try_send(call.answer(verdict.ok()));
+                let _ = stdin.try_send(OutLine::new(call.answer(verdict.ok())));
             }
         }));
     }
@@ -375,10 +401,10 @@ impl AgentRun {
                 self.raw_dropped
             ));
         }
-        let (pgid, marker) = (self.pid.unwrap_or(0), self.exec.id.clone());
+        let tree = self.tree.clone();
         let cleanup = tokio::task::spawn_blocking(move || {
-            if pgid > 0 {
-                kill::kill_until_gone(pgid, SESSION_MARKER_ENV, &marker, Duration::from_secs(2));
+            if let Some(tree) = tree {
+                tree.end(Duration::from_secs(2));
             }
         });
         ctx.wait(cleanup.into_actor(self).map(|_, act, ctx| act.record_end(ctx)));

@@ -2,8 +2,8 @@
 //!
 //! It owns the map agent id -> actor and the `CONDUIT_MAX_AGENTS` limit (creations are handled
 //! one at a time, so the count cannot be raced). At startup it restores every agent from the
-//! database, after marking executions a previous run of the service left queued or running as
-//! failed ("service restarted"). Everything about one agent is asked of that agent's actor.
+//! database (restart recovery, before it, failed the runs a crash interrupted and ended their
+//! processes). Everything about one agent is asked of that agent's actor.
 
 use std::collections::HashMap;
 
@@ -13,8 +13,6 @@ use super::agent::{Apply, CancelRun, Change, Current, ProactiveAgent, Retire, Tr
 use super::agent_run::RunDeps;
 use crate::db::agents::{self, Agent, Execution};
 use crate::db::StoreError;
-use crate::domain::time;
-use crate::process::{kill, procfs, SESSION_MARKER_ENV};
 
 // ---------------------------------------------------------------------------------------------
 // Messages
@@ -112,35 +110,8 @@ impl Handler<Restore> for AgentRegistry {
 
     fn handle(&mut self, _msg: Restore, _ctx: &mut Context<Self>) -> Self::Result {
         let store = self.deps.store.clone();
-        let load = async move {
-            let now = time::now();
-            let interrupted = store.run(move |conn| agents::fail_interrupted(conn, &now)).await?;
-            if !interrupted.is_empty() {
-                tracing::warn!(
-                    executions = interrupted.len(),
-                    "agent runs left going by a previous run were marked failed"
-                );
-                // Their CLIs may outlive the service that started them: every process of a run
-                // carries its execution id as marker.
-                let _ = tokio::task::spawn_blocking(move || {
-                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-                    for id in interrupted {
-                        loop {
-                            let left = procfs::marked(SESSION_MARKER_ENV, &id);
-                            if left.is_empty() || std::time::Instant::now() > deadline {
-                                break;
-                            }
-                            for pid in left {
-                                let _ = kill::signal_pid(pid, libc::SIGKILL);
-                            }
-                            std::thread::sleep(std::time::Duration::from_millis(10));
-                        }
-                    }
-                })
-                .await;
-            }
-            store.run(agents::all).await
-        };
+        // Interrupted runs were failed, and their processes ended, by restart recovery.
+        let load = async move { store.run(agents::all).await };
         AtomicResponse::new(Box::pin(load.into_actor(self).map(|loaded, act, _| {
             let loaded = loaded?;
             let count = loaded.len();

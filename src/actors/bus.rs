@@ -1,42 +1,60 @@
-//! `EventBus`: every event, in order, to every subscriber, without a slow one hurting anyone.
+//! `EventBus`: every event, in order, to every subscriber, without a slow one hurting anyone
+//! and without a subscriber that keeps reading ever missing one.
 //!
-//! Topics: one per session, and one for everything. Each event gets the next sequence number
-//! of its session's topic and of the global topic, and is kept in each topic's recent history
-//! (for replay after a reconnect). Delivery never waits: each subscriber has a bounded
-//! [`Outbox`]; when it is full the oldest undelivered events are dropped and counted, and the
-//! subscriber reads one `warning` with the count before its next event.
+//! Topics: one per session, one per agent run, and one for everything. Each event has a
+//! sequence number per topic: a session numbers its own events (it stores them with their
+//! numbers, so its stream can be replayed from storage); the bus numbers the rest. Each topic
+//! keeps a recent history, bounded in bytes across all topics (the oldest events anywhere go
+//! first). Delivery never waits: each subscriber has a bounded [`Outbox`]; a subscriber whose
+//! outbox is full is marked behind and catches up ([`CatchUp`]) from the history and, for a
+//! session, from the store, then rejoins the live feed. Only a subscriber behind by more than
+//! the retention (an agent run's or the global topic's history; a session keeps everything
+//! stored) learns that events were missed.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use serde_json::Value;
 
-/// Events kept per topic for replay.
-pub const HISTORY: usize = 1000;
-/// The default outbox bound (the `subscriber_outbox` setting); webhooks take ten times it.
-pub const OUTBOX: usize = 1000;
-/// How long a closed session's history stays available for replay.
-const CLOSED_TOPIC_TTL: Duration = Duration::from_secs(600);
+pub use super::outbox::{Delivery, EventMeta, Outbox, Take, OUTBOX_BYTES};
+use crate::domain::events::{self, Scope};
 
-/// One event. `data` is already serialized JSON, so fan-out never re-serializes it.
+/// The default outbox bound in events (the `subscriber_outbox` setting).
+pub const OUTBOX: usize = 1000;
+/// The default bound of every topic's history together (the `stream_history_bytes` setting).
+pub const HISTORY_BYTES: usize = 128 * 1024 * 1024;
+/// How long a finished agent run's topic stays for replay when nobody follows it. A closed
+/// session's goes at the next sweep: its store replays it.
+const CLOSED_TOPIC_TTL: Duration = Duration::from_secs(600);
+const SWEEP_EVERY: Duration = Duration::from_secs(10);
+
+/// One event, as publishers hand it over. `data` is serialized JSON.
 #[derive(Debug)]
 pub struct Event {
-    /// The bus type: `session.message`, `stream.event`, `permission.decision`, ...
     pub kind: &'static str,
-    /// The name streams use: `assistant`, `stream_event`, `permission`, ...
     pub name: String,
     pub session_id: Option<String>,
     /// Set on an agent run's events: they have a topic of their own, like a session's.
     pub execution_id: Option<String>,
     pub timestamp: String,
     pub data: String,
+    /// The number in its session's topic, when the session numbered (and stored) it.
+    pub topic_seq: Option<u64>,
 }
 
 impl Event {
     pub fn new(kind: &'static str, name: impl Into<String>, session_id: Option<String>, data: String) -> Event {
-        Event { kind, name: name.into(), session_id, execution_id: None, timestamp: crate::domain::time::now(), data }
+        Event {
+            kind,
+            name: name.into(),
+            session_id,
+            execution_id: None,
+            timestamp: crate::domain::time::now(),
+            data,
+            topic_seq: None,
+        }
     }
 
     /// An event of an agent run, on the run's own topic.
@@ -44,131 +62,21 @@ impl Event {
         Event { execution_id: Some(execution_id.to_string()), ..Event::new(kind, name, None, data) }
     }
 
-    /// The topic besides the global one: the session's, or the run's.
-    fn topic(&self) -> Option<&String> {
-        self.session_id.as_ref().or(self.execution_id.as_ref())
-    }
-
     pub fn json(kind: &'static str, name: impl Into<String>, session_id: Option<String>, data: &Value) -> Event {
         Event::new(kind, name, session_id, data.to_string())
     }
 
-    /// The frame streams send: `{"event","seq","type","session_id","timestamp","data"}`.
+    fn scope(&self) -> Scope {
+        match (&self.session_id, &self.execution_id) {
+            (Some(s), _) => Scope::Session(s.clone()),
+            (None, Some(e)) => Scope::Execution(e.clone()),
+            (None, None) => Scope::Global,
+        }
+    }
+
+    /// The frame streams send for this event at `seq`.
     pub fn frame(&self, seq: u64) -> String {
-        let session = match &self.session_id {
-            Some(s) => format!("\"{s}\""),
-            None => "null".to_string(),
-        };
-        let execution = match &self.execution_id {
-            Some(e) => format!(r#","execution_id":"{e}""#),
-            None => String::new(),
-        };
-        format!(
-            r#"{{"event":{},"seq":{seq},"type":"{}","session_id":{session}{execution},"timestamp":"{}","data":{}}}"#,
-            Value::String(self.name.clone()),
-            self.kind,
-            self.timestamp,
-            self.data
-        )
-    }
-}
-
-/// An event as one subscriber sees it: with the sequence number of the topic it follows, and
-/// the frame rendered once for that topic (cloning it shares the bytes), so fan-out to many
-/// subscribers costs no formatting.
-#[derive(Debug, Clone)]
-pub struct Delivery {
-    pub seq: u64,
-    pub event: Arc<Event>,
-    pub frame: bytestring::ByteString,
-}
-
-#[derive(Debug, Default)]
-struct OutboxState {
-    queue: VecDeque<Delivery>,
-    dropped: u64,
-    closed: bool,
-}
-
-/// A subscriber's bounded queue: the bus pushes without waiting, the connection drains it.
-#[derive(Debug)]
-pub struct Outbox {
-    state: Mutex<OutboxState>,
-    ready: tokio::sync::Notify,
-    cap: usize,
-}
-
-/// What a connection takes out of its outbox at once.
-pub struct Batch {
-    /// Events dropped since the last batch (report them before `events`).
-    pub dropped: u64,
-    pub events: Vec<Delivery>,
-}
-
-impl Outbox {
-    pub fn new(cap: usize) -> Outbox {
-        Outbox { state: Mutex::new(OutboxState::default()), ready: tokio::sync::Notify::new(), cap: cap.max(1) }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, OutboxState> {
-        // A poisoned lock only means a pusher panicked mid-push; the queue itself is intact.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub fn push(&self, d: Delivery) {
-        {
-            let mut s = self.lock();
-            if s.closed {
-                return;
-            }
-            if s.queue.len() >= self.cap {
-                s.queue.pop_front();
-                s.dropped += 1;
-            }
-            s.queue.push_back(d);
-        }
-        self.ready.notify_one();
-    }
-
-    /// Counts events that could not be replayed (gone from history) as dropped.
-    pub fn note_missed(&self, n: u64) {
-        self.lock().dropped += n;
-    }
-
-    pub fn close(&self) {
-        self.lock().closed = true;
-        self.ready.notify_one();
-    }
-
-    pub fn len(&self) -> usize {
-        self.lock().queue.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Waits up to `wait` for events; `None` once closed, an empty batch on timeout.
-    pub async fn next(&self, max: usize, wait: Duration) -> Option<Batch> {
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            // Register for a wake-up before looking, so a push in between is not missed.
-            let notified = self.ready.notified();
-            {
-                let mut s = self.lock();
-                if !s.queue.is_empty() || s.dropped > 0 {
-                    let n = s.queue.len().min(max);
-                    let events = s.queue.drain(..n).collect();
-                    return Some(Batch { dropped: std::mem::take(&mut s.dropped), events });
-                }
-                if s.closed {
-                    return None;
-                }
-            }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return Some(Batch { dropped: 0, events: Vec::new() });
-            }
-        }
+        events::frame(&self.name, seq, self.kind, &self.scope(), &self.timestamp, &self.data)
     }
 }
 
@@ -179,13 +87,26 @@ impl Outbox {
 #[rtype(result = "()")]
 pub struct Publish(pub Event);
 
-/// Follow one session or agent run (`Some(its id)`) or everything (`None`), replaying history
-/// after `since`.
+/// What a subscriber follows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Follow {
+    Everything,
+    /// A session; `stored_head` is the last sequence number its store holds, for a topic the
+    /// bus no longer (or not yet) has in memory.
+    Session {
+        id: String,
+        stored_head: u64,
+    },
+    Execution(String),
+}
+
+/// Follow a topic, replaying what comes after `since` first (from the history and the store).
 #[derive(Message)]
 #[rtype(result = "Subscription")]
 pub struct Subscribe {
-    pub session_id: Option<String>,
+    pub follow: Follow,
     pub since: Option<u64>,
+    /// The outbox bound in events.
     pub outbox: usize,
     /// Conduit's own consumers (webhooks): not counted as clients.
     pub internal: bool,
@@ -194,6 +115,27 @@ pub struct Subscribe {
 pub struct Subscription {
     pub id: u64,
     pub outbox: Arc<Outbox>,
+}
+
+/// A subscriber behind from `from` asks for the next events it missed.
+#[derive(Message)]
+#[rtype(result = "CaughtUp")]
+pub struct CatchUp {
+    pub subscriber: u64,
+    pub from: u64,
+    pub max_events: usize,
+    pub max_bytes: usize,
+}
+
+#[derive(Debug)]
+pub enum CaughtUp {
+    /// The next events (after `missed` ones that left retention). If they reach the topic's
+    /// head, the subscriber is live again and its outbox fills from the next event on.
+    Events { missed: u64, events: Vec<Delivery> },
+    /// `from..until` left the history: read them from the session's store, then ask again.
+    FromStore { from: u64, until: u64 },
+    /// Not subscribed (any more).
+    Gone,
 }
 
 #[derive(Message)]
@@ -209,59 +151,137 @@ pub struct SubscriberCount;
 #[rtype(result = "usize")]
 pub struct WatcherCount(pub String);
 
+/// Bytes held in topic histories (for health and benchmarks).
+#[derive(Message)]
+#[rtype(result = "usize")]
+pub struct HistoryBytes;
+
 // ---------------------------------------------------------------------------------------------
 // State
 
-#[derive(Default)]
+type TopicKey = Option<String>;
+
 struct Topic {
+    /// Tells a recreated topic's history apart from entries left by an earlier one.
+    generation: u64,
     seq: u64,
     history: VecDeque<Delivery>,
     closed_at: Option<Instant>,
+    /// A session's topic: what left the history can be read from the store.
+    stored: bool,
 }
 
 impl Topic {
-    fn record(&mut self, event: Arc<Event>) -> Delivery {
-        self.seq += 1;
-        let d = Delivery { seq: self.seq, frame: event.frame(self.seq).into(), event };
-        if self.history.len() >= HISTORY {
-            self.history.pop_front();
-        }
-        self.history.push_back(d.clone());
-        d
-    }
-
-    /// Replays into `outbox` what history still holds after `since`; counts what it lost.
-    fn replay(&self, since: u64, outbox: &Outbox) {
-        let first = self.history.front().map(|d| d.seq).unwrap_or(self.seq + 1);
-        if since + 1 < first && since < self.seq {
-            outbox.note_missed(first - since - 1);
-        }
-        for d in self.history.iter().filter(|d| d.seq > since) {
-            outbox.push(d.clone());
-        }
+    fn first_retained(&self) -> u64 {
+        self.history.front().map(|d| d.seq).unwrap_or(self.seq + 1)
     }
 }
 
 struct Sub {
-    session_id: Option<String>,
+    topic: TopicKey,
     outbox: Arc<Outbox>,
     internal: bool,
 }
 
-#[derive(Default)]
 pub struct EventBus {
-    global: Topic,
-    sessions: HashMap<String, Topic>,
+    budget: usize,
+    held: usize,
+    topics: HashMap<TopicKey, Topic>,
+    /// Every retained event, oldest first, across topics: what the budget evicts.
+    order: VecDeque<(TopicKey, u64, u64, usize)>,
     subscribers: HashMap<u64, Sub>,
     next_id: u64,
+    generations: u64,
+}
+
+impl Default for EventBus {
+    fn default() -> Self {
+        EventBus::new(HISTORY_BYTES)
+    }
+}
+
+impl EventBus {
+    /// A bus whose histories hold at most `history_bytes` together.
+    pub fn new(history_bytes: usize) -> EventBus {
+        EventBus {
+            budget: history_bytes.max(1),
+            held: 0,
+            topics: HashMap::new(),
+            order: VecDeque::new(),
+            subscribers: HashMap::new(),
+            next_id: 0,
+            generations: 0,
+        }
+    }
+
+    fn topic(&mut self, key: &TopicKey, stored: bool) -> &mut Topic {
+        let generations = &mut self.generations;
+        self.topics.entry(key.clone()).or_insert_with(|| {
+            *generations += 1;
+            Topic { generation: *generations, seq: 0, history: VecDeque::new(), closed_at: None, stored }
+        })
+    }
+
+    /// Numbers (unless numbered) and keeps an event in `key`'s topic; returns its delivery.
+    fn record(&mut self, key: TopicKey, event: &Event, meta: &Arc<EventMeta>, stored: bool) -> Delivery {
+        let topic = self.topic(&key, stored);
+        let seq = match event.topic_seq.filter(|_| key.is_some()) {
+            Some(seq) => seq,
+            None => topic.seq + 1,
+        };
+        topic.seq = topic.seq.max(seq);
+        if key.is_some() {
+            // A resumed session's topic is live again.
+            let ends = matches!(event.kind, "session.closed" | "agent.execution.finished");
+            topic.closed_at = ends.then(Instant::now);
+        }
+        let d = Delivery { seq, meta: meta.clone(), frame: event.frame(seq).into() };
+        topic.history.push_back(d.clone());
+        let generation = topic.generation;
+        self.held += d.cost();
+        self.order.push_back((key, generation, seq, d.cost()));
+        self.evict();
+        d
+    }
+
+    /// Drops the oldest retained events, whichever topic holds them, until within budget.
+    fn evict(&mut self) {
+        while self.held > self.budget {
+            let Some((key, generation, seq, cost)) = self.order.pop_front() else { break };
+            let Some(topic) = self.topics.get_mut(&key) else { continue };
+            if topic.generation == generation && topic.history.front().is_some_and(|d| d.seq == seq) {
+                topic.history.pop_front();
+                self.held -= cost;
+            }
+        }
+    }
+
+    fn drop_topic(&mut self, key: &TopicKey) {
+        if let Some(topic) = self.topics.remove(key) {
+            self.held -= topic.history.iter().map(Delivery::cost).sum::<usize>();
+        }
+    }
+
+    fn followed(&self, key: &TopicKey) -> bool {
+        self.subscribers.values().any(|s| &s.topic == key)
+    }
 }
 
 impl Actor for EventBus {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        ctx.run_interval(Duration::from_secs(60), |bus, _| {
-            bus.sessions.retain(|_, t| t.closed_at.is_none_or(|at| at.elapsed() < CLOSED_TOPIC_TTL));
+        ctx.run_interval(SWEEP_EVERY, |bus, _| {
+            let ttl = |t: &Topic| if t.stored { Duration::ZERO } else { CLOSED_TOPIC_TTL };
+            let expired: Vec<TopicKey> = bus
+                .topics
+                .iter()
+                .filter(|(k, t)| t.closed_at.is_some_and(|at| at.elapsed() >= ttl(t)) && !bus.followed(k))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for key in expired {
+                bus.drop_topic(&key);
+            }
         });
     }
 }
@@ -270,19 +290,18 @@ impl Handler<Publish> for EventBus {
     type Result = ();
 
     fn handle(&mut self, msg: Publish, _ctx: &mut Context<Self>) {
-        let event = Arc::new(msg.0);
-        let global = self.global.record(event.clone());
-        let session = event.topic().map(|id| {
-            let topic = self.sessions.entry(id.clone()).or_default();
-            if matches!(event.kind, "session.closed" | "agent.execution.finished") {
-                topic.closed_at = Some(Instant::now());
-            }
-            topic.record(event.clone())
-        });
+        let event = msg.0;
+        let meta = Arc::new(EventMeta { kind: event.kind, name: event.name.clone() });
+        let global = self.record(None, &event, &meta, false);
+        let own = match event.scope() {
+            Scope::Global => None,
+            Scope::Session(id) => Some((Some(id.clone()), self.record(Some(id), &event, &meta, true))),
+            Scope::Execution(id) => Some((Some(id.clone()), self.record(Some(id), &event, &meta, false))),
+        };
         for sub in self.subscribers.values() {
-            match (&sub.session_id, &session) {
-                (None, _) => sub.outbox.push(global.clone()),
-                (Some(wanted), Some(d)) if Some(wanted) == event.topic() => sub.outbox.push(d.clone()),
+            match (&sub.topic, &own) {
+                (None, _) => sub.outbox.offer(&global),
+                (Some(wanted), Some((key, d))) if Some(wanted) == key.as_ref() => sub.outbox.offer(d),
                 _ => {}
             }
         }
@@ -294,20 +313,54 @@ impl Handler<Subscribe> for EventBus {
 
     fn handle(&mut self, msg: Subscribe, _ctx: &mut Context<Self>) -> Self::Result {
         self.next_id += 1;
-        let outbox = Arc::new(Outbox::new(msg.outbox));
-        if let Some(since) = msg.since {
-            match &msg.session_id {
-                None => self.global.replay(since, &outbox),
-                Some(id) => {
-                    if let Some(topic) = self.sessions.get(id) {
-                        topic.replay(since, &outbox);
-                    }
-                }
-            }
+        let outbox = Arc::new(Outbox::new(msg.outbox, OUTBOX_BYTES));
+        let (key, stored, stored_head) = match msg.follow {
+            Follow::Everything => (None, false, 0),
+            Follow::Session { id, stored_head } => (Some(id), true, stored_head),
+            Follow::Execution(id) => (Some(id), false, 0),
+        };
+        let topic = self.topic(&key, stored);
+        // A session's topic not in memory starts where its store ends.
+        topic.seq = topic.seq.max(stored_head);
+        if let Some(since) = msg.since.filter(|s| *s < topic.seq) {
+            outbox.set_behind(since + 1);
         }
-        self.subscribers
-            .insert(self.next_id, Sub { session_id: msg.session_id, outbox: outbox.clone(), internal: msg.internal });
+        self.subscribers.insert(self.next_id, Sub { topic: key, outbox: outbox.clone(), internal: msg.internal });
         MessageResult(Subscription { id: self.next_id, outbox })
+    }
+}
+
+impl Handler<CatchUp> for EventBus {
+    type Result = MessageResult<CatchUp>;
+
+    fn handle(&mut self, msg: CatchUp, _ctx: &mut Context<Self>) -> Self::Result {
+        let Some(sub) = self.subscribers.get(&msg.subscriber) else { return MessageResult(CaughtUp::Gone) };
+        let Some(topic) = self.topics.get(&sub.topic) else { return MessageResult(CaughtUp::Gone) };
+        let mut from = msg.from;
+        let first = topic.first_retained();
+        let mut missed = 0;
+        if from < first && from <= topic.seq {
+            if topic.stored {
+                return MessageResult(CaughtUp::FromStore { from, until: first });
+            }
+            missed = first - from;
+            from = first;
+        }
+        let start = topic.history.partition_point(|d| d.seq < from);
+        let (mut events, mut bytes) = (Vec::new(), 0);
+        for d in topic.history.iter().skip(start) {
+            if events.len() >= msg.max_events || (!events.is_empty() && bytes + d.cost() > msg.max_bytes) {
+                break;
+            }
+            bytes += d.cost();
+            events.push(d.clone());
+        }
+        match events.last() {
+            Some(last) if last.seq < topic.seq => sub.outbox.set_behind(last.seq + 1),
+            // Caught up (or nothing is left to catch up with): live from the next event on.
+            _ => sub.outbox.rejoin(),
+        }
+        MessageResult(CaughtUp::Events { missed, events })
     }
 }
 
@@ -333,94 +386,18 @@ impl Handler<WatcherCount> for EventBus {
     type Result = usize;
 
     fn handle(&mut self, msg: WatcherCount, _ctx: &mut Context<Self>) -> usize {
-        self.subscribers.values().filter(|s| !s.internal && s.session_id.as_deref() == Some(msg.0.as_str())).count()
+        self.subscribers.values().filter(|s| !s.internal && s.topic.as_deref() == Some(msg.0.as_str())).count()
+    }
+}
+
+impl Handler<HistoryBytes> for EventBus {
+    type Result = usize;
+
+    fn handle(&mut self, _msg: HistoryBytes, _ctx: &mut Context<Self>) -> usize {
+        self.held
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ev(session: &str, n: u32) -> Event {
-        Event::new("stream.event", "stream_event", Some(session.to_string()), format!("{{\"n\":{n}}}"))
-    }
-
-    #[actix_rt::test]
-    async fn subscribers_get_their_topic_in_order_with_per_topic_sequences() {
-        let bus = EventBus::default().start();
-        let a = bus
-            .send(Subscribe { session_id: Some("a".into()), since: None, outbox: 100, internal: false })
-            .await
-            .expect("bus");
-        let all =
-            bus.send(Subscribe { session_id: None, since: None, outbox: 100, internal: false }).await.expect("bus");
-        for n in 0..3 {
-            bus.do_send(Publish(ev("a", n)));
-            bus.do_send(Publish(ev("b", n)));
-        }
-        assert_eq!(bus.send(SubscriberCount).await.expect("bus"), 2);
-        let got = a.outbox.next(100, Duration::from_secs(1)).await.expect("open");
-        assert_eq!(got.events.iter().map(|d| d.seq).collect::<Vec<_>>(), [1, 2, 3]);
-        assert!(got.events.iter().all(|d| d.event.session_id.as_deref() == Some("a")));
-        let got = all.outbox.next(100, Duration::from_secs(1)).await.expect("open");
-        assert_eq!(got.events.iter().map(|d| d.seq).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6]);
-        let frame: Value = serde_json::from_str(&got.events[0].frame).expect("frame is JSON");
-        assert_eq!(frame["data"]["n"], 0);
-        assert_eq!(frame["event"], "stream_event");
-    }
-
-    #[actix_rt::test]
-    async fn a_full_outbox_drops_the_oldest_and_says_how_many() {
-        let bus = EventBus::default().start();
-        let slow =
-            bus.send(Subscribe { session_id: None, since: None, outbox: 10, internal: false }).await.expect("bus");
-        for n in 0..25 {
-            bus.do_send(Publish(ev("a", n)));
-        }
-        bus.send(SubscriberCount).await.expect("bus");
-        let got = slow.outbox.next(100, Duration::from_secs(1)).await.expect("open");
-        assert_eq!(got.dropped, 15);
-        assert_eq!(got.events.first().map(|d| d.seq), Some(16), "the newest ten are kept");
-    }
-
-    #[actix_rt::test]
-    async fn replay_after_since_and_missed_events_are_counted() {
-        let bus = EventBus::default().start();
-        for n in 0..(HISTORY as u32 + 5) {
-            bus.do_send(Publish(ev("a", n)));
-        }
-        let late = bus
-            .send(Subscribe {
-                session_id: Some("a".into()),
-                since: Some(HISTORY as u64),
-                outbox: 2000,
-                internal: false,
-            })
-            .await
-            .expect("bus");
-        let got = late.outbox.next(5000, Duration::from_secs(1)).await.expect("open");
-        assert_eq!(
-            got.events.iter().map(|d| d.seq).collect::<Vec<_>>(),
-            (HISTORY as u64 + 1..=HISTORY as u64 + 5).collect::<Vec<_>>()
-        );
-        assert_eq!(got.dropped, 0);
-        let ancient = bus
-            .send(Subscribe { session_id: Some("a".into()), since: Some(0), outbox: 2000, internal: false })
-            .await
-            .expect("bus");
-        let got = ancient.outbox.next(5000, Duration::from_secs(1)).await.expect("open");
-        assert_eq!(got.dropped, 5, "five events fell out of history");
-        assert_eq!(got.events.len(), HISTORY);
-    }
-
-    #[actix_rt::test]
-    async fn unsubscribing_closes_the_outbox() {
-        let bus = EventBus::default().start();
-        let s = bus.send(Subscribe { session_id: None, since: None, outbox: 10, internal: false }).await.expect("bus");
-        bus.send(Unsubscribe(s.id)).await.expect("bus");
-        assert!(s.outbox.next(10, Duration::from_secs(1)).await.is_none());
-        assert_eq!(bus.send(SubscriberCount).await.expect("bus"), 0);
-        bus.send(Subscribe { session_id: None, since: None, outbox: 10, internal: true }).await.expect("bus");
-        assert_eq!(bus.send(SubscriberCount).await.expect("bus"), 0, "internal consumers are not clients");
-    }
-}
+#[path = "bus_tests.rs"]
+mod tests;

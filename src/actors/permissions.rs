@@ -56,6 +56,10 @@ pub struct Verdict {
     pub rule_id: Option<String>,
     /// The input to run with (an allow rule's `updated_input` merged in), when it changed.
     pub updated_input: Option<Value>,
+    /// The `permission.decision` event's data, for a session's call: the session publishes it
+    /// on its own stream (numbered and stored with the rest). Other calls' decisions (agent
+    /// runs) are published by the engine.
+    pub event: Option<String>,
 }
 
 /// Re-reads and recompiles every rule. Answers with how many are loaded.
@@ -149,17 +153,22 @@ impl Handler<Evaluate> for PermissionEngine {
             reason: Some(reason.clone()),
             decided_at: time::now(),
         };
-        if let Some(bus) = &self.bus {
-            let data = serde_json::json!({
-                "session_id": row.session_id, "project_id": row.project_id, "request_id": row.request_id,
-                "tool_use_id": row.tool_use_id, "decision_point": row.decision_point, "tool_name": row.tool_name,
-                "tool_input": row.tool_input, "decision": row.decision, "decision_source": row.decision_source,
-                "rule_id": row.rule_id, "reason": row.reason, "decided_at": row.decided_at,
-            });
-            bus.do_send(Publish(Event::json("permission.decision", "permission", row.session_id.clone(), &data)));
-        }
+        let data = serde_json::json!({
+            "session_id": row.session_id, "project_id": row.project_id, "request_id": row.request_id,
+            "tool_use_id": row.tool_use_id, "decision_point": row.decision_point, "tool_name": row.tool_name,
+            "tool_input": row.tool_input, "decision": row.decision, "decision_source": row.decision_source,
+            "rule_id": row.rule_id, "reason": row.reason, "decided_at": row.decided_at,
+        });
+        let event = match (&row.session_id, &self.bus) {
+            (Some(_), _) => Some(data.to_string()),
+            (None, Some(bus)) => {
+                bus.do_send(Publish(Event::json("permission.decision", "permission", None, &data)));
+                None
+            }
+            (None, None) => None,
+        };
         self.writer.persist(WriteOp::Decision(row));
-        MessageResult(Verdict { allow, reason, rule_id, updated_input })
+        MessageResult(Verdict { allow, reason, rule_id, updated_input, event })
     }
 }
 

@@ -14,24 +14,26 @@ use std::time::Duration;
 use actix::prelude::*;
 use futures_util::StreamExt;
 
-use super::bridge::BridgeSocket;
 use super::bus::{Event, Publish};
 use super::permissions::Evaluate;
 use super::session::{
     CliSession, Close, CloseIfIdle, CloseReason, SessionTerminated, Snapshot, Spawned, REASON_LAUNCH_FAILED,
 };
+use super::spawn::{spawn_cli, SpawnRequest};
 use crate::config::Settings;
+use crate::db::messages::{self, NewSessionEvent};
 use crate::db::projects::{self, Project};
 use crate::db::sessions::{self, Session, SessionPatch};
-use crate::db::writer::{WriteOp, Writer};
+use crate::db::writer::{WriteError, WriteOp, Writer};
 use crate::db::{Store, StoreError};
 use crate::domain::idleness::Busy;
 use crate::domain::validate::Transport;
 use crate::domain::{names, time};
-use crate::process::command::{stdio_args, websocket_args, CliOptions};
+use crate::process::cgroup::Containment;
+use crate::process::command::CliOptions;
+use crate::process::kill;
 use crate::process::version::{self, CliVersion};
-use crate::process::{kill, procfs, SESSION_MARKER_ENV};
-use crate::transport::{stdio, websocket, CliOutput};
+use crate::transport::websocket;
 
 // ---------------------------------------------------------------------------------------------
 // Messages
@@ -70,6 +72,9 @@ pub enum LaunchError {
     NoPort(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The launch could not be recorded (storage is failing).
+    #[error(transparent)]
+    Storage(#[from] WriteError),
 }
 
 /// Brings back an ended session (closed or errored): a new CLI process with
@@ -159,6 +164,8 @@ pub struct SessionRegistry {
     shutting_down: bool,
     /// Reap orphans re-parented to this process (only when it is a subreaper).
     reap_orphans: bool,
+    /// How each CLI's process tree is contained (a cgroup each, or process groups).
+    containment: Arc<Containment>,
 }
 
 impl SessionRegistry {
@@ -169,6 +176,7 @@ impl SessionRegistry {
         engine: Recipient<Evaluate>,
         bus: Recipient<Publish>,
         reap_orphans: bool,
+        containment: Arc<Containment>,
     ) -> Self {
         SessionRegistry {
             settings,
@@ -180,6 +188,7 @@ impl SessionRegistry {
             cli_version: None,
             shutting_down: false,
             reap_orphans,
+            containment,
         }
     }
 
@@ -244,102 +253,10 @@ impl SessionRegistry {
         }
     }
 
-    /// Spawns the CLI for `row` and starts its actor; `bridge` (a bound port) selects the
-    /// WebSocket transport; `resumed` when it brings back an ended session. A spawn failure
-    /// becomes the row's error.
-    fn spawn_session(
-        &mut self,
-        mut row: Session,
-        folder: &str,
-        options: &CliOptions,
-        bridge: Option<(std::net::TcpListener, u16)>,
-        resumed: bool,
-        ctx: &mut Context<Self>,
-    ) -> Session {
-        let secret = websocket::new_secret();
-        let mut cmd = tokio::process::Command::new(&self.settings.cli_path);
-        match &bridge {
-            None => cmd.args(stdio_args(options)).stdin(std::process::Stdio::piped()),
-            Some((_, port)) => cmd
-                .args(websocket_args(options, &format!("ws://127.0.0.1:{port}/{secret}")))
-                .stdin(std::process::Stdio::null()),
-        };
-        cmd.current_dir(folder)
-            .process_group(0)
-            .env(SESSION_MARKER_ENV, &row.id)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(false);
-        if let Some(token) = &self.settings.cli_session_access_token {
-            cmd.env("CLAUDE_CODE_SESSION_ACCESS_TOKEN", token);
-        }
-        let mut child = match cmd.spawn() {
-            Ok(child) => child,
-            Err(e) => {
-                let reason = format!("cannot start the CLI {:?}: {e}", self.settings.cli_path);
-                return self.launch_failed(row, reason);
-            }
-        };
-        let (Some(pid), Some(stdout), Some(stderr)) = (child.id(), child.stdout.take(), child.stderr.take()) else {
-            // Cannot happen with both piped; end the child rather than leave it unwatched.
-            let _ = child.start_kill();
-            return self.launch_failed(row, "the CLI started without its standard streams".to_string());
-        };
-        let pid = pid as i32;
-        let (stdin, protocol, bridge) = match bridge {
-            None => {
-                let Some(stdin) = child.stdin.take() else {
-                    let _ = child.start_kill();
-                    return self.launch_failed(row, "the CLI started without its standard input".to_string());
-                };
-                let protocol: OutputStream = Box::pin(stdio::stdout_stream(stdout));
-                (stdio::stdin_writer(stdin), vec![protocol], None)
-            }
-            Some((listener, port)) => {
-                let (outbound, inbound, handoff) = websocket::channels(stdio::STDIN_QUEUE);
-                let bridge = match BridgeSocket::start(&row.id, listener, port, &secret, handoff) {
-                    Ok(bridge) => bridge,
-                    Err(e) => {
-                        let _ = child.start_kill();
-                        return self
-                            .launch_failed(row, format!("cannot serve the WebSocket bridge on port {port}: {e}"));
-                    }
-                };
-                // On this transport stdout carries no protocol; whatever the CLI prints there
-                // is kept with its stderr.
-                let inbound: OutputStream = Box::pin(inbound);
-                let stdout: OutputStream = Box::pin(stdio::side_stream(stdout));
-                row.ws_port = Some(i32::from(port));
-                (outbound, vec![inbound, stdout], Some(bridge))
-            }
-        };
-        row.cli_pid = Some(pid);
-        row.cli_started_at = procfs::stat(pid).map(|s| s.start_time.to_string());
-        self.writer.persist(WriteOp::Session {
-            id: row.id.clone(),
-            patch: SessionPatch {
-                cli_pid: Some(row.cli_pid),
-                cli_started_at: Some(row.cli_started_at.clone()),
-                ws_port: Some(row.ws_port),
-                ..Default::default()
-            },
-        });
-        let mut outputs = protocol;
-        outputs.push(Box::pin(stdio::stderr_stream(stderr)));
-        let spawned = Spawned {
-            row: row.clone(),
-            pid,
-            stdin,
-            outputs,
-            exited: Box::pin(async move {
-                match child.wait().await {
-                    Ok(status) => describe_exit(status),
-                    Err(e) => format!("could not be waited for: {e}"),
-                }
-            }),
-            bridge,
-            resumed,
-        };
+    /// Starts the actor of a spawned CLI and records it as live.
+    fn start_session(&mut self, spawned: Spawned, ctx: &mut Context<Self>) -> Session {
+        let row = spawned.row.clone();
+        let pid = spawned.pid;
         let addr = CliSession::start(
             spawned,
             self.writer.clone(),
@@ -354,8 +271,9 @@ impl SessionRegistry {
         row
     }
 
-    /// The CLI could not be started: the row records why.
-    fn launch_failed(&self, mut row: Session, reason: String) -> Session {
+    /// The CLI could not be started: the row records why (and a new session's stream says it
+    /// was created, as its first event).
+    fn launch_failed(&self, mut row: Session, reason: String, announce: bool) -> Session {
         let now = time::now();
         row.status = "error".to_string();
         row.error_message = Some(reason);
@@ -371,7 +289,66 @@ impl SessionRegistry {
                 ..Default::default()
             },
         });
+        if announce {
+            let data = serde_json::to_string(&row).unwrap_or_else(|_| "null".to_string());
+            let mut event = Event::new("session.created", "session_created", Some(row.id.clone()), data.clone());
+            event.topic_seq = Some(1);
+            self.writer.persist(WriteOp::Event(NewSessionEvent {
+                session_id: row.id.clone(),
+                seq: 1,
+                kind: event.kind.to_string(),
+                name: event.name.clone(),
+                data,
+                timestamp: event.timestamp.clone(),
+            }));
+            self.bus.do_send(Publish(event));
+        }
         row
+    }
+
+    /// Spawns the CLI of `req`, stores its pid and start time (before anyone can hear of the
+    /// session as running, so a crash at any moment leaves a recoverable record), then starts
+    /// its actor. Resolves with the row: running, or `error` when the CLI could not start.
+    fn launch_cli(
+        &mut self,
+        req: SpawnRequest<'_>,
+        announce: bool,
+    ) -> std::pin::Pin<Box<dyn ActorFuture<Self, Output = Result<Session, LaunchError>>>> {
+        let spawned = match spawn_cli(&self.settings, req) {
+            Ok(spawned) => spawned,
+            Err(failure) => {
+                let (row, reason) = *failure;
+                let row = self.launch_failed(row, reason, announce);
+                // A read right after the answer must see the failure: wait for it to be stored.
+                let writer = self.writer.clone();
+                return Box::pin(
+                    async move {
+                        let _ = writer.flush().await;
+                        Ok(row)
+                    }
+                    .into_actor(self),
+                );
+            }
+        };
+        let patch = SessionPatch {
+            cli_pid: Some(spawned.row.cli_pid),
+            cli_started_at: Some(spawned.row.cli_started_at.clone()),
+            ws_port: Some(spawned.row.ws_port),
+            ..Default::default()
+        };
+        let (writer, id) = (self.writer.clone(), spawned.row.id.clone());
+        let stored = async move { writer.persist_acked(WriteOp::Session { id, patch }).await };
+        Box::pin(stored.into_actor(self).map(move |stored, act, ctx| match stored {
+            Ok(()) => Ok(act.start_session(spawned, ctx)),
+            Err(e) => {
+                // Unrecorded, the CLI could outlive a crash unseen: end it, answer 503.
+                tracing::error!(session = %spawned.row.id, error = %e, "the CLI's pid could not be stored; ending it");
+                let tree = spawned.tree.clone();
+                tokio::task::spawn_blocking(move || tree.end(Duration::from_secs(2)));
+                let _ = act.launch_failed(spawned.row, format!("the session could not be recorded: {e}"), false);
+                Err(LaunchError::Storage(e))
+            }
+        }))
     }
 
     fn reap(&self) {
@@ -386,16 +363,6 @@ impl SessionRegistry {
 }
 
 type LaunchFuture = std::pin::Pin<Box<dyn ActorFuture<SessionRegistry, Output = Result<Launched, LaunchError>>>>;
-type OutputStream = std::pin::Pin<Box<dyn futures_util::Stream<Item = CliOutput>>>;
-
-pub fn describe_exit(status: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exited with status {code}"),
-        (None, Some(sig)) => format!("was killed by signal {sig}"),
-        _ => "ended".to_string(),
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Handlers
@@ -485,34 +452,32 @@ impl Handler<Launch> for SessionRegistry {
             row.transport = transport.as_str().to_string();
             row.ws_port = bridge.as_ref().map(|(_, port)| i32::from(*port));
             let stored = row.clone();
-            let store = act.store.clone();
-            let insert = async move { store.run(move |conn| sessions::insert(conn, &stored)).await };
+            let (store, containment) = (act.store.clone(), act.containment.clone());
+            // The row, then its cgroup (cgroupfs work, off the executor).
+            let prepare = async move {
+                store.run(move |conn| sessions::insert(conn, &stored)).await?;
+                let id = row.id.clone();
+                let cgroup = tokio::task::spawn_blocking(move || containment.cgroup_for(&id)).await.ok().flatten();
+                Ok::<_, StoreError>((row, cgroup))
+            };
             let folder = msg.project.folder_path.clone();
             let options = msg.spec.options.clone();
-            Box::pin(insert.into_actor(act).then(move |inserted, act, ctx| {
-                let session = match inserted {
-                    Ok(()) => act.spawn_session(row, &folder, &options, bridge, false, ctx),
+            Box::pin(prepare.into_actor(act).then(move |prepared, act, _ctx| {
+                let (row, cgroup) = match prepared {
+                    Ok(prepared) => prepared,
                     Err(e) => return Box::pin(actix::fut::ready(Err(e.into()))) as LaunchFuture,
                 };
-                let data = serde_json::to_string(&session).unwrap_or_else(|_| "null".to_string());
-                act.bus.do_send(Publish(Event::new(
-                    "session.created",
-                    "session_created",
-                    Some(session.id.clone()),
-                    data,
-                )));
-                // A launch that failed at once answers with its error row; a read right after
-                // must see the same, so wait for the write-behind to store it.
-                let failed = session.status == "error";
-                let writer = act.writer.clone();
+                let req = SpawnRequest {
+                    row,
+                    folder: &folder,
+                    options: &options,
+                    bridge,
+                    resumed: false,
+                    last_seq: 0,
+                    cgroup,
+                };
                 Box::pin(
-                    async move {
-                        if failed {
-                            let _ = writer.flush().await;
-                        }
-                        Ok(Launched { session, created: true })
-                    }
-                    .into_actor(act),
+                    act.launch_cli(req, true).map(|launched, _, _| launched.map(|session| Launched { session, created: true })),
                 ) as LaunchFuture
             })) as LaunchFuture
         })))
@@ -592,14 +557,17 @@ impl Handler<CloseIdle> for SessionRegistry {
 
 type ResumeFuture = std::pin::Pin<Box<dyn ActorFuture<SessionRegistry, Output = Result<Session, ResumeError>>>>;
 
+/// A resume that passed its checks, ready to start its CLI.
+struct Relaunch {
+    row: Session,
+    folder: String,
+    options: CliOptions,
+    bridge: Option<(std::net::TcpListener, u16)>,
+}
+
 impl SessionRegistry {
-    /// Checks a stored row can be resumed now and starts its CLI with `--resume`.
-    fn relaunch(
-        &mut self,
-        row: Option<Session>,
-        project: Option<Project>,
-        ctx: &mut Context<Self>,
-    ) -> Result<Session, ResumeError> {
+    /// Checks a stored row can be resumed now, and marks it starting again.
+    fn relaunch(&mut self, row: Option<Session>, project: Option<Project>) -> Result<Relaunch, ResumeError> {
         let mut row = row.ok_or_else(|| ResumeError::NotFound("No such session.".to_string()))?;
         if self.live.contains_key(&row.id) || !matches!(row.status.as_str(), "closed" | "error") {
             return Err(ResumeError::Conflict(format!(
@@ -656,10 +624,7 @@ impl SessionRegistry {
             },
         });
         tracing::info!(session = %row.id, transport = %row.transport, "resuming a session");
-        let session = self.spawn_session(row, &project.folder_path, &options, bridge, true, ctx);
-        let data = serde_json::to_string(&session).unwrap_or_else(|_| "null".to_string());
-        self.bus.do_send(Publish(Event::new("session.status", "session_status", Some(session.id.clone()), data)));
-        Ok(session)
+        Ok(Relaunch { row, folder: project.folder_path, options, bridge })
     }
 }
 
@@ -677,48 +642,29 @@ impl Handler<Resume> for SessionRegistry {
                         Some(r) => projects::find(conn, &r.project_id)?,
                         None => None,
                     };
-                    Ok((row, project))
+                    let last_seq = messages::last_seq(conn, &id)?;
+                    Ok((row, project, last_seq))
                 })
                 .await
         };
         // Atomic: two resumes of one session cannot both start a CLI; the second sees it live.
-        AtomicResponse::new(Box::pin(load.into_actor(self).then(|loaded, act, ctx| {
-            let relaunched =
-                loaded.map_err(ResumeError::from).and_then(|(row, project)| act.relaunch(row, project, ctx));
-            // As for a launch: a CLI that could not be started is stored before the answer.
-            let failed = relaunched.as_ref().is_ok_and(|s| s.status == "error");
-            let writer = act.writer.clone();
-            async move {
-                if failed {
-                    let _ = writer.flush().await;
-                }
-                relaunched
-            }
-            .into_actor(act)
-        })) as ResumeFuture)
+        AtomicResponse::new(Box::pin(load.into_actor(self).then(|loaded, act, _ctx| {
+            let checked = loaded
+                .map_err(ResumeError::from)
+                .and_then(|(row, project, last_seq)| act.relaunch(row, project).map(|relaunch| (relaunch, last_seq)));
+            let (relaunch, last_seq) = match checked {
+                Ok(checked) => checked,
+                Err(e) => return Box::pin(actix::fut::ready(Err(e))) as ResumeFuture,
+            };
+            let (containment, id) = (act.containment.clone(), relaunch.row.id.clone());
+            let cgroup =
+                async move { tokio::task::spawn_blocking(move || containment.cgroup_for(&id)).await.ok().flatten() };
+            Box::pin(cgroup.into_actor(act).then(move |cgroup, act, _ctx| {
+                let Relaunch { row, folder, options, bridge } = relaunch;
+                let req =
+                    SpawnRequest { row, folder: &folder, options: &options, bridge, resumed: true, last_seq, cgroup };
+                act.launch_cli(req, false).map(|launched, _, _| launched.map_err(ResumeError::from))
+            })) as ResumeFuture
+        })))
     }
-}
-
-/// After a crash of the service: sessions the database still shows as live become `error`
-/// ("service restarted"), and any of their CLIs still running is ended, but only after checking
-/// it really is that process (same pid and same start time), never a reused pid.
-pub async fn recover_after_restart(store: &Store) -> Result<usize, StoreError> {
-    let now = time::now();
-    let rows = store.run(move |conn| sessions::fail_interrupted(conn, &now)).await?;
-    let count = rows.len();
-    tokio::task::spawn_blocking(move || {
-        for row in rows {
-            let (Some(pid), Some(started)) = (row.cli_pid, row.cli_started_at.as_deref()) else { continue };
-            let same = procfs::stat(pid).is_some_and(|s| s.start_time.to_string() == started && s.state != 'Z');
-            if same {
-                tracing::warn!(session = %row.id, pid, "ending a CLI left over from before the restart");
-                let _ = kill::signal_session(pid, SESSION_MARKER_ENV, &row.id, libc::SIGTERM);
-                std::thread::sleep(Duration::from_millis(200));
-                kill::kill_until_gone(pid, SESSION_MARKER_ENV, &row.id, Duration::from_secs(2));
-            }
-        }
-    })
-    .await
-    .map_err(|e| StoreError::Other(format!("recovery task failed: {e}")))?;
-    Ok(count)
 }

@@ -18,17 +18,19 @@ use tokio::sync::{mpsc, oneshot};
 use super::bridge::BridgeHandle;
 use super::bus::{Event, Publish};
 use super::permissions::Evaluate;
-use crate::db::messages::NewMessage;
+use crate::db::backlog::Backlog;
+use crate::db::messages::{NewMessage, NewSessionEvent};
 use crate::db::sessions::{Session, SessionPatch};
-use crate::db::writer::{WriteOp, Writer};
+use crate::db::writer::{WriteError, WriteOp, Writer};
+use crate::domain::events;
 use crate::domain::idleness::{self, Activity, Busy};
 use crate::domain::time;
-use crate::process::{kill, SESSION_MARKER_ENV};
+use crate::process::tree::ProcessTree;
 use crate::protocol::framing::{Frame, MAX_LINE_BYTES};
 use crate::protocol::incoming::{self, Kind, TurnResult};
 use crate::protocol::outgoing;
 use crate::protocol::requests::{self, CliRequest};
-use crate::transport::{stdio, CliOutput};
+use crate::transport::{stdio, CliOutput, OutLine};
 
 /// How long a control request Conduit sends may wait for the CLI's answer.
 pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -152,7 +154,7 @@ pub enum SessionError {
     #[error("{0}")]
     Cli(String),
     #[error("the message could not be stored: {0}")]
-    Storage(String),
+    Storage(WriteError),
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -169,7 +171,8 @@ type LineFor = Box<dyn FnOnce(&str) -> String>;
 struct QueuedTurn {
     seq: u64,
     line: String,
-    stored: bool,
+    /// The stored row's id, once stored (only then may the turn be sent).
+    message_id: Option<i64>,
 }
 
 /// Totals the session had when this process started (non-zero after a resume); the CLI's
@@ -184,11 +187,18 @@ struct Base {
 pub struct CliSession {
     row: Session,
     pid: i32,
+    /// Everything the CLI started: its cgroup, process group and marker.
+    tree: ProcessTree,
     writer: Writer,
     registry: Recipient<SessionTerminated>,
     engine: Recipient<Evaluate>,
     bus: Recipient<Publish>,
-    stdin: Option<mpsc::Sender<String>>,
+    stdin: Option<mpsc::Sender<OutLine>>,
+    /// The last sequence number of this session's event stream. The session numbers its own
+    /// events and stores them with their numbers, so its stream can be replayed from storage.
+    seq: u64,
+    /// Bytes of this session's lines read but not yet stored; its readers wait when full.
+    backlog: std::sync::Arc<Backlog>,
     /// Requests from the CLI being decided; a `control_cancel_request` removes its id, and then
     /// no answer is sent.
     inflight: std::collections::HashSet<String>,
@@ -222,7 +232,12 @@ pub struct CliSession {
 pub struct Spawned {
     pub row: Session,
     pub pid: i32,
-    pub stdin: mpsc::Sender<String>,
+    pub tree: ProcessTree,
+    pub stdin: mpsc::Sender<OutLine>,
+    /// The last event sequence number already stored for this session (0 for a new one).
+    pub last_seq: u64,
+    /// The gate the session's readers wait on; its lines are charged against it.
+    pub backlog: std::sync::Arc<Backlog>,
     pub outputs: Vec<std::pin::Pin<Box<dyn futures_util::Stream<Item = CliOutput>>>>,
     /// Resolves with a description of how the process ended.
     pub exited: std::pin::Pin<Box<dyn std::future::Future<Output = String>>>,
@@ -258,11 +273,14 @@ impl CliSession {
             CliSession {
                 row: spawned.row,
                 pid: spawned.pid,
+                tree: spawned.tree,
                 writer,
                 registry,
                 engine,
                 bus,
                 stdin: Some(spawned.stdin),
+                seq: spawned.last_seq,
+                backlog: spawned.backlog,
                 inflight: Default::default(),
                 pending: HashMap::new(),
                 next_id: 0,
@@ -303,37 +321,76 @@ impl CliSession {
         format!("conduit-{}-{}", &self.row.id[..8], self.next_id)
     }
 
-    /// Records a line in the messages table (write-behind).
-    fn record(&self, direction: &'static str, message_type: &str, subtype: Option<String>, content: String) {
-        self.writer.persist(WriteOp::Message(NewMessage {
+    /// Records a line in the messages table (write-behind), charged to the session's backlog
+    /// until it is stored. `event` is the stream event that relayed it: its number and time.
+    fn record(
+        &self,
+        direction: &'static str,
+        message_type: &str,
+        subtype: Option<String>,
+        content: String,
+        event: Option<(u64, String)>,
+    ) {
+        let credit = self.backlog.charge(content.len() + 128);
+        let (seq, timestamp) = match event {
+            Some((seq, timestamp)) => (Some(seq as i64), timestamp),
+            None => (None, time::now()),
+        };
+        let line = NewMessage {
             session_id: self.row.id.clone(),
             direction,
             message_type: message_type.to_string(),
             message_subtype: subtype,
             content,
-            timestamp: time::now(),
-        }));
+            timestamp,
+            seq,
+        };
+        self.writer.persist_charged(WriteOp::Message(line), credit);
     }
 
     /// Writes a line to the CLI (already recorded, or recorded here when `record` is set).
     fn write(&mut self, line: String, record: Option<(&str, Option<String>)>) -> Result<(), SessionError> {
         self.last_activity = Instant::now();
-        if let Some((kind, subtype)) = record {
-            self.record("to_cli", kind, subtype, line.clone());
-        }
         let tx = self.stdin.as_ref().ok_or_else(|| SessionError::Cli("the CLI's input is closed".to_string()))?;
-        tx.try_send(line).map_err(|e| match e {
+        let queued = tx.try_send(OutLine::new(line.clone()));
+        // Recorded only once handed to the transport: a line refused here was never sent.
+        if let (Ok(()), Some((kind, subtype))) = (&queued, record) {
+            self.record("to_cli", kind, subtype, line, None);
+        }
+        queued.map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => SessionError::Cli("the CLI is not reading its input".to_string()),
             mpsc::error::TrySendError::Closed(_) => SessionError::Cli("the CLI's input is closed".to_string()),
         })
     }
 
-    fn publish(&self, kind: &'static str, name: &str, data: String) {
-        self.bus.do_send(Publish(Event::new(kind, name, Some(self.row.id.clone()), data)));
+    /// Numbers an event of this session's stream and hands it to the bus; returns its number
+    /// and time (a relayed line is stored with them).
+    fn publish_numbered(&mut self, kind: &'static str, name: &str, data: String) -> (u64, String) {
+        self.seq += 1;
+        let mut event = Event::new(kind, name, Some(self.row.id.clone()), data);
+        event.topic_seq = Some(self.seq);
+        let numbered = (self.seq, event.timestamp.clone());
+        self.bus.do_send(Publish(event));
+        numbered
+    }
+
+    /// An event that is not a line (status, created, closed, a decision): published, and
+    /// stored in the session's event log so its stream replays it.
+    fn publish(&mut self, kind: &'static str, name: &str, data: String) {
+        let stored = data.clone();
+        let (seq, timestamp) = self.publish_numbered(kind, name, data);
+        self.writer.persist(WriteOp::Event(NewSessionEvent {
+            session_id: self.row.id.clone(),
+            seq: seq as i64,
+            kind: kind.to_string(),
+            name: name.to_string(),
+            data: stored,
+            timestamp,
+        }));
     }
 
     /// `session.status`, with the whole row so a client can redraw from one event.
-    fn publish_row(&self, kind: &'static str, name: &str) {
+    fn publish_row(&mut self, kind: &'static str, name: &str) {
         let data = serde_json::to_string(&self.row).unwrap_or_else(|_| "null".to_string());
         self.publish(kind, name, data);
     }
@@ -386,19 +443,27 @@ impl CliSession {
         }
     }
 
-    /// Starts the next queued turn when the CLI is ready for one.
+    /// Starts the next queued turn when the CLI is ready for one. Its stored row records when
+    /// the transport actually wrote it (`delivered_at`).
     fn pump(&mut self) {
         if self.turn_running || !self.is_live() || self.row.status != "idle" {
             return;
         }
-        if !self.queue.front().is_some_and(|t| t.stored) {
-            return;
-        }
+        let Some(message_id) = self.queue.front().and_then(|t| t.message_id) else { return };
         let Some(turn) = self.queue.pop_front() else { return };
-        match self.write(turn.line, None) {
+        let Some(tx) = self.stdin.as_ref() else { return };
+        let (written, heard) = oneshot::channel();
+        match tx.try_send(OutLine { line: turn.line, written: Some(written) }) {
             Ok(()) => {
+                self.last_activity = Instant::now();
                 self.turn_running = true;
                 self.set_status("active");
+                let writer = self.writer.clone();
+                actix::spawn(async move {
+                    if heard.await.is_ok() {
+                        writer.persist(WriteOp::Delivered { message_id, at: time::now() });
+                    }
+                });
             }
             Err(e) => tracing::warn!(session = %self.row.id, error = %e, "could not start a turn"),
         }
@@ -407,16 +472,10 @@ impl CliSession {
     fn on_line(&mut self, line: String, ctx: &mut Context<Self>) {
         self.last_activity = Instant::now();
         let msg = incoming::parse(&line);
-        // Control traffic is protocol plumbing; decisions are published by the engine.
-        match (msg.message_type.as_str(), msg.message_subtype.as_deref()) {
-            ("control_request" | "control_response" | "control_cancel_request", _) => {}
-            ("invalid", _) => {}
-            ("stream_event", _) => self.publish("stream.event", "stream_event", line.clone()),
-            ("result", _) => self.publish("session.result", "result", line.clone()),
-            ("system", Some("init")) => self.publish("session.message", "system_init", line.clone()),
-            (other, _) => self.publish("session.message", other, line.clone()),
-        }
-        self.record("from_cli", &msg.message_type, msg.message_subtype.clone(), line);
+        // Control traffic is protocol plumbing (decisions are published as their own events).
+        let relayed = events::for_line(&msg.message_type, msg.message_subtype.as_deref())
+            .map(|(kind, name)| self.publish_numbered(kind, &name, line.clone()));
+        self.record("from_cli", &msg.message_type, msg.message_subtype.clone(), line, relayed);
         match msg.kind {
             Kind::SystemInit { session_id, model, permission_mode } => {
                 let mut patch = SessionPatch::default();
@@ -542,6 +601,9 @@ impl CliSession {
         let subtype = subtype.to_string();
         let decided = self.engine.send(evaluate);
         ctx.spawn(decided.into_actor(self).map(move |verdict, act, _ctx| {
+            if let Some(data) = verdict.as_ref().ok().and_then(|v| v.event.clone()) {
+                act.publish("permission.decision", "permission", data);
+            }
             if !act.inflight.remove(&request_id) {
                 return;
             }
@@ -555,7 +617,7 @@ impl CliSession {
     fn on_stderr(&mut self, line: String) {
         self.last_activity = Instant::now();
         stdio::keep_tail(&mut self.stderr_tail, &line, STDERR_TAIL_BYTES);
-        self.record("from_cli", "stderr", None, line);
+        self.record("from_cli", "stderr", None, line, None);
     }
 
     /// Something went wrong while the CLI runs: end it and report `reason`.
@@ -574,17 +636,13 @@ impl CliSession {
             self.maybe_finish(ctx);
             return;
         }
-        let (pgid, marker) = (self.pid, self.row.id.clone());
-        tokio::task::spawn_blocking(move || {
-            let _ = kill::signal_session(pgid, SESSION_MARKER_ENV, &marker, signal);
-        });
+        let tree = self.tree.clone();
+        tokio::task::spawn_blocking(move || tree.signal(signal));
         ctx.run_later(CLOSE_GRACE, |act, _ctx| {
             if act.exit.is_none() {
-                tracing::warn!(session = %act.row.id, "the CLI outlived the grace period; killing its group");
-                let (pgid, marker) = (act.pid, act.row.id.clone());
-                tokio::task::spawn_blocking(move || {
-                    let _ = kill::signal_session(pgid, SESSION_MARKER_ENV, &marker, libc::SIGKILL);
-                });
+                tracing::warn!(session = %act.row.id, "the CLI outlived the grace period; killing its tree");
+                let tree = act.tree.clone();
+                tokio::task::spawn_blocking(move || tree.signal(libc::SIGKILL));
             }
         });
     }
@@ -602,10 +660,8 @@ impl CliSession {
                 let _ = reply.send(Err(SessionError::Cli(format!("the CLI exited before answering {what}"))));
             }
         }
-        let (pgid, marker) = (self.pid, self.row.id.clone());
-        let cleanup = tokio::task::spawn_blocking(move || {
-            kill::kill_until_gone(pgid, SESSION_MARKER_ENV, &marker, Duration::from_secs(2))
-        });
+        let tree = self.tree.clone();
+        let cleanup = tokio::task::spawn_blocking(move || tree.end(Duration::from_secs(2)));
         // The bridge's port is released before anyone hears the session ended.
         let bridge = self.bridge.take();
         let cleanup = async move {
@@ -682,6 +738,13 @@ impl Actor for CliSession {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        // The first event of this process on the session's stream: a new session, or the
+        // resumed one starting again.
+        if self.resumed {
+            self.publish_row("session.status", "session_status");
+        } else {
+            self.publish_row("session.created", "session_created");
+        }
         if let Err(e) = self.control(ctx, outgoing::initialize, Pending::Initialize) {
             self.fail(ctx, format!("could not send initialize: {e}"));
         }
@@ -701,7 +764,7 @@ impl StreamHandler<CliOutput> for CliSession {
                 let note = serde_json::json!({
                     "conduit_error": format!("a line of {len} bytes exceeded the {MAX_LINE_BYTES}-byte cap and was dropped")
                 });
-                self.record("from_cli", "invalid", None, note.to_string());
+                self.record("from_cli", "invalid", None, note.to_string(), None);
             }
             CliOutput::Stderr(Frame::Line(line)) => self.on_stderr(line),
             CliOutput::Stderr(Frame::Oversized { len }) => self.on_stderr(format!("[{len} bytes of stderr dropped]")),
@@ -762,21 +825,22 @@ impl Handler<SendUser> for CliSession {
         let seq = self.next_id;
         let position = self.queue.len() + usize::from(self.turn_running);
         let queued = position > 0 || self.row.status != "idle";
-        self.queue.push_back(QueuedTurn { seq, line: line.clone(), stored: false });
-        let op = WriteOp::Message(NewMessage {
+        self.queue.push_back(QueuedTurn { seq, line: line.clone(), message_id: None });
+        let row = NewMessage {
             session_id: self.row.id.clone(),
             direction: "to_cli",
             message_type: "user".to_string(),
             message_subtype: None,
             content: line,
             timestamp: time::now(),
-        });
+            seq: None,
+        };
         let writer = self.writer.clone();
-        let stored = async move { writer.persist_acked(op).await };
+        let stored = async move { writer.persist_returning_id(row).await };
         Box::pin(stored.into_actor(self).map(move |result, act, _ctx| match result {
-            Ok(()) => {
+            Ok(id) => {
                 if let Some(turn) = act.queue.iter_mut().find(|t| t.seq == seq) {
-                    turn.stored = true;
+                    turn.message_id = Some(id);
                 }
                 act.pump();
                 Ok(SendOutcome { queued, position })

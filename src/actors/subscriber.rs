@@ -1,16 +1,17 @@
-//! `Subscriber`: one actor per WebSocket or SSE client. It owns the bus subscription (its
-//! bounded outbox lives on the bus side of the link) and ends it when the client goes away.
-//! For WebSocket clients it also runs the connection: pings every 30 s, closes after 75 s of
-//! silence, refuses frames over 1 MiB, and turns client actions into session messages.
+//! `Subscriber`: one actor per WebSocket client. It owns the client's [`Feed`] (its cursor on
+//! the session's stream: live through a bounded outbox, catching up from the history and the
+//! store when it falls behind), ends it when the client goes away, and runs the connection:
+//! pings every 30 s, closes after 75 s of silence, refuses frames over 1 MiB, and turns client
+//! actions into session messages. (An SSE client's life is its response stream, which owns its
+//! feed directly: it needs no actor.)
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use actix_ws::{CloseCode, CloseReason, Message as WsMessage, ProtocolError};
 use serde_json::{json, Value};
 
-use super::bus::{EventBus, Outbox, Unsubscribe};
+use super::feed::{Feed, FeedItem};
 use super::registry::{Find, SessionRegistry};
 use super::session::{Control, SendUser};
 use crate::domain::validate;
@@ -18,6 +19,10 @@ use crate::domain::validate;
 pub const PING_EVERY: Duration = Duration::from_secs(30);
 pub const SILENCE_LIMIT: Duration = Duration::from_secs(75);
 pub const MAX_FRAME_BYTES: usize = 1024 * 1024;
+/// How long a reply, ping or pong may wait for room in the socket's send queue: a client that
+/// stopped reading must not keep handles to its socket alive (the socket closes when the last
+/// one goes).
+const SIDE_SEND_WAIT: Duration = Duration::from_secs(10);
 
 /// A WebSocket client's link: its socket and the session it follows.
 pub struct WsLink {
@@ -27,9 +32,8 @@ pub struct WsLink {
 }
 
 pub struct Subscriber {
-    bus: Addr<EventBus>,
-    sub_id: u64,
-    outbox: Arc<Outbox>,
+    /// Taken by the pump that sends it to the socket when the actor starts.
+    feed: Option<Feed>,
     ws: Option<WsLink>,
     last_heard: Instant,
 }
@@ -39,22 +43,11 @@ pub struct Subscriber {
 struct Incoming(Result<WsMessage, ProtocolError>);
 
 impl Subscriber {
-    /// An SSE client: the actor lives as long as the response stream holds its address.
-    pub fn for_sse(bus: Addr<EventBus>, sub_id: u64, outbox: Arc<Outbox>) -> Addr<Subscriber> {
-        Subscriber { bus, sub_id, outbox, ws: None, last_heard: Instant::now() }.start()
-    }
-
     /// A WebSocket client: the actor runs the connection until either side closes it.
-    pub fn for_ws(
-        bus: Addr<EventBus>,
-        sub_id: u64,
-        outbox: Arc<Outbox>,
-        link: WsLink,
-        frames: actix_ws::MessageStream,
-    ) -> Addr<Subscriber> {
+    pub fn for_ws(feed: Feed, link: WsLink, frames: actix_ws::MessageStream) -> Addr<Subscriber> {
         Subscriber::create(move |ctx| {
             ctx.add_stream(futures_util::StreamExt::map(frames, Incoming));
-            Subscriber { bus, sub_id, outbox, ws: Some(link), last_heard: Instant::now() }
+            Subscriber { feed: Some(feed), ws: Some(link), last_heard: Instant::now() }
         })
     }
 
@@ -63,7 +56,7 @@ impl Subscriber {
             let mut socket = link.socket.clone();
             let text = frame.to_string();
             actix::spawn(async move {
-                let _ = socket.text(text).await;
+                let _ = tokio::time::timeout(SIDE_SEND_WAIT, socket.text(text)).await;
             });
         }
     }
@@ -72,10 +65,14 @@ impl Subscriber {
         self.reply(json!({"event": "error", "message": message.into()}));
     }
 
+    /// Ends the connection. The close frame is only offered: a client that stopped reading
+    /// has a full send queue, and waiting for room would keep its socket (and everything queued
+    /// for it) forever. Once the actor and its pump are gone, no handle to the socket is left,
+    /// and the server ends the response, and with it the connection.
     fn close(&mut self, ctx: &mut Context<Self>, reason: Option<CloseReason>) {
         if let Some(link) = self.ws.take() {
             actix::spawn(async move {
-                let _ = link.socket.close(reason).await;
+                let _ = tokio::time::timeout(Duration::from_secs(1), link.socket.close(reason)).await;
             });
         }
         ctx.stop();
@@ -138,23 +135,21 @@ impl Actor for Subscriber {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let Some(link) = &self.ws else { return };
-        // Drain the outbox into the socket for as long as both last.
-        let (mut socket, outbox) = (link.socket.clone(), self.outbox.clone());
+        let (Some(link), Some(mut feed)) = (&self.ws, self.feed.take()) else { return };
+        // Send the feed to the socket for as long as both last.
+        let mut socket = link.socket.clone();
         let hello = json!({"event": "connected", "session_id": link.session_id}).to_string();
         let pump = async move {
             if socket.text(hello).await.is_err() {
                 return;
             }
-            while let Some(batch) = outbox.next(256, Duration::from_secs(3600)).await {
-                if batch.dropped > 0 {
-                    let warning = json!({"event": "warning", "dropped": batch.dropped}).to_string();
-                    if socket.text(warning).await.is_err() {
-                        return;
-                    }
-                }
-                for d in batch.events {
-                    if socket.text(d.frame).await.is_err() {
+            while let Some(items) = feed.next(Duration::from_secs(3600)).await {
+                for item in items {
+                    let text = match item {
+                        FeedItem::Event(d) => d.frame,
+                        FeedItem::Missed(n) => json!({"event": "warning", "dropped": n}).to_string().into(),
+                    };
+                    if socket.text(text).await.is_err() {
                         return;
                     }
                 }
@@ -171,14 +166,10 @@ impl Actor for Subscriber {
             if let Some(link) = &act.ws {
                 let mut socket = link.socket.clone();
                 actix::spawn(async move {
-                    let _ = socket.ping(b"").await;
+                    let _ = tokio::time::timeout(SIDE_SEND_WAIT, socket.ping(b"")).await;
                 });
             }
         });
-    }
-
-    fn stopped(&mut self, _ctx: &mut Context<Self>) {
-        self.bus.do_send(Unsubscribe(self.sub_id));
     }
 }
 
@@ -192,7 +183,7 @@ impl StreamHandler<Incoming> for Subscriber {
                 if let Some(link) = &self.ws {
                     let mut socket = link.socket.clone();
                     actix::spawn(async move {
-                        let _ = socket.pong(&bytes).await;
+                        let _ = tokio::time::timeout(SIDE_SEND_WAIT, socket.pong(&bytes)).await;
                     });
                 }
             }

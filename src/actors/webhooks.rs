@@ -1,26 +1,27 @@
 //! `WebhookDispatcher`: POSTs matching bus events to registered webhooks.
 //!
-//! It reads the global topic like any subscriber. Each webhook has its own worker with a
-//! bounded queue: a slow or dead endpoint fills only its own queue (what does not fit is
-//! counted as dropped) and never delays the bus or other webhooks. A delivery is tried up to 4
-//! times (first try plus 3 retries with exponential backoff) on network errors and 5xx answers;
-//! every attempt is recorded. Attempts older than 7 days are pruned.
+//! Each webhook has its own worker following the global topic like any subscriber, with its
+//! own cursor: a slow or dead endpoint falls behind on its own (catching up from the bus's
+//! history later) and never delays the bus or other webhooks; only events that left the
+//! history before it could deliver them are lost to it, and counted. With no webhooks, nothing
+//! follows the bus. A delivery is tried up to 4 times (first try plus 3 retries with
+//! exponential backoff) on network errors and 5xx answers; every attempt is recorded. Attempts
+//! older than 7 days are pruned.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use actix::prelude::*;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-use tokio::sync::mpsc;
-
-use super::bus::{Delivery, EventBus, Subscribe, OUTBOX};
+use super::bus::{Delivery, EventBus, Follow, Subscribe, OUTBOX};
+use super::feed::{Feed, FeedItem};
 use crate::db::webhooks::{self as rows, NewAttempt, WebhookRow};
 use crate::db::writer::{WriteOp, Writer};
 use crate::db::{Store, StoreError};
 use crate::domain::time;
+use actix::prelude::*;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 
 /// The event types a webhook may ask for (or `*`).
 pub const EVENT_TYPES: [&str; 8] = [
@@ -33,8 +34,6 @@ pub const EVENT_TYPES: [&str; 8] = [
     "stream.event",
     "permission.decision",
 ];
-/// Deliveries waiting per webhook at most.
-pub const QUEUE: usize = 1000;
 const TIMEOUT: Duration = Duration::from_secs(10);
 const RETRIES: u32 = 3;
 const KEEP_ATTEMPTS: chrono::TimeDelta = chrono::TimeDelta::days(7);
@@ -58,21 +57,18 @@ pub fn signature(secret: &str, timestamp: &str, body: &str) -> String {
 #[rtype(result = "Result<usize, StoreError>")]
 pub struct ReloadWebhooks;
 
-/// Deliveries dropped per webhook because its queue was full, since the service started.
+/// Events each webhook missed (they left the bus's history before it could deliver them),
+/// since the service started.
 #[derive(Message)]
 #[rtype(result = "HashMap<String, u64>")]
 pub struct DroppedCounts;
-
-#[derive(Message)]
-#[rtype(result = "()")]
-struct Incoming(Delivery);
 
 // ---------------------------------------------------------------------------------------------
 // State
 
 struct Worker {
-    events: Vec<String>,
-    queue: mpsc::Sender<Delivery>,
+    /// Aborted when the webhook goes (its feed, dropped with it, unsubscribes).
+    task: tokio::task::AbortHandle,
     dropped: Arc<AtomicU64>,
 }
 
@@ -84,6 +80,14 @@ pub struct WebhookDispatcher {
     default_secret: Option<String>,
     retry_base: Duration,
     workers: HashMap<String, Worker>,
+}
+
+impl Drop for WebhookDispatcher {
+    fn drop(&mut self) {
+        for worker in self.workers.values() {
+            worker.task.abort();
+        }
+    }
 }
 
 impl WebhookDispatcher {
@@ -101,25 +105,29 @@ impl WebhookDispatcher {
     fn install(&mut self, hooks: Vec<WebhookRow>) {
         let mut workers = HashMap::new();
         for hook in hooks {
-            // Keep a worker (and its queue) across reloads when the webhook is unchanged.
+            // Keep a worker (and its place in the stream) across reloads when it is unchanged.
             if let Some(existing) = self.workers.remove(&hook.id) {
                 workers.insert(hook.id.clone(), existing);
                 continue;
             }
-            let (tx, rx) = mpsc::channel(QUEUE);
-            let events: Vec<String> = serde_json::from_str(&hook.events).unwrap_or_default();
+            let dropped = Arc::new(AtomicU64::new(0));
             let target = Target {
                 secret: hook.secret.clone().or_else(|| self.default_secret.clone()),
                 id: hook.id.clone(),
                 url: hook.url.clone(),
+                events: serde_json::from_str(&hook.events).unwrap_or_default(),
                 client: self.client.clone(),
                 writer: self.writer.clone(),
                 retry_base: self.retry_base,
+                missed: dropped.clone(),
             };
-            tokio::spawn(target.run(rx));
-            workers.insert(hook.id, Worker { events, queue: tx, dropped: Arc::new(AtomicU64::new(0)) });
+            let task = tokio::spawn(target.run(self.bus.clone())).abort_handle();
+            workers.insert(hook.id, Worker { task, dropped });
         }
-        // Workers of deleted webhooks end when their queue's sender is dropped here.
+        // Workers of deleted webhooks stop.
+        for (_, gone) in self.workers.drain() {
+            gone.task.abort();
+        }
         self.workers = workers;
     }
 }
@@ -129,16 +137,38 @@ struct Target {
     id: String,
     url: String,
     secret: Option<String>,
+    events: Vec<String>,
     client: reqwest::Client,
     writer: Writer,
     retry_base: Duration,
+    missed: Arc<AtomicU64>,
 }
 
 impl Target {
-    async fn run(self, mut queue: mpsc::Receiver<Delivery>) {
-        while let Some(d) = queue.recv().await {
-            self.deliver(&d).await;
+    /// Follows every event from now on and delivers the ones this webhook asked for, in order.
+    async fn run(self, bus: Addr<EventBus>) {
+        let follow = Subscribe { follow: Follow::Everything, since: None, outbox: OUTBOX, internal: true };
+        let Ok(sub) = bus.send(follow).await else {
+            tracing::error!(webhook = %self.id, "webhooks cannot follow the event bus");
+            return;
+        };
+        let mut feed = Feed::new(bus, sub.id, sub.outbox, None);
+        while let Some(items) = feed.next(Duration::from_secs(3600)).await {
+            for item in items {
+                match item {
+                    FeedItem::Event(d) if self.wants(d.meta.kind) => self.deliver(&d).await,
+                    FeedItem::Event(_) => {}
+                    FeedItem::Missed(n) => {
+                        self.missed.fetch_add(n, Ordering::Relaxed);
+                        tracing::warn!(webhook = %self.id, missed = n, "a webhook fell behind the bus's history; events were not delivered");
+                    }
+                }
+            }
         }
+    }
+
+    fn wants(&self, kind: &str) -> bool {
+        self.events.iter().any(|e| e == "*" || e == kind)
     }
 
     async fn deliver(&self, d: &Delivery) {
@@ -150,7 +180,7 @@ impl Target {
                 .client
                 .post(&self.url)
                 .header("content-type", "application/json")
-                .header("x-conduit-event", d.event.kind)
+                .header("x-conduit-event", d.meta.kind)
                 .header("x-conduit-delivery", &delivery_id)
                 .header("x-conduit-timestamp", &timestamp)
                 .body(body.clone());
@@ -172,7 +202,7 @@ impl Target {
             self.writer.persist(WriteOp::Attempt(NewAttempt {
                 delivery_id: delivery_id.clone(),
                 webhook_id: self.id.clone(),
-                event_type: d.event.kind.to_string(),
+                event_type: d.meta.kind.to_string(),
                 attempt: attempt as i32,
                 status_code,
                 duration_ms,
@@ -195,25 +225,6 @@ impl Actor for WebhookDispatcher {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        // Follow every event; a large outbox absorbs bursts while workers fan out.
-        let bus = self.bus.clone();
-        let follow = async move {
-            bus.send(Subscribe { session_id: None, since: None, outbox: OUTBOX * 10, internal: true }).await
-        };
-        ctx.wait(follow.into_actor(self).map(|sub, _act, ctx| {
-            let Ok(sub) = sub else {
-                tracing::error!("webhooks cannot follow the event bus");
-                return;
-            };
-            let events = futures_util::stream::unfold(sub.outbox, |outbox| async move {
-                let batch = outbox.next(512, Duration::from_secs(3600)).await?;
-                if batch.dropped > 0 {
-                    tracing::warn!(dropped = batch.dropped, "webhooks fell behind the event bus");
-                }
-                Some((futures_util::stream::iter(batch.events.into_iter().map(Incoming)), outbox))
-            });
-            ctx.add_stream(futures_util::StreamExt::flatten(events));
-        }));
         ctx.run_interval(Duration::from_secs(3600), |act, _| {
             let store = act.store.clone();
             let before = (chrono::Utc::now() - KEEP_ATTEMPTS).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
@@ -226,22 +237,6 @@ impl Actor for WebhookDispatcher {
             });
         });
     }
-}
-
-impl StreamHandler<Incoming> for WebhookDispatcher {
-    fn handle(&mut self, msg: Incoming, _ctx: &mut Context<Self>) {
-        let kind = msg.0.event.kind;
-        for worker in self.workers.values() {
-            if !worker.events.iter().any(|e| e == "*" || e == kind) {
-                continue;
-            }
-            if worker.queue.try_send(msg.0.clone()).is_err() {
-                worker.dropped.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
-
-    fn finished(&mut self, _ctx: &mut Context<Self>) {}
 }
 
 impl Handler<ReloadWebhooks> for WebhookDispatcher {

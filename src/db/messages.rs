@@ -1,10 +1,12 @@
-//! Queries on `messages`: every line exchanged with a CLI, raw.
+//! Queries on `messages`: every line exchanged with a CLI, raw; and `session_events`, a
+//! session's other events. Together they are the session's stored event log, which streams
+//! catch up from ([`events_between`]).
 
 use diesel::prelude::*;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::schema::messages;
+use super::schema::{messages, session_events};
 use super::{DbConnection, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Insertable)]
@@ -17,6 +19,8 @@ pub struct NewMessage {
     pub message_subtype: Option<String>,
     pub content: String,
     pub timestamp: String,
+    /// The sequence number of the event this line was relayed as on the session's stream.
+    pub seq: Option<i64>,
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, Serialize, ToSchema)]
@@ -33,15 +37,60 @@ pub struct Message {
     /// The line exactly as exchanged.
     pub content: String,
     pub timestamp: String,
+    /// The `seq` of the stream event that relayed this line (null for lines not relayed:
+    /// control traffic, stderr, invalid lines, lines to the CLI).
+    pub seq: Option<i64>,
+    /// For a user turn: when it was written to the CLI. Null while it waits behind a running
+    /// turn, and for good if the session ended before it was sent.
+    pub delivered_at: Option<String>,
+}
+
+/// A session event that is not a line (status, created, closed, a permission decision).
+#[derive(Debug, Clone, PartialEq, Insertable)]
+#[diesel(table_name = session_events)]
+pub struct NewSessionEvent {
+    pub session_id: String,
+    pub seq: i64,
+    pub kind: String,
+    pub name: String,
+    pub data: String,
+    pub timestamp: String,
 }
 
 /// Inserts rows one statement each; callers wrap many in one transaction (the writer does),
 /// which is where SQLite's cost is. Multi-row inserts are not available through diesel's
 /// multi-backend connection.
-pub fn insert_many(conn: &mut DbConnection, rows: &[NewMessage]) -> Result<(), StoreError> {
+pub fn insert_many<'a>(
+    conn: &mut DbConnection,
+    rows: impl IntoIterator<Item = &'a NewMessage>,
+) -> Result<(), StoreError> {
     for row in rows {
         diesel::insert_into(messages::table).values(row).execute(conn)?;
     }
+    Ok(())
+}
+
+diesel::define_sql_function! {
+    /// SQLite's id of the row the connection inserted last.
+    fn last_insert_rowid() -> diesel::sql_types::BigInt;
+}
+
+/// Inserts one row and returns its id (for a user turn, whose delivery is recorded later).
+pub fn insert_returning_id(conn: &mut DbConnection, row: &NewMessage) -> Result<i64, StoreError> {
+    diesel::insert_into(messages::table).values(row).execute(conn)?;
+    match conn {
+        DbConnection::Sqlite(c) => Ok(diesel::select(last_insert_rowid()).get_result(c)?),
+    }
+}
+
+/// Records that a user turn was written to the CLI.
+pub fn mark_delivered(conn: &mut DbConnection, id: i64, at: &str) -> Result<(), StoreError> {
+    diesel::update(messages::table.find(id)).set(messages::delivered_at.eq(at)).execute(conn)?;
+    Ok(())
+}
+
+pub fn insert_event(conn: &mut DbConnection, row: &NewSessionEvent) -> Result<(), StoreError> {
+    diesel::insert_into(session_events::table).values(row).execute(conn)?;
     Ok(())
 }
 
@@ -54,4 +103,85 @@ pub fn list(conn: &mut DbConnection, session_id: &str, limit: i64, offset: i64) 
         .offset(offset)
         .select(Message::as_select())
         .load(conn)?)
+}
+
+/// The highest event sequence number stored for a session (0 when none): where its stream
+/// goes on after a resume or a restart.
+pub fn last_seq(conn: &mut DbConnection, session_id: &str) -> Result<u64, StoreError> {
+    use diesel::dsl::max;
+    let lines: Option<i64> =
+        messages::table.filter(messages::session_id.eq(session_id)).select(max(messages::seq)).first(conn)?;
+    let others: Option<i64> = session_events::table
+        .filter(session_events::session_id.eq(session_id))
+        .select(max(session_events::seq))
+        .first(conn)?;
+    Ok(lines.max(others).unwrap_or(0).max(0) as u64)
+}
+
+/// One stored event of a session's stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    pub seq: u64,
+    pub kind: String,
+    pub name: String,
+    pub timestamp: String,
+    pub data: String,
+}
+
+/// A session's stored events with `from <= seq < until`, in order, at most `limit`: relayed
+/// lines (named as the live stream named them) merged with its other events.
+pub fn events_between(
+    conn: &mut DbConnection,
+    session_id: &str,
+    from: u64,
+    until: u64,
+    limit: i64,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    let (from, until) = (from.min(i64::MAX as u64) as i64, until.min(i64::MAX as u64) as i64);
+    type Line = (Option<i64>, String, Option<String>, String, String);
+    let lines: Vec<Line> = messages::table
+        .filter(messages::session_id.eq(session_id))
+        .filter(messages::seq.ge(from).and(messages::seq.lt(until)))
+        .order(messages::seq.asc())
+        .limit(limit)
+        .select((
+            messages::seq,
+            messages::message_type,
+            messages::message_subtype,
+            messages::timestamp,
+            messages::content,
+        ))
+        .load(conn)?;
+    type Other = (i64, String, String, String, String);
+    let others: Vec<Other> = session_events::table
+        .filter(session_events::session_id.eq(session_id))
+        .filter(session_events::seq.ge(from).and(session_events::seq.lt(until)))
+        .order(session_events::seq.asc())
+        .limit(limit)
+        .select((
+            session_events::seq,
+            session_events::kind,
+            session_events::name,
+            session_events::timestamp,
+            session_events::data,
+        ))
+        .load(conn)?;
+    let mut out: Vec<StoredEvent> = Vec::with_capacity(lines.len() + others.len());
+    for (seq, message_type, subtype, timestamp, data) in lines {
+        let (Some(seq), Some((kind, name))) = (seq, crate::domain::events::for_line(&message_type, subtype.as_deref()))
+        else {
+            continue;
+        };
+        out.push(StoredEvent { seq: seq as u64, kind: kind.to_string(), name, timestamp, data });
+    }
+    out.extend(others.into_iter().map(|(seq, kind, name, timestamp, data)| StoredEvent {
+        seq: seq as u64,
+        kind,
+        name,
+        timestamp,
+        data,
+    }));
+    out.sort_by_key(|e| e.seq);
+    out.truncate(limit.max(0) as usize);
+    Ok(out)
 }

@@ -8,6 +8,8 @@
 //! tokio's blocking pool, so no diesel call ever runs on an actix worker thread.
 
 pub mod agents;
+pub mod backlog;
+pub mod lock;
 pub mod messages;
 pub mod permission_log;
 pub mod projects;
@@ -42,6 +44,9 @@ pub enum StoreError {
     NotFound,
     #[error("unique constraint violated: {0}")]
     Conflict(String),
+    /// The database refused the row for good (a foreign key, check or not-null constraint).
+    #[error("the database refused the row: {0}")]
+    Rejected(String),
     #[error("database busy: {0}")]
     Busy(String),
     #[error("database error: {0}")]
@@ -55,6 +60,12 @@ impl From<DieselError> for StoreError {
             DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, info) => {
                 StoreError::Conflict(info.message().to_string())
             }
+            DieselError::DatabaseError(
+                DatabaseErrorKind::ForeignKeyViolation
+                | DatabaseErrorKind::CheckViolation
+                | DatabaseErrorKind::NotNullViolation,
+                info,
+            ) => StoreError::Rejected(info.message().to_string()),
             DieselError::DatabaseError(_, info)
                 if info.message().contains("database is locked") || info.message().contains("database is busy") =>
             {

@@ -72,6 +72,20 @@ diesel::table! {
         message_subtype -> Nullable<Text>,
         content -> Text,
         timestamp -> Text,
+        seq -> Nullable<BigInt>,
+        delivered_at -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    session_events (id) {
+        id -> BigInt,
+        session_id -> Text,
+        seq -> BigInt,
+        kind -> Text,
+        name -> Text,
+        data -> Text,
+        timestamp -> Text,
     }
 }
 
@@ -109,8 +123,17 @@ diesel::table! {
 diesel::joinable!(permission_rules -> projects (project_id));
 diesel::joinable!(sessions -> projects (project_id));
 diesel::joinable!(messages -> sessions (session_id));
+diesel::joinable!(session_events -> sessions (session_id));
 
-diesel::allow_tables_to_appear_in_same_query!(projects, permission_rules, sessions, messages, permission_log, webhooks);
+diesel::allow_tables_to_appear_in_same_query!(
+    projects,
+    permission_rules,
+    sessions,
+    messages,
+    session_events,
+    permission_log,
+    webhooks
+);
 
 diesel::table! {
     webhook_deliveries (id) {

@@ -1,6 +1,7 @@
 //! Plain Rust: the rules of the product, with no actix and no diesel.
 
 pub mod cron;
+pub mod events;
 pub mod folders;
 pub mod idleness;
 pub mod names;

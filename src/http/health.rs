@@ -7,18 +7,19 @@ use utoipa::ToSchema;
 use super::AppState;
 use std::sync::atomic::Ordering;
 
-use crate::actors::bus::SubscriberCount;
+use crate::actors::bus::{HistoryBytes, SubscriberCount};
 use crate::actors::registry::LiveCount;
 use crate::db;
 use crate::error::AppResult;
+use crate::process::cgroup::Containment;
 
 #[derive(Debug, Serialize, ToSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum HealthStatus {
     /// Everything works.
     Healthy,
-    /// Usable, but sessions cannot start (the CLI is missing), or session lines are failing
-    /// to be stored.
+    /// Usable, but sessions cannot start (the CLI is missing), or storage is failing (writes
+    /// are kept and retried; `checks` says how many wait).
     Degraded,
     /// The database does not answer.
     Unhealthy,
@@ -30,8 +31,24 @@ pub struct HealthChecks {
     pub cli_available: bool,
     /// A query against the database succeeded.
     pub database_ok: bool,
-    /// Session lines (and row changes) that could not be stored since the service started.
+    /// Writes succeed (false while storage fails, and until everything that waited meanwhile
+    /// is written).
+    pub storage_writable: bool,
+    /// The last storage error, while writes fail.
+    pub storage_error: Option<String>,
+    /// Session lines read and relayed but not yet stored (the write backlog). Nothing is
+    /// dropped: they are retried until stored.
     pub unstored_lines: u64,
+    /// Writes the database refused for good since the service started (a line of a session
+    /// deleted meanwhile, for example).
+    pub rejected_writes: u64,
+    /// How CLI process trees are contained: `cgroup` (a cgroup v2 each, ended with
+    /// `cgroup.kill`) or `process_group` (process groups and an environment marker).
+    pub process_containment: String,
+    /// Why cgroups are not used, on the fallback.
+    pub containment_note: Option<String>,
+    /// Bytes of recent events held for replay, across every stream.
+    pub stream_history_bytes: u64,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -76,8 +93,13 @@ pub async fn health(state: web::Data<AppState>) -> AppResult<HttpResponse> {
     let database_ok = counted.is_ok();
     let projects = counted.unwrap_or(0);
     let active_sessions = state.registry.send(LiveCount).await.unwrap_or(0) as i64;
-    let unstored_lines = state.writer.stats.unstored.load(Ordering::Relaxed);
-    let writes_failing = state.writer.stats.failing.load(Ordering::Relaxed);
+    let stats = &state.writer.stats;
+    let unstored_lines = stats.pending.load(Ordering::Relaxed);
+    let writes_failing = stats.failing.load(Ordering::Relaxed);
+    let containment_note = match state.containment.as_ref() {
+        Containment::ProcessGroups { why } => Some(why.clone()),
+        Containment::Cgroups(_) => None,
+    };
     let max_sessions = state.settings.max_sessions_global;
     let status = match (database_ok, cli_available && !writes_failing) {
         (false, _) => HealthStatus::Unhealthy,
@@ -85,7 +107,17 @@ pub async fn health(state: web::Data<AppState>) -> AppResult<HttpResponse> {
         (true, true) => HealthStatus::Healthy,
     };
     let body = Health {
-        checks: HealthChecks { cli_available, database_ok, unstored_lines },
+        checks: HealthChecks {
+            cli_available,
+            database_ok,
+            storage_writable: !writes_failing,
+            storage_error: if writes_failing { stats.last_error() } else { None },
+            unstored_lines,
+            rejected_writes: stats.rejected.load(Ordering::Relaxed),
+            process_containment: state.containment.kind().to_string(),
+            containment_note,
+            stream_history_bytes: state.bus.send(HistoryBytes).await.unwrap_or(0) as u64,
+        },
         uptime_seconds: state.started.elapsed().as_secs(),
         session_capacity_pct: ((active_sessions as f64 / max_sessions as f64) * 1000.0).round() / 10.0,
         active_sessions,

@@ -46,6 +46,8 @@ pub struct AppState {
     pub writer: Writer,
     pub agents: Addr<AgentRegistry>,
     pub locks: Addr<DirLockQueue>,
+    /// How CLIs' process trees are contained (health reports it).
+    pub containment: Arc<crate::process::cgroup::Containment>,
 }
 
 /// One row of the route table.

@@ -74,20 +74,14 @@ pub struct SetPermissionMode {
 }
 
 fn session_error(e: SessionError) -> AppError {
-    let status = match &e {
-        SessionError::NotLive(_) => return AppError::new(StatusCode::CONFLICT, "session_not_live", e.to_string()),
-        SessionError::QueueFull => StatusCode::TOO_MANY_REQUESTS,
-        SessionError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
-        SessionError::Cli(_) => StatusCode::BAD_GATEWAY,
-        SessionError::Storage(_) => StatusCode::SERVICE_UNAVAILABLE,
-    };
-    let code = match &e {
-        SessionError::QueueFull => "queue_full",
-        SessionError::Timeout(_) => "cli_timeout",
-        SessionError::Cli(_) => "cli_error",
-        _ => "storage_unavailable",
-    };
-    AppError::new(status, code, e.to_string())
+    let message = e.to_string();
+    match e {
+        SessionError::NotLive(_) => AppError::new(StatusCode::CONFLICT, "session_not_live", message),
+        SessionError::Storage(e) => e.into(),
+        SessionError::QueueFull => AppError::new(StatusCode::TOO_MANY_REQUESTS, "queue_full", message),
+        SessionError::Timeout(_) => AppError::new(StatusCode::GATEWAY_TIMEOUT, "cli_timeout", message),
+        SessionError::Cli(_) => AppError::new(StatusCode::BAD_GATEWAY, "cli_error", message),
+    }
 }
 
 fn launch_error(e: LaunchError) -> AppError {
@@ -96,6 +90,7 @@ fn launch_error(e: LaunchError) -> AppError {
         LaunchError::ShuttingDown => AppError::unavailable("shutting_down", "The service is shutting down."),
         LaunchError::NoPort(m) => AppError::unavailable("ports_exhausted", m),
         LaunchError::Store(e) => e.into(),
+        LaunchError::Storage(e) => e.into(),
     }
 }
 

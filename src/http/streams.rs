@@ -3,7 +3,6 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use actix::Addr;
 use actix_web::web::Bytes;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
@@ -11,7 +10,8 @@ use utoipa::IntoParams;
 
 use super::errors::parse_id;
 use super::AppState;
-use crate::actors::bus::{Subscribe, Subscription};
+use crate::actors::bus::{Follow, Subscribe};
+use crate::actors::feed::{Feed, FeedItem, StoredLog};
 use crate::actors::subscriber::{Subscriber, WsLink, MAX_FRAME_BYTES};
 use crate::db;
 use crate::error::{AppError, AppResult, ErrorBody};
@@ -28,10 +28,19 @@ pub struct StreamQuery {
     pub token: Option<String>,
 }
 
-async fn ensure_session(state: &AppState, id: &str) -> AppResult<()> {
+/// What a session's stream follows: the session (404 if there is none), from where its stored
+/// log ends.
+async fn session_follow(state: &AppState, id: &str) -> AppResult<Follow> {
     let lookup = id.to_string();
-    match state.store.run(move |conn| db::sessions::find(conn, &lookup)).await? {
-        Some(_) => Ok(()),
+    let found = state
+        .store
+        .run(move |conn| {
+            let Some(_) = db::sessions::find(conn, &lookup)? else { return Ok(None) };
+            Ok(Some(db::messages::last_seq(conn, &lookup)?))
+        })
+        .await?;
+    match found {
+        Some(stored_head) => Ok(Follow::Session { id: id.to_string(), stored_head }),
         None => Err(AppError::not_found(format!("No session with id {id:?}."))),
     }
 }
@@ -50,34 +59,47 @@ fn resume_point(req: &HttpRequest, query: &StreamQuery) -> AppResult<Option<u64>
     }
 }
 
-async fn subscribe(state: &AppState, session_id: Option<String>, since: Option<u64>) -> AppResult<Subscription> {
-    state
+/// Subscribes to `follow` and returns the subscriber's feed (catching up from the store when
+/// it follows a session).
+pub async fn feed(state: &AppState, follow: Follow, since: Option<u64>) -> AppResult<Feed> {
+    let stored = match &follow {
+        Follow::Session { id, .. } => {
+            Some(StoredLog { store: state.store.clone(), writer: state.writer.clone(), session_id: id.clone() })
+        }
+        _ => None,
+    };
+    let sub = state
         .bus
-        .send(Subscribe { session_id, since, outbox: state.settings.subscriber_outbox, internal: false })
+        .send(Subscribe { follow, since, outbox: state.settings.subscriber_outbox, internal: false })
         .await
-        .map_err(|e| AppError::internal(format!("event bus unavailable: {e}")))
+        .map_err(|e| AppError::internal(format!("event bus unavailable: {e}")))?;
+    Ok(Feed::new(state.bus.clone(), sub.id, sub.outbox, stored))
 }
 
-/// The SSE body: one message per event (`event`, `id`, `data`), a `warning` with the number of
-/// dropped events when the client fell behind, and a comment every 15 s while idle.
-fn sse(sub: Subscription, subscriber: Addr<Subscriber>) -> HttpResponse {
-    let state = (sub.outbox, subscriber, VecDeque::<Bytes>::new());
-    let body = futures_util::stream::unfold(state, |(outbox, subscriber, mut pending)| async move {
+/// The SSE body: one message per event (`event`, `id`, `data`), in order and without gaps
+/// (a `warning` with the number of events missed only for what left retention), and a comment
+/// every 15 s while idle.
+fn sse(feed: Feed) -> HttpResponse {
+    let state = (feed, VecDeque::<Bytes>::new());
+    let body = futures_util::stream::unfold(state, |(mut feed, mut pending)| async move {
         loop {
             if let Some(chunk) = pending.pop_front() {
-                return Some((Ok::<_, actix_web::Error>(chunk), (outbox, subscriber, pending)));
+                return Some((Ok::<_, actix_web::Error>(chunk), (feed, pending)));
             }
-            let batch = outbox.next(256, KEEP_ALIVE).await?;
-            if batch.dropped > 0 {
-                let data = serde_json::json!({"event": "warning", "dropped": batch.dropped});
-                pending.push_back(Bytes::from(format!("event: warning\ndata: {data}\n\n")));
-            }
-            if batch.events.is_empty() && batch.dropped == 0 {
+            let items = feed.next(KEEP_ALIVE).await?;
+            if items.is_empty() {
                 pending.push_back(Bytes::from_static(b": keep-alive\n\n"));
             }
-            for d in batch.events {
-                pending
-                    .push_back(Bytes::from(format!("event: {}\nid: {}\ndata: {}\n\n", d.event.name, d.seq, d.frame)));
+            for item in items {
+                pending.push_back(match item {
+                    FeedItem::Event(d) => {
+                        Bytes::from(format!("event: {}\nid: {}\ndata: {}\n\n", d.meta.name, d.seq, d.frame))
+                    }
+                    FeedItem::Missed(n) => {
+                        let data = serde_json::json!({"event": "warning", "dropped": n});
+                        Bytes::from(format!("event: warning\ndata: {data}\n\n"))
+                    }
+                });
             }
         }
     });
@@ -105,10 +127,8 @@ pub async fn session_stream(
 ) -> AppResult<HttpResponse> {
     let id = parse_id("session", &id)?;
     let since = resume_point(&req, &query)?;
-    ensure_session(&state, &id).await?;
-    let sub = subscribe(&state, Some(id), since).await?;
-    let subscriber = Subscriber::for_sse(state.bus.clone(), sub.id, sub.outbox.clone());
-    Ok(sse(sub, subscriber))
+    let follow = session_follow(&state, &id).await?;
+    Ok(sse(feed(&state, follow, since).await?))
 }
 
 /// SSE of one topic other than a session's (an agent run's), which the caller checked exists.
@@ -119,9 +139,7 @@ pub async fn topic_stream(
     query: &StreamQuery,
 ) -> AppResult<HttpResponse> {
     let since = resume_point(req, query)?;
-    let sub = subscribe(state, Some(topic), since).await?;
-    let subscriber = Subscriber::for_sse(state.bus.clone(), sub.id, sub.outbox.clone());
-    Ok(sse(sub, subscriber))
+    Ok(sse(feed(state, Follow::Execution(topic), since).await?))
 }
 
 /// Every event of every session as Server-Sent Events (what the dashboard listens to).
@@ -137,9 +155,7 @@ pub async fn events_stream(
     req: HttpRequest,
 ) -> AppResult<HttpResponse> {
     let since = resume_point(&req, &query)?;
-    let sub = subscribe(&state, None, since).await?;
-    let subscriber = Subscriber::for_sse(state.bus.clone(), sub.id, sub.outbox.clone());
-    Ok(sse(sub, subscriber))
+    Ok(sse(feed(&state, Follow::Everything, since).await?))
 }
 
 /// A session over WebSocket: events out, actions in (`message`, `interrupt`, `set_model`,
@@ -159,12 +175,12 @@ pub async fn session_ws(
     body: web::Payload,
 ) -> AppResult<HttpResponse> {
     let id = parse_id("session", &id)?;
-    ensure_session(&state, &id).await?;
+    let follow = session_follow(&state, &id).await?;
     let (response, socket, frames) = actix_ws::handle(&req, body)
         .map_err(|e| AppError::bad_request("not_a_websocket", format!("This endpoint speaks WebSocket: {e}")))?;
     let frames = frames.max_frame_size(MAX_FRAME_BYTES);
-    let sub = subscribe(&state, Some(id.clone()), query.since).await?;
+    let feed = feed(&state, follow, query.since).await?;
     let link = WsLink { socket, session_id: id, registry: state.registry.clone() };
-    Subscriber::for_ws(state.bus.clone(), sub.id, sub.outbox, link, frames);
+    Subscriber::for_ws(feed, link, frames);
     Ok(response)
 }

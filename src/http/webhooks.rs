@@ -41,7 +41,8 @@ pub struct Webhook {
     /// Deliveries are signed (with its own secret or CONDUIT_WEBHOOK_SECRET).
     pub signed: bool,
     pub active: bool,
-    /// Deliveries dropped because its queue (1,000) was full, since the service started.
+    /// Events this webhook missed since the service started: they left the event history
+    /// (`CONDUIT_STREAM_HISTORY_BYTES`) before it could deliver them (a receiver far behind).
     pub dropped_deliveries: u64,
     pub created_at: String,
     pub updated_at: String,

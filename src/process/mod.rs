@@ -5,14 +5,21 @@
 //! - [`kill`] signals process groups and escaped descendants, and confirms they are gone.
 //! - [`version`] reads the CLI's version (does it accept a local `--sdk-url`?).
 //!
-//! Every CLI runs in its own process group, with `CONDUIT_SESSION_MARKER=<session id>` in its
-//! environment. A tool process that leaves the group with `setsid` still inherits the marker,
-//! and the service is a child subreaper, so such escapees are found and ended too.
+//! - [`cgroup`] contains each CLI's whole tree in a cgroup v2 of its own, ended with
+//!   `cgroup.kill` (where cgroups are not available, the group and the marker below do).
+//! - [`tree`] is one CLI's tree as a whole: cgroup, process group and marker.
+//!
+//! Every CLI also runs in its own process group, with `CONDUIT_SESSION_MARKER=<session id>` in
+//! its environment. A tool process that leaves the group with `setsid` still inherits the
+//! marker (unless it clears its environment: only the cgroup holds that one), and the service is
+//! a child subreaper, so such escapees are found and ended too.
 
+pub mod cgroup;
 pub mod command;
 pub mod kill;
 pub mod owned;
 pub mod procfs;
+pub mod tree;
 pub mod version;
 
 /// Environment variable carried by every process a session starts (and their descendants).

@@ -82,6 +82,7 @@ impl ToolCall {
             reason: "denied: Conduit's permission engine is unavailable".to_string(),
             rule_id: None,
             updated_input: None,
+            event: None,
         });
         match self.point {
             DecisionPoint::Hook => outgoing::hook_decision(

@@ -7,6 +7,20 @@ pub mod websocket;
 
 use crate::protocol::framing::Frame;
 
+/// A line for the CLI. `written` hears once the transport has written it (to the CLI's stdin
+/// or its socket), which is when a user turn counts as delivered.
+#[derive(Debug)]
+pub struct OutLine {
+    pub line: String,
+    pub written: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl OutLine {
+    pub fn new(line: String) -> OutLine {
+        OutLine { line, written: None }
+    }
+}
+
 /// What a transport delivers to its session, in order.
 #[derive(Debug)]
 pub enum CliOutput {

@@ -5,7 +5,8 @@ use futures_util::stream::{self, Stream, StreamExt};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use super::CliOutput;
+use super::{CliOutput, OutLine};
+use crate::db::backlog::Backlog;
 use crate::protocol::framing::{Frame, LineFramer};
 
 /// Lines queued for the CLI's stdin at most; a CLI that stops reading fills it and further
@@ -17,14 +18,20 @@ pub const STDIN_QUEUE: usize = 256;
 const READ_BUF_MIN: usize = 2 * 1024;
 const READ_BUF_MAX: usize = 64 * 1024;
 
-/// Splits a byte stream into frames; ends after the final (possibly unterminated) line.
-pub fn frames<R: AsyncRead + Unpin + 'static>(reader: R) -> impl Stream<Item = Frame> {
+/// Splits a byte stream into frames; ends after the final (possibly unterminated) line. With a
+/// `gate`, nothing more is read while the session's unstored backlog is full: the pipe fills
+/// and the CLI waits, instead of lines being dropped.
+pub fn frames<R: AsyncRead + Unpin + 'static>(
+    reader: R,
+    gate: Option<std::sync::Arc<Backlog>>,
+) -> impl Stream<Item = Frame> {
     struct State<R> {
         reader: R,
         framer: LineFramer,
         ready: std::collections::VecDeque<Frame>,
         eof: bool,
         buf: Vec<u8>,
+        gate: Option<std::sync::Arc<Backlog>>,
     }
     let state = State {
         reader,
@@ -32,6 +39,7 @@ pub fn frames<R: AsyncRead + Unpin + 'static>(reader: R) -> impl Stream<Item = F
         ready: Default::default(),
         eof: false,
         buf: vec![0; READ_BUF_MIN],
+        gate,
     };
     stream::unfold(state, |mut s| async move {
         loop {
@@ -40,6 +48,9 @@ pub fn frames<R: AsyncRead + Unpin + 'static>(reader: R) -> impl Stream<Item = F
             }
             if s.eof {
                 return None;
+            }
+            if let Some(gate) = &s.gate {
+                gate.room().await;
             }
             let mut out = Vec::new();
             match s.reader.read(&mut s.buf).await {
@@ -60,20 +71,41 @@ pub fn frames<R: AsyncRead + Unpin + 'static>(reader: R) -> impl Stream<Item = F
 }
 
 /// stdout as protocol frames followed by one `StdoutEnd`.
-pub fn stdout_stream<R: AsyncRead + Unpin + 'static>(reader: R) -> impl Stream<Item = CliOutput> {
-    frames(reader).map(CliOutput::Stdout).chain(stream::once(async { CliOutput::StdoutEnd }))
+pub fn stdout_stream<R: AsyncRead + Unpin + 'static>(
+    reader: R,
+    gate: Option<std::sync::Arc<Backlog>>,
+) -> impl Stream<Item = CliOutput> {
+    frames(reader, gate).map(CliOutput::Stdout).chain(stream::once(async { CliOutput::StdoutEnd }))
 }
 
 /// stderr as lines followed by one `StderrEnd` (the session waits for it, so an error message
 /// carries everything the CLI printed before it died).
-pub fn stderr_stream<R: AsyncRead + Unpin + 'static>(reader: R) -> impl Stream<Item = CliOutput> {
-    frames(reader).map(CliOutput::Stderr).chain(stream::once(async { CliOutput::StderrEnd }))
+pub fn stderr_stream<R: AsyncRead + Unpin + 'static>(
+    reader: R,
+    gate: Option<std::sync::Arc<Backlog>>,
+) -> impl Stream<Item = CliOutput> {
+    frames(reader, gate).map(CliOutput::Stderr).chain(stream::once(async { CliOutput::StderrEnd }))
 }
 
 /// Lines of a stream that carries no protocol (stdout on the WebSocket transport), kept with
 /// stderr.
-pub fn side_stream<R: AsyncRead + Unpin + 'static>(reader: R) -> impl Stream<Item = CliOutput> {
-    frames(reader).map(CliOutput::Stderr)
+pub fn side_stream<R: AsyncRead + Unpin + 'static>(
+    reader: R,
+    gate: Option<std::sync::Arc<Backlog>>,
+) -> impl Stream<Item = CliOutput> {
+    frames(reader, gate).map(CliOutput::Stderr)
+}
+
+/// Holds back a transport's output while the session's backlog is full (the WebSocket bridge:
+/// its bounded channel then fills and the socket stops being read).
+pub fn gated<S: Stream<Item = CliOutput> + Unpin + 'static>(
+    inner: S,
+    gate: std::sync::Arc<Backlog>,
+) -> impl Stream<Item = CliOutput> {
+    stream::unfold((inner, gate), |(mut inner, gate)| async move {
+        gate.room().await;
+        inner.next().await.map(|item| (item, (inner, gate)))
+    })
 }
 
 /// Appends a stderr line to `tail`, keeping only its last `max` bytes (on a character
@@ -90,17 +122,20 @@ pub fn keep_tail(tail: &mut String, line: &str, max: usize) {
     }
 }
 
-/// Starts the stdin writer: each queued line is written with a newline and flushed. Dropping
-/// every sender closes stdin (the CLI's cue to finish). The task reports a write failure by
-/// ending, which closes the channel.
-pub fn stdin_writer<W: AsyncWrite + Unpin + Send + 'static>(mut stdin: W) -> mpsc::Sender<String> {
-    let (tx, mut rx) = mpsc::channel::<String>(STDIN_QUEUE);
+/// Starts the stdin writer: each queued line is written with a newline and flushed (then its
+/// `written` is told). Dropping every sender closes stdin (the CLI's cue to finish). The task
+/// reports a write failure by ending, which closes the channel.
+pub fn stdin_writer<W: AsyncWrite + Unpin + Send + 'static>(mut stdin: W) -> mpsc::Sender<OutLine> {
+    let (tx, mut rx) = mpsc::channel::<OutLine>(STDIN_QUEUE);
     tokio::spawn(async move {
-        while let Some(line) = rx.recv().await {
-            let mut bytes = line.into_bytes();
+        while let Some(out) = rx.recv().await {
+            let mut bytes = out.line.into_bytes();
             bytes.push(b'\n');
             if stdin.write_all(&bytes).await.is_err() || stdin.flush().await.is_err() {
                 break;
+            }
+            if let Some(written) = out.written {
+                let _ = written.send(());
             }
         }
         let _ = stdin.shutdown().await;
@@ -115,14 +150,14 @@ mod tests {
     #[tokio::test]
     async fn frames_from_a_reader_end_with_the_unterminated_line() {
         let input: &[u8] = b"{\"a\":1}\r\n\npartial";
-        let got: Vec<Frame> = frames(input).collect().await;
+        let got: Vec<Frame> = frames(input, None).collect().await;
         assert_eq!(got, vec![Frame::Line("{\"a\":1}".into()), Frame::Line("partial".into())]);
     }
 
     #[tokio::test]
     async fn stdout_ends_with_a_marker() {
         let input: &[u8] = b"x\n";
-        let got: Vec<CliOutput> = stdout_stream(input).collect().await;
+        let got: Vec<CliOutput> = stdout_stream(input, None).collect().await;
         assert!(matches!(got.as_slice(), [CliOutput::Stdout(Frame::Line(_)), CliOutput::StdoutEnd]));
     }
 
@@ -140,11 +175,13 @@ mod tests {
     async fn the_writer_writes_lines_and_closes_on_drop() {
         let (client, mut server) = tokio::io::duplex(1024);
         let tx = stdin_writer(client);
-        tx.send("one".into()).await.expect("send");
-        tx.send("two".into()).await.expect("send");
+        let (written, heard) = tokio::sync::oneshot::channel();
+        tx.send(OutLine { line: "one".into(), written: Some(written) }).await.expect("send");
+        tx.send(OutLine::new("two".into())).await.expect("send");
         drop(tx);
         let mut got = String::new();
         server.read_to_string(&mut got).await.expect("read");
         assert_eq!(got, "one\ntwo\n");
+        heard.await.expect("the first line's writing was reported");
     }
 }

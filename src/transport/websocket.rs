@@ -21,7 +21,7 @@ use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use actix_ws::{Item, Message as WsMessage, MessageStream, Session as WsSession};
 use tokio::sync::mpsc;
 
-use super::CliOutput;
+use super::{CliOutput, OutLine};
 use crate::protocol::framing::{LineFramer, MAX_LINE_BYTES};
 
 /// Lines read from the socket waiting for the session, at most.
@@ -51,7 +51,7 @@ pub fn new_secret() -> String {
 /// What the one accepted connection takes over: the session's outbound lines, and the sender
 /// of what the session reads.
 pub struct Handoff {
-    pub outbound: mpsc::Receiver<String>,
+    pub outbound: mpsc::Receiver<OutLine>,
     pub outputs: mpsc::Sender<CliOutput>,
 }
 
@@ -59,7 +59,7 @@ pub struct Handoff {
 /// [`Handoff`] the connection (or the bridge, if none comes) takes.
 pub fn channels(
     outbound_capacity: usize,
-) -> (mpsc::Sender<String>, impl futures_util::Stream<Item = CliOutput>, Handoff) {
+) -> (mpsc::Sender<OutLine>, impl futures_util::Stream<Item = CliOutput>, Handoff) {
     let (outbound_tx, outbound) = mpsc::channel(outbound_capacity);
     let (outputs, mut outputs_rx) = mpsc::channel(OUTPUT_QUEUE);
     let stream = futures_util::stream::poll_fn(move |cx| outputs_rx.poll_recv(cx));
@@ -132,11 +132,15 @@ async fn accept(req: HttpRequest, body: web::Payload, bridge: web::Data<Bridge>)
 }
 
 /// Session to CLI: a line per text frame, newline-terminated as on stdin.
-async fn write_lines(mut socket: WsSession, mut outbound: mpsc::Receiver<String>) {
-    while let Some(mut line) = outbound.recv().await {
+async fn write_lines(mut socket: WsSession, mut outbound: mpsc::Receiver<OutLine>) {
+    while let Some(out) = outbound.recv().await {
+        let mut line = out.line;
         line.push('\n');
         if socket.text(line).await.is_err() {
             return;
+        }
+        if let Some(written) = out.written {
+            let _ = written.send(());
         }
     }
     // The session closed its input, as it closes stdin: the CLI's cue to finish.
@@ -213,7 +217,7 @@ mod tests {
             "a second connection is refused"
         );
 
-        outbound.send("{\"type\":\"user\"}".to_string()).await.expect("queue a line");
+        outbound.send(OutLine::new("{\"type\":\"user\"}".to_string())).await.expect("queue a line");
         let got = cli.next().await.expect("a frame").expect("ok");
         assert_eq!(got, Message::Text("{\"type\":\"user\"}\n".to_string()), "one line per frame, newline-terminated");
 

@@ -51,8 +51,23 @@ async fn has_exactly_the_documented_keys() {
     .into_iter()
     .collect();
     assert_eq!(keys(&body), expected);
-    assert_eq!(keys(&body["checks"]), ["cli_available", "database_ok", "unstored_lines"].into_iter().collect());
+    let checks = [
+        "cli_available",
+        "database_ok",
+        "storage_writable",
+        "storage_error",
+        "unstored_lines",
+        "rejected_writes",
+        "process_containment",
+        "containment_note",
+        "stream_history_bytes",
+    ];
+    assert_eq!(keys(&body["checks"]), checks.into_iter().collect());
     assert_eq!(body["checks"]["unstored_lines"], 0);
+    assert_eq!(body["checks"]["storage_writable"], true);
+    assert!(body["checks"]["storage_error"].is_null(), "{body}");
+    assert_eq!(body["checks"]["rejected_writes"], 0);
+    assert!(matches!(body["checks"]["process_containment"].as_str(), Some("cgroup" | "process_group")), "{body}");
 
     assert!(body["uptime_seconds"].is_u64(), "{body}");
     assert!(body["session_capacity_pct"].is_number(), "{body}");

@@ -7,6 +7,8 @@ use conduit::startup::{Application, ServeOptions};
 use serde_json::Value;
 
 pub struct TestApp {
+    /// How the app contains its CLIs: dropping the test ends whatever it left running.
+    containment: std::sync::Arc<conduit::process::cgroup::Containment>,
     pub address: String,
     pub port: u16,
     pub client: reqwest::Client,
@@ -40,8 +42,10 @@ pub async fn spawn_app_with(customize: impl FnOnce(&mut Settings)) -> TestApp {
     customize(&mut settings);
     let app = Application::build(settings, ServeOptions::default()).await.expect("app builds");
     let port = app.port();
+    let containment = app.containment();
     actix_web::rt::spawn(app.run_until_stopped());
     TestApp {
+        containment,
         address: format!("http://127.0.0.1:{port}"),
         port,
         client: reqwest::Client::builder()
@@ -52,6 +56,16 @@ pub async fn spawn_app_with(customize: impl FnOnce(&mut Settings)) -> TestApp {
             .expect("client"),
         root: std::fs::canonicalize(dir.path().join("root")).expect("canonical root"),
         dir,
+    }
+}
+
+impl Drop for TestApp {
+    /// The app is not shut down (its runtime just ends with the test, passed or failed):
+    /// whatever CLI it still runs is killed with its cgroup here.
+    fn drop(&mut self) {
+        if let Some(root) = self.containment.root() {
+            root.clear(false);
+        }
     }
 }
 

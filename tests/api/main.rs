@@ -5,8 +5,10 @@ mod helpers;
 
 mod agents_api;
 mod agents_real;
+mod backpressure;
 mod bridge_real;
 mod cli;
+mod containment;
 mod dashboard;
 mod folders;
 mod health;
@@ -25,6 +27,7 @@ mod sessions_api;
 mod sessions_fake;
 mod sessions_real;
 mod streams;
+mod streams_catchup;
 mod support;
 mod webhooks;
 mod writer;

@@ -34,6 +34,7 @@ fn migrations_go_up_down_and_up_again() {
         "permission_log",
         "permission_rules",
         "projects",
+        "session_events",
         "sessions",
         "webhook_deliveries",
         "webhooks",

@@ -552,13 +552,13 @@ async fn websocket_upgrades_only_for_known_sessions_and_real_upgrades() {
 // Slow subscribers and the subscriber count
 
 #[actix_web::test]
-async fn a_stalled_sse_client_loses_the_oldest_events_but_not_the_fast_one() {
+async fn a_stalled_sse_client_misses_nothing_and_never_slows_the_fast_one() {
     const FLOOD: usize = 20_000;
     let service = fake_service();
     let project = service.project("flood").await;
-    // Paced at 5,000 lines/s: a client that reads promptly keeps up even on a loaded machine
-    // (an unpaced flood can outrun any client and rightly overflow its outbox), while one that
-    // does not read falls behind once its socket buffers and its 1,000-event outbox are full.
+    // Paced at 5,000 lines/s: a client that reads promptly keeps up even on a loaded machine,
+    // while one that does not read falls behind once its socket buffers and its 1,000-event
+    // outbox are full: it must then catch up, not lose anything.
     let model = format!("fake-rate-5000-{FLOOD}");
     let id = idle_session(&service, &project, json!({ "model": model }), FAKE_READY).await;
     let path = format!("/api/sessions/{id}/stream");
@@ -577,44 +577,22 @@ async fn a_stalled_sse_client_loses_the_oldest_events_but_not_the_fast_one() {
     assert_consecutive(&events);
     let flood: Vec<&SseEvent> = events.iter().filter(|e| e.name == "stream_event").collect();
     assert_eq!(flood.len(), FLOOD, "every stream_event reached the fast client");
-    assert!(flood.windows(2).all(|w| w[0].id() + 1 == w[1].id()), "stream_event ids are consecutive");
     for (i, event) in flood.iter().enumerate() {
         let frame = event.frame();
         assert_eq!(frame["data"]["event"]["delta"]["text"], format!("t{i}"), "in the CLI's order");
     }
     let result = events.iter().position(|e| e.name == "result").expect("a result");
     assert!(result > events.iter().rposition(|e| e.name == "stream_event").expect("stream events"));
-    let last_id = events.last().expect("events").id();
 
     tokio::time::sleep(Duration::from_secs(1)).await;
     let seen = stalled.until(Duration::from_secs(120), |e| is_status(e, "idle")).await;
-    let warnings: Vec<&SseEvent> = seen.iter().filter(|e| e.name == "warning").collect();
-    assert!(!warnings.is_empty(), "the stalled client is told it fell behind: {}", summary(&seen));
-    let mut dropped_total = 0;
-    let mut previous: Option<u64> = None;
-    for event in &seen {
-        if event.name == "warning" {
-            let warning = event.json();
-            assert_eq!(warning["event"], "warning", "{warning}");
-            let dropped = warning["dropped"].as_u64().expect("dropped is a number");
-            assert!(dropped > 0, "{warning}");
-            dropped_total += dropped;
-            // The gap in ids right after the warning is what was dropped.
-            previous = previous.map(|p| p + dropped).or(Some(events[0].id() + dropped - 1));
-            continue;
-        }
-        let frame = event.frame();
-        if let Some(p) = previous {
-            assert_eq!(event.id(), p + 1, "ids continue, apart from what a warning reported: {frame}");
-        }
-        previous = Some(event.id());
-    }
-    let after_warning = seen.iter().position(|e| e.name == "warning").expect("a warning");
-    assert!(seen[after_warning..].iter().any(|e| e.name == "result"), "the result still arrives after the warning");
-    assert_eq!(seen.last().map(SseEvent::id), Some(last_id), "the stalled client catches up to the end");
-    let received = seen.iter().filter(|e| e.name != "warning").count() as u64;
-    assert_eq!(received + dropped_total, events.len() as u64, "received and dropped add up to everything");
-    assert!(received >= 1000, "at least the outbox's worth arrived: {received}");
+    assert!(seen.iter().all(|e| e.name != "warning"), "the stalled client missed nothing: {}", summary(&seen));
+    assert_eq!(
+        seen.iter().map(SseEvent::id).collect::<Vec<_>>(),
+        events.iter().map(SseEvent::id).collect::<Vec<_>>(),
+        "the stalled client got every event the fast one did, once and in order"
+    );
+    assert!(seen.iter().zip(&events).all(|(a, b)| a.data == b.data), "the very same frames");
 }
 
 #[actix_web::test]

@@ -1,22 +1,30 @@
-//! The write-behind writer: batches commit in order, acknowledged writes are durable, and a
-//! failing database is counted and reported instead of crashing anything.
+//! The write-behind writer: batches commit in order, acknowledged writes are durable, a failing
+//! database loses nothing (writes are kept and retried, health says so until the backlog is
+//! written), and only rows the database refuses for good are dropped, one by one.
 
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
+use conduit::db::backlog::Backlog;
 use conduit::db::messages::{self, NewMessage};
-use conduit::db::writer::{WriteOp, Writer};
+use conduit::db::writer::{WriteError, WriteOp, Writer};
 use conduit::db::{DbConnection, Store, StoreError};
 use diesel::connection::SimpleConnection;
 
-fn line(session: &str, n: usize) -> WriteOp {
-    WriteOp::Message(NewMessage {
+fn row(session: &str, n: usize) -> NewMessage {
+    NewMessage {
         session_id: session.to_string(),
         direction: "from_cli",
         message_type: "stream_event".to_string(),
         message_subtype: None,
         content: format!("{{\"n\":{n}}}"),
         timestamp: conduit::domain::time::now(),
-    })
+        seq: Some(n as i64 + 1),
+    }
+}
+
+fn line(session: &str, n: usize) -> WriteOp {
+    WriteOp::Message(row(session, n))
 }
 
 async fn store_with_session(dir: &std::path::Path) -> Store {
@@ -34,6 +42,18 @@ async fn store_with_session(dir: &std::path::Path) -> Store {
     store
 }
 
+async fn stored(store: &Store) -> Vec<messages::Message> {
+    store.run(|conn: &mut DbConnection| messages::list(conn, "s", 100_000, 0)).await.expect("list")
+}
+
+async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[actix_web::test]
 async fn lines_are_stored_in_order_and_acks_mean_durable() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -43,36 +63,83 @@ async fn lines_are_stored_in_order_and_acks_mean_durable() {
         writer.persist(line("s", n));
     }
     writer.persist_acked(line("s", 10_000)).await.expect("acked");
-    let rows = store.run(|conn: &mut DbConnection| messages::list(conn, "s", 20_000, 0)).await.expect("list");
+    let rows = stored(&store).await;
     assert_eq!(rows.len(), 10_001, "everything queued before the ack is stored");
     assert!(rows.iter().enumerate().all(|(i, r)| r.content == format!("{{\"n\":{i}}}")), "in order");
     assert_eq!(writer.stats.stored.load(Ordering::Relaxed), 10_001);
-    assert_eq!(writer.stats.unstored.load(Ordering::Relaxed), 0);
+    assert_eq!(writer.stats.pending.load(Ordering::Relaxed), 0);
+    assert_eq!(writer.stats.rejected.load(Ordering::Relaxed), 0);
 }
 
 #[actix_web::test]
-async fn a_failing_database_is_counted_not_fatal() {
+async fn a_failing_database_loses_nothing_and_stays_degraded_until_the_backlog_is_written() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = store_with_session(dir.path()).await;
     let (writer, _thread) = Writer::start(store.clone());
-    // Every insert now fails (as on a full disk): the writer must count, report and go on.
+    // Every insert now fails, as on a full disk.
     store
         .run(|conn| {
             conn.batch_execute(
-                "CREATE TRIGGER refuse BEFORE INSERT ON messages BEGIN SELECT RAISE(FAIL, 'disk full'); END;",
+                "CREATE TRIGGER refuse BEFORE INSERT ON messages BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END;",
             )
             .map_err(StoreError::from)
         })
         .await
         .expect("trigger");
-    for n in 0..5 {
-        writer.persist(line("s", n));
+    let gate = Backlog::new(1 << 20);
+    for n in 0..500 {
+        writer.persist_charged(line("s", n), gate.charge(100));
     }
-    assert!(writer.persist_acked(line("s", 5)).await.is_err(), "an acknowledged write reports the failure");
-    assert_eq!(writer.stats.unstored.load(Ordering::Relaxed), 6);
-    assert!(writer.stats.failing.load(Ordering::Relaxed));
+    wait_until("the writer notices the failure", || writer.is_failing()).await;
+    // Someone who waits is answered at once (a 503 for a client), not after the disk returns.
+    match writer.persist_acked(line("s", 9_999)).await {
+        Err(WriteError::Failing(why)) => assert!(why.contains("disk is full"), "{why}"),
+        other => panic!("expected Failing, got {other:?}"),
+    }
+    assert!(writer.flush().await.is_err(), "a flush fails fast too");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(writer.stats.pending.load(Ordering::Relaxed), 500, "every line waits; none is dropped");
+    assert_eq!(gate.used(), 500 * 100, "the lines still hold their session's backlog");
+    assert!(writer.stats.retries.load(Ordering::Relaxed) >= 1, "the batch is retried");
+    assert!(stored(&store).await.is_empty());
 
     store.run(|conn| conn.batch_execute("DROP TRIGGER refuse").map_err(StoreError::from)).await.expect("drop");
-    writer.persist_acked(line("s", 6)).await.expect("recovers");
-    assert!(!writer.stats.failing.load(Ordering::Relaxed), "health recovers once writes succeed");
+    wait_until("the backlog is written", || !writer.is_failing()).await;
+    let rows = stored(&store).await;
+    assert_eq!(rows.len(), 500, "everything that waited is stored");
+    assert!(rows.iter().enumerate().all(|(i, r)| r.content == format!("{{\"n\":{i}}}")), "in order");
+    assert_eq!(gate.used(), 0, "committed lines give their backlog back");
+    assert_eq!(writer.stats.pending.load(Ordering::Relaxed), 0);
+    writer.persist_acked(line("s", 500)).await.expect("acknowledged writes work again");
+}
+
+#[actix_web::test]
+async fn a_row_refused_for_good_is_dropped_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = store_with_session(dir.path()).await;
+    let (writer, _thread) = Writer::start(store.clone());
+    writer.persist(line("s", 0));
+    // A line of a session that does not exist (deleted meanwhile): a foreign key refusal.
+    writer.persist(line("gone", 1));
+    writer.persist(line("s", 2));
+    let refused = writer.persist_acked(line("gone", 3)).await;
+    assert!(matches!(refused, Err(WriteError::Rejected(_))), "{refused:?}");
+    writer.flush().await.expect("flush");
+    let rows = stored(&store).await;
+    assert_eq!(rows.iter().map(|r| r.content.as_str()).collect::<Vec<_>>(), ["{\"n\":0}", "{\"n\":2}"]);
+    assert_eq!(writer.stats.rejected.load(Ordering::Relaxed), 2);
+    assert!(!writer.is_failing(), "a refused row is not a storage failure");
+}
+
+#[actix_web::test]
+async fn a_user_turn_gets_its_id_and_its_delivery_is_recorded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = store_with_session(dir.path()).await;
+    let (writer, _thread) = Writer::start(store.clone());
+    let id = writer.persist_returning_id(row("s", 0)).await.expect("stored");
+    writer.persist(WriteOp::Delivered { message_id: id, at: "2026-11-22T00:00:00.000Z".into() });
+    writer.flush().await.expect("flush");
+    let rows = stored(&store).await;
+    assert_eq!(rows[0].id, id);
+    assert_eq!(rows[0].delivered_at.as_deref(), Some("2026-11-22T00:00:00.000Z"));
 }

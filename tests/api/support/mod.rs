@@ -2,4 +2,5 @@
 //! quiet environment, and a `conduit` binary running as its own process.
 
 pub mod fake_api;
+pub mod procs;
 pub mod service;

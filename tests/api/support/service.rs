@@ -85,7 +85,43 @@ impl ServiceConfig {
     }
 }
 
+/// `conduit serve` with the CLI's quiet environment, on `dir`'s HOME, database and root.
+pub fn command(dir: &Path, config: &ServiceConfig) -> Command {
+    let home = dir.join("home");
+    let root = dir.join("root");
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::create_dir_all(&root).expect("root");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_conduit"));
+    cmd.arg("serve")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("CONDUIT_PORT", "0")
+        .env("CONDUIT_DB_PATH", dir.join("data/conduit.db"))
+        .env("CONDUIT_PROJECT_ROOT", &root)
+        .env("CONDUIT_CLI_PATH", &config.cli_path)
+        .env("LOG_LEVEL", "info")
+        // The CLI's quiet environment: no traffic beyond the fake API on 127.0.0.1.
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("ANTHROPIC_API_KEY", "sk-test-fake");
+    if let Some(url) = &config.api_base_url {
+        cmd.env("ANTHROPIC_BASE_URL", url);
+    }
+    for (k, v) in &config.env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
 impl TestService {
+    /// The pid of the service process.
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
     pub fn start(config: ServiceConfig) -> TestService {
         let dir = tempfile::tempdir().expect("tempdir");
         Self::start_in(dir, config)
@@ -93,37 +129,11 @@ impl TestService {
 
     /// Starts (or restarts) a service on an existing folder: same HOME, database and root.
     pub fn start_in(dir: tempfile::TempDir, config: ServiceConfig) -> TestService {
-        let home = dir.path().join("home");
         let root = dir.path().join("root");
-        std::fs::create_dir_all(&home).expect("home");
-        std::fs::create_dir_all(&root).expect("root");
         let log =
             std::fs::OpenOptions::new().create(true).append(true).open(dir.path().join("service.log")).expect("log");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_conduit"));
-        cmd.arg("serve")
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &home)
-            .env("CONDUIT_PORT", "0")
-            .env("CONDUIT_DB_PATH", dir.path().join("data/conduit.db"))
-            .env("CONDUIT_PROJECT_ROOT", &root)
-            .env("CONDUIT_CLI_PATH", &config.cli_path)
-            .env("LOG_LEVEL", "info")
-            // The CLI's quiet environment: no traffic beyond the fake API on 127.0.0.1.
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("DISABLE_ERROR_REPORTING", "1")
-            .env("ANTHROPIC_API_KEY", "sk-test-fake")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(log);
-        if let Some(url) = &config.api_base_url {
-            cmd.env("ANTHROPIC_BASE_URL", url);
-        }
-        for (k, v) in &config.env {
-            cmd.env(k, v);
-        }
+        let mut cmd = command(dir.path(), &config);
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(log);
         let mut child = cmd.spawn().expect("spawn conduit");
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
@@ -223,8 +233,28 @@ impl TestService {
     }
 }
 
+impl TestService {
+    /// Kills whatever CLI the service left behind (it crashed, or was killed): the cgroups its
+    /// lock file names. A clean shutdown leaves nothing.
+    fn end_leftovers(&self) {
+        let lock = conduit::db::lock::lock_path(&self.dir.path().join("data/conduit.db"));
+        let Ok(text) = std::fs::read_to_string(lock) else { return };
+        let Ok(holder) = serde_json::from_str::<conduit::db::lock::Holder>(text.trim()) else { return };
+        if let Some(dir) = holder.cgroup {
+            conduit::process::cgroup::CgroupRoot::at(dir).clear(false);
+        }
+    }
+}
+
 impl Drop for TestService {
     fn drop(&mut self) {
+        self.stop();
+        self.end_leftovers();
+    }
+}
+
+impl TestService {
+    fn stop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
             // SAFETY: signalling our own child by pid.
             unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };

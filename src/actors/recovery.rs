@@ -1,0 +1,107 @@
+//! Restart recovery, once for sessions and agent runs, run before any actor starts and only
+//! while holding the database's lock (so no other live service's processes can be touched).
+//!
+//! After a crash, what the database still shows as live is marked ended (sessions `error`,
+//! "service restarted"; runs `failure`), and every process left over is ended, even when the CLI
+//! itself had already exited:
+//! - every cgroup under this database's cgroup folder, and under the previous holder's (read
+//!   from the lock file), is killed and removed: with the lock held, all of them are leftovers;
+//! - every process carrying the marker of an interrupted session or run is killed (the
+//!   fallback without cgroups, and the moment before a CLI is moved into its cgroup);
+//! - a recorded CLI pid is ended with its group, but only if its start time still matches,
+//!   never a reused pid.
+
+use std::time::Duration;
+
+use crate::db::lock::Holder;
+use crate::db::{agents, sessions, Store, StoreError};
+use crate::domain::time;
+use crate::process::cgroup::{CgroupRoot, Containment};
+use crate::process::{kill, procfs, SESSION_MARKER_ENV};
+
+/// What recovery found.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Recovered {
+    pub sessions: usize,
+    pub executions: usize,
+    /// Leftover cgroups that still held processes.
+    pub cgroups: usize,
+    /// Processes ended by marker or recorded pid.
+    pub processes: usize,
+}
+
+pub async fn recover_after_restart(
+    store: &Store,
+    containment: &Containment,
+    previous: Option<&Holder>,
+) -> Result<Recovered, StoreError> {
+    let now = time::now();
+    let (rows, executions) = store
+        .run(move |conn| Ok((sessions::fail_interrupted(conn, &now)?, agents::fail_interrupted(conn, &now)?)))
+        .await?;
+    let mut roots: Vec<(CgroupRoot, bool)> = Vec::new();
+    if let Some(own) = containment.root() {
+        roots.push((own.clone(), true));
+    }
+    if let Some(dir) = previous.and_then(|h| h.cgroup.clone()) {
+        if containment.root().is_none_or(|own| own.path() != dir) {
+            roots.push((CgroupRoot::at(dir), false));
+        }
+    }
+    let mut found = Recovered { sessions: rows.len(), executions: executions.len(), ..Default::default() };
+    let ended = tokio::task::spawn_blocking(move || {
+        let mut cgroups = 0;
+        for (root, own) in roots {
+            cgroups += root.clear(own);
+        }
+        let mut processes = 0;
+        for row in &rows {
+            processes += end_marked(&row.id);
+            let (Some(pid), Some(started)) = (row.cli_pid, row.cli_started_at.as_deref()) else { continue };
+            let same = procfs::stat(pid).is_some_and(|s| s.start_time.to_string() == started && s.state != 'Z');
+            if same {
+                tracing::warn!(session = %row.id, pid, "ending a CLI left over from before the restart");
+                let left = kill::kill_until_gone(pid, SESSION_MARKER_ENV, &row.id, Duration::from_secs(2));
+                if !left.is_empty() {
+                    tracing::error!(session = %row.id, pids = ?left, "leftover processes survived SIGKILL");
+                }
+                processes += 1;
+            }
+        }
+        for id in &executions {
+            processes += end_marked(id);
+        }
+        (cgroups, processes)
+    })
+    .await
+    .map_err(|e| StoreError::Other(format!("recovery task failed: {e}")))?;
+    (found.cgroups, found.processes) = ended;
+    if found.cgroups > 0 || found.processes > 0 {
+        tracing::warn!(
+            cgroups = found.cgroups,
+            processes = found.processes,
+            "ended process trees left over from before the restart"
+        );
+    }
+    Ok(found)
+}
+
+/// Kills every live process carrying `marker`; returns how many there were.
+fn end_marked(marker: &str) -> usize {
+    let marked = procfs::marked(SESSION_MARKER_ENV, marker);
+    if marked.is_empty() {
+        return 0;
+    }
+    tracing::warn!(marker, pids = ?marked, "ending processes left over from before the restart");
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        let left = procfs::marked(SESSION_MARKER_ENV, marker);
+        if left.is_empty() || std::time::Instant::now() > deadline {
+            return marked.len();
+        }
+        for pid in left {
+            let _ = kill::signal_pid(pid, libc::SIGKILL);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

@@ -1,0 +1,87 @@
+//! What an event looks like on a stream: which CLI lines become which events, and the one JSON
+//! frame every stream (SSE, WebSocket, webhooks) sends. Shared by the live bus and by catch-up
+//! from the stored log, so a replayed event is byte for byte what the live one was (but for
+//! the truncation of very large data, which both apply alike).
+
+use serde_json::Value;
+
+/// Event data larger than this is not put in a frame: the frame says `"truncated":true` and
+/// how large the data was, and the whole line stays in storage (`GET /api/sessions/{id}/messages`).
+/// It bounds the memory a stream (and its history) can hold per event.
+pub const MAX_FRAME_DATA_BYTES: usize = 1024 * 1024;
+
+/// The event a line from the CLI is relayed as, `(bus type, stream name)`; `None` for lines
+/// that are not relayed (control traffic, which the permission engine reports as decisions,
+/// and lines that are not JSON objects).
+pub fn for_line(message_type: &str, subtype: Option<&str>) -> Option<(&'static str, String)> {
+    match (message_type, subtype) {
+        ("control_request" | "control_response" | "control_cancel_request" | "invalid" | "stderr", _) => None,
+        ("stream_event", _) => Some(("stream.event", "stream_event".to_string())),
+        ("result", _) => Some(("session.result", "result".to_string())),
+        ("system", Some("init")) => Some(("session.message", "system_init".to_string())),
+        (other, _) => Some(("session.message", other.to_string())),
+    }
+}
+
+/// Which topic an event belongs to besides the global one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    Global,
+    Session(String),
+    Execution(String),
+}
+
+/// The frame streams send:
+/// `{"event","seq","type","session_id"[,"execution_id"],"timestamp","data"}`; when `data` is
+/// over [`MAX_FRAME_DATA_BYTES`], `"data":null,"truncated":true,"data_bytes":N` instead.
+pub fn frame(name: &str, seq: u64, kind: &str, scope: &Scope, timestamp: &str, data: &str) -> String {
+    let session = match scope {
+        Scope::Session(s) => format!("\"{s}\""),
+        _ => "null".to_string(),
+    };
+    let execution = match scope {
+        Scope::Execution(e) => format!(r#","execution_id":"{e}""#),
+        _ => String::new(),
+    };
+    let body = if data.len() > MAX_FRAME_DATA_BYTES {
+        format!(r#""data":null,"truncated":true,"data_bytes":{}"#, data.len())
+    } else {
+        format!(r#""data":{data}"#)
+    };
+    format!(
+        r#"{{"event":{},"seq":{seq},"type":"{kind}","session_id":{session}{execution},"timestamp":"{timestamp}",{body}}}"#,
+        Value::String(name.to_string()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_map_to_events() {
+        assert_eq!(for_line("system", Some("init")), Some(("session.message", "system_init".into())));
+        assert_eq!(for_line("system", Some("status")), Some(("session.message", "system".into())));
+        assert_eq!(for_line("stream_event", None), Some(("stream.event", "stream_event".into())));
+        assert_eq!(for_line("result", Some("success")), Some(("session.result", "result".into())));
+        assert_eq!(for_line("control_request", None), None);
+        assert_eq!(for_line("invalid", None), None);
+    }
+
+    #[test]
+    fn frames_are_json_and_large_data_is_truncated() {
+        let f = frame("assistant", 7, "session.message", &Scope::Session("s1".into()), "t", r#"{"a":1}"#);
+        let v: Value = serde_json::from_str(&f).expect("json");
+        assert_eq!(
+            (v["seq"].as_u64(), v["data"]["a"].as_i64(), v["session_id"].as_str()),
+            (Some(7), Some(1), Some("s1"))
+        );
+        let big = format!("\"{}\"", "x".repeat(MAX_FRAME_DATA_BYTES));
+        let f = frame("assistant", 8, "session.message", &Scope::Execution("e".into()), "t", &big);
+        let v: Value = serde_json::from_str(&f).expect("json");
+        assert_eq!(v["truncated"], true);
+        assert_eq!(v["data_bytes"].as_u64(), Some(big.len() as u64));
+        assert_eq!((v["session_id"].is_null(), v["execution_id"].as_str()), (true, Some("e")));
+        assert!(f.len() < 1024);
+    }
+}

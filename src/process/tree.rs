@@ -1,0 +1,64 @@
+//! Everything one CLI started, and how to end it: its cgroup (when the service uses cgroups),
+//! its process group, and any process carrying its marker. The cgroup is the real boundary;
+//! the group and the marker cover the fallback, and the moment between the CLI's start and
+//! its move into the cgroup. Every method blocks (signals, `/proc` walks, cgroupfs): call them
+//! on the blocking pool.
+
+use std::time::Duration;
+
+use super::cgroup::Cgroup;
+use super::{kill, SESSION_MARKER_ENV};
+
+#[derive(Debug, Clone)]
+pub struct ProcessTree {
+    /// The CLI's pid, which is also its process group id.
+    pub pgid: i32,
+    /// The session or execution id every process of the tree carries in its environment.
+    pub marker: String,
+    pub cgroup: Option<Cgroup>,
+}
+
+impl ProcessTree {
+    /// A polite stop (SIGTERM, SIGINT) to every process of the tree.
+    pub fn signal(&self, signal: i32) {
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.signal(signal);
+        }
+        if self.pgid > 1 {
+            let _ = kill::signal_session(self.pgid, SESSION_MARKER_ENV, &self.marker, signal);
+        }
+    }
+
+    /// SIGKILLs whatever is left until nothing is, for at most `within`, then removes the
+    /// cgroup. Returns the pids still alive at the end (empty on success).
+    pub fn end(&self, within: Duration) -> Vec<i32> {
+        let mut left = Vec::new();
+        if let Some(cgroup) = &self.cgroup {
+            if let Err(e) = cgroup.kill_and_remove(within) {
+                tracing::warn!(cgroup = %cgroup.path().display(), error = %e, "a CLI's cgroup could not be emptied");
+                left = cgroup.pids();
+            }
+        }
+        if self.pgid > 1 {
+            for pid in kill::kill_until_gone(self.pgid, SESSION_MARKER_ENV, &self.marker, within) {
+                if !left.contains(&pid) {
+                    left.push(pid);
+                }
+            }
+        }
+        left
+    }
+
+    /// Live processes of the tree (the cgroup's, the group's and the marked ones).
+    pub fn survivors(&self) -> Vec<i32> {
+        let mut pids = self.cgroup.as_ref().map(Cgroup::pids).unwrap_or_default();
+        if self.pgid > 1 {
+            for pid in kill::survivors(self.pgid, SESSION_MARKER_ENV, &self.marker) {
+                if !pids.contains(&pid) {
+                    pids.push(pid);
+                }
+            }
+        }
+        pids
+    }
+}
