@@ -8,6 +8,7 @@ use conduit::{db, telemetry};
 
 #[actix_web::main]
 async fn main() -> ExitCode {
+    conduit::process::return_large_blocks_to_the_system();
     let cli = Cli::parse();
     let settings = match Settings::load(cli.config.as_deref()) {
         Ok(s) => s,

@@ -37,6 +37,18 @@ pub fn become_subreaper() -> std::io::Result<()> {
     }
 }
 
+/// Makes the allocator hand large blocks (1 MiB and up: huge CLI lines, their frames, SQLite
+/// blobs) straight back to the system when they are freed. glibc otherwise raises its mmap
+/// threshold to the largest block freed so far (up to 32 MiB), after which such blocks come
+/// from the heap and a service that once carried a few 30 MiB lines keeps their memory.
+pub fn return_large_blocks_to_the_system() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a tunable of glibc's allocator (it takes the allocator's own locks).
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    }
+}
+
 /// Raises the soft limit on open files to the hard limit: each session holds three pipes, so a
 /// few hundred sessions pass the common default of 1024. Returns the new soft limit.
 pub fn raise_open_file_limit() -> std::io::Result<u64> {

@@ -15,6 +15,7 @@ mod health;
 mod janitor_agents;
 mod janitor_fake;
 mod janitor_real;
+mod memory;
 mod migrations;
 mod openapi;
 mod permissions_real;
