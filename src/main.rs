@@ -56,35 +56,42 @@ async fn serve(settings: Settings, options: ServeOptions) -> Result<(), String> 
 }
 
 async fn migrate(settings: &Settings) -> Result<(), String> {
+    maintain(settings, false).await
+}
+
+async fn reset(settings: &Settings, yes: bool) -> Result<(), String> {
+    if !yes {
+        return Err(format!("refusing to erase {} without --yes (nothing was changed)", settings.db_path.display()));
+    }
+    maintain(settings, true).await
+}
+
+/// Migrates the database (after erasing it, with `erase`), holding its lock throughout: never
+/// under a running service's feet (that one holds the lock, and this refuses, naming it).
+async fn maintain(settings: &Settings, erase: bool) -> Result<(), String> {
     let (path, timeout) = (settings.db_path.clone(), settings.db_busy_timeout_ms);
     let applied = tokio::task::spawn_blocking(move || {
-        let mut conn = db::open_sqlite(&path, timeout)?;
-        db::run_migrations(&mut conn)
+        let _lock = db::lock::InstanceLock::acquire(&path).map_err(|e| e.to_string())?;
+        if erase {
+            for suffix in ["", "-wal", "-shm"] {
+                let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
+                match std::fs::remove_file(&file) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(format!("cannot remove {}: {e}", file.display())),
+                }
+            }
+            println!("erased {}", path.display());
+        }
+        let mut conn = db::open_sqlite(&path, timeout).map_err(|e| e.to_string())?;
+        db::run_migrations(&mut conn).map_err(|e| e.to_string())
     })
     .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| e.to_string())??;
     if applied.is_empty() {
         println!("database {} is up to date", settings.db_path.display());
     } else {
         println!("applied {} migration(s) to {}: {}", applied.len(), settings.db_path.display(), applied.join(", "));
     }
     Ok(())
-}
-
-async fn reset(settings: &Settings, yes: bool) -> Result<(), String> {
-    let path = settings.db_path.clone();
-    if !yes {
-        return Err(format!("refusing to erase {} without --yes (nothing was changed)", path.display()));
-    }
-    for suffix in ["", "-wal", "-shm"] {
-        let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
-        match std::fs::remove_file(&file) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("cannot remove {}: {e}", file.display())),
-        }
-    }
-    println!("erased {}", path.display());
-    migrate(settings).await
 }

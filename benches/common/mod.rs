@@ -97,7 +97,7 @@ pub struct ServiceProcess {
     pub port: u16,
     pub project: String,
     child: std::process::Child,
-    _dir: tempfile::TempDir,
+    pub dir: tempfile::TempDir,
 }
 
 impl ServiceProcess {
@@ -139,7 +139,7 @@ impl ServiceProcess {
             .await
             .expect("json");
         let project = project["id"].as_str().expect("project id").to_string();
-        ServiceProcess { base, port, project, child, _dir: dir }
+        ServiceProcess { base, port, project, child, dir }
     }
 
     /// The service's resident memory, in KiB.
@@ -150,12 +150,38 @@ impl ServiceProcess {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    pub fn db_path(&self) -> PathBuf {
+        self.dir.path().join("bench.db")
+    }
+
+    /// kill -9: nothing gets a chance to clean up or store what waits.
+    pub fn crash(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 impl Drop for ServiceProcess {
+    /// SIGTERM (the service ends its CLIs), then whatever a crash left: nothing outlives the run.
     fn drop(&mut self) {
-        // The service catches SIGTERM to close its sessions; a benchmark has nothing to keep.
+        // SAFETY: signalling our own child by pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let lock = conduit::db::lock::lock_path(&self.db_path());
+        let holder = std::fs::read_to_string(lock)
+            .ok()
+            .and_then(|t| serde_json::from_str::<conduit::db::lock::Holder>(t.trim()).ok());
+        if let Some(dir) = holder.and_then(|h| h.cgroup) {
+            conduit::process::cgroup::CgroupRoot::at(dir).clear(false);
+        }
     }
 }

@@ -68,6 +68,12 @@ pub struct Credit {
     bytes: usize,
 }
 
+impl Credit {
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
 impl Drop for Credit {
     fn drop(&mut self) {
         self.backlog.release(self.bytes);

@@ -92,7 +92,7 @@ struct Job {
     /// Set for writes someone waits for; they fail fast instead of being retried.
     ack: Option<Ack>,
     /// Released (dropped) when the job is done.
-    _credit: Option<Credit>,
+    credit: Option<Credit>,
 }
 
 /// Counters of the writer, for health and benchmarks.
@@ -102,6 +102,8 @@ pub struct WriterStats {
     pub stored: AtomicU64,
     /// Message lines queued and not yet committed (the backlog).
     pub pending: AtomicU64,
+    /// Bytes of the lines charged to a session's backlog and not yet committed.
+    pub pending_bytes: AtomicU64,
     /// Writes the database refused for good (lost), since the start.
     pub rejected: AtomicU64,
     /// Batches retried after a failure, since the start.
@@ -148,12 +150,15 @@ impl Writer {
         if line {
             self.stats.pending.fetch_add(1, Ordering::Relaxed);
         }
+        let charged = credit.as_ref().map_or(0, |c| c.bytes() as u64);
+        self.stats.pending_bytes.fetch_add(charged, Ordering::Relaxed);
         self.stats.enqueued.fetch_add(1, Ordering::Relaxed);
-        self.tx.send(Job { op, ack, _credit: credit }).map_err(|e| {
+        self.tx.send(Job { op, ack, credit }).map_err(|e| {
             // Only when the writer thread is gone (the service is ending).
             if line {
                 self.stats.pending.fetch_sub(1, Ordering::Relaxed);
             }
+            self.stats.pending_bytes.fetch_sub(charged, Ordering::Relaxed);
             self.stats.rejected.fetch_add(1, Ordering::Relaxed);
             if let Some(ack) = e.0.ack {
                 ack.fail(WriteError::Stopped);
@@ -333,6 +338,8 @@ fn recovered(stats: &WriterStats) {
 
 fn finish_one(job: &Job, committed: bool, stats: &WriterStats) {
     stats.done.fetch_add(1, Ordering::Relaxed);
+    let charged = job.credit.as_ref().map_or(0, |c| c.bytes() as u64);
+    stats.pending_bytes.fetch_sub(charged, Ordering::Relaxed);
     if matches!(job.op, WriteOp::Message(_)) {
         stats.pending.fetch_sub(1, Ordering::Relaxed);
         if committed {

@@ -85,6 +85,33 @@ fn migrate_and_db_reset() {
 }
 
 #[test]
+fn migrate_and_reset_refuse_while_a_service_holds_the_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut service = conduit(dir.path())
+        .arg("serve")
+        .env("CONDUIT_PORT", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut line = String::new();
+    BufReader::new(service.stdout.take().expect("stdout")).read_line(&mut line).expect("listening line");
+    assert!(line.starts_with("conduit listening on"), "{line}");
+    let db = dir.path().join("data/c.db");
+    let before = std::fs::metadata(&db).expect("db").len();
+    for args in [vec!["db", "reset", "--yes"], vec!["migrate"]] {
+        let (code, _, stderr) = run(conduit(dir.path()).args(&args));
+        assert_eq!(code, 1, "{args:?} must refuse: {stderr}");
+        assert!(stderr.contains(&format!("pid {}", service.id())), "{args:?} names the holder: {stderr}");
+    }
+    assert!(std::fs::metadata(&db).is_ok_and(|m| m.len() >= before), "the database is untouched");
+    Command::new("kill").args(["-TERM", &service.id().to_string()]).status().expect("kill");
+    assert!(service.wait().expect("wait").success());
+    let (code, _, stderr) = run(conduit(dir.path()).args(["db", "reset", "--yes"]));
+    assert_eq!(code, 0, "once the service is gone: {stderr}");
+}
+
+#[test]
 fn refuses_a_non_loopback_address_without_a_token() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (code, _, stderr) = run(conduit(dir.path()).env("CONDUIT_HOST", "0.0.0.0").env("CONDUIT_PORT", "0"));
