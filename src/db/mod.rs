@@ -9,6 +9,7 @@
 
 pub mod agents;
 pub mod backlog;
+pub mod checkpoint;
 pub mod lock;
 pub mod messages;
 pub mod permission_log;
@@ -136,6 +137,8 @@ impl ManageConnection for ConnectionManager {
 #[derive(Clone)]
 pub struct Store {
     pool: Pool<ConnectionManager>,
+    path: std::path::PathBuf,
+    busy_timeout_ms: u64,
 }
 
 impl Store {
@@ -154,7 +157,15 @@ impl Store {
             .connection_timeout(Duration::from_secs(10))
             .build(manager)
             .map_err(|e| StoreError::Other(format!("cannot build the connection pool: {e}")))?;
-        Ok(Store { pool })
+        Ok(Store { pool, path: path.to_path_buf(), busy_timeout_ms })
+    }
+
+    /// A connection of its own, outside the pool, for a thread that writes all the time (the
+    /// writer) or checkpoints: it keeps its pragmas and never waits for a pooled connection.
+    pub fn dedicated(&self, extra_pragmas: &str) -> Result<DbConnection, StoreError> {
+        let mut conn = open_sqlite(&self.path, self.busy_timeout_ms)?;
+        conn.batch_execute(extra_pragmas)?;
+        Ok(DbConnection::Sqlite(conn))
     }
 
     pub async fn open_blocking(path: &Path, pool_size: u32, busy_timeout_ms: u64) -> Result<Store, StoreError> {

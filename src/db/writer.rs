@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 use super::backlog::Credit;
+use super::checkpoint::{self, Checkpointer, WRITER_CHECKPOINT_BYTES, WRITER_PRAGMAS};
 use super::messages::{self, NewMessage, NewSessionEvent};
 use super::permission_log::{self, NewDecision};
 use super::sessions::{self, SessionPatch};
@@ -228,7 +229,50 @@ impl Summary {
     }
 }
 
+/// The writer thread's connection, opened on first use and again after a failure (a file that
+/// went away and came back, say).
+struct Connection {
+    store: Store,
+    conn: Option<DbConnection>,
+    /// Bytes committed since the writer's last checkpoint of its own.
+    unchecked: usize,
+}
+
+impl Connection {
+    fn transaction(&mut self, jobs: &[Job]) -> Result<Vec<Option<i64>>, StoreError> {
+        let conn = match self.conn.as_mut() {
+            Some(conn) => conn,
+            None => self.conn.insert(self.store.dedicated(WRITER_PRAGMAS)?),
+        };
+        let result = conn_transaction(conn, jobs);
+        match &result {
+            Ok(_) => {
+                self.unchecked += jobs.iter().map(Job::bytes).sum::<usize>();
+                if self.unchecked >= WRITER_CHECKPOINT_BYTES {
+                    checkpoint::checkpoint(conn);
+                    self.unchecked = 0;
+                }
+            }
+            Err(e) if !is_permanent(e) => self.conn = None,
+            Err(_) => {}
+        }
+        result
+    }
+}
+
+impl Job {
+    fn bytes(&self) -> usize {
+        match &self.op {
+            WriteOp::Message(m) => m.content.len() + 128,
+            WriteOp::Event(e) => e.data.len() + 128,
+            _ => 128,
+        }
+    }
+}
+
 fn run(store: Store, rx: Receiver<Job>, stats: &WriterStats) {
+    let _checkpointer = Checkpointer::start(store.clone());
+    let mut db = Connection { store, conn: None, unchecked: 0 };
     let mut carried: VecDeque<Job> = VecDeque::new();
     let mut backoff = RETRY_FIRST;
     let mut failing_log = Summary { last: None };
@@ -261,7 +305,7 @@ fn run(store: Store, rx: Receiver<Job>, stats: &WriterStats) {
                 }
             }
         }
-        match store.run_blocking(|conn| conn_transaction(conn, &jobs)) {
+        match db.transaction(&jobs) {
             Ok(ids) => {
                 finish_all(jobs, ids, stats);
                 backoff = RETRY_FIRST;
@@ -271,7 +315,7 @@ fn run(store: Store, rx: Receiver<Job>, stats: &WriterStats) {
                 // Some row is refused for good: write them one by one, dropping only those.
                 let mut rest = jobs.into_iter();
                 while let Some(job) = rest.next() {
-                    match store.run_blocking(|conn| conn_transaction(conn, std::slice::from_ref(&job))) {
+                    match db.transaction(std::slice::from_ref(&job)) {
                         Ok(ids) => finish_all(vec![job], ids, stats),
                         Err(e) if is_permanent(&e) => {
                             refuse(job, &e, stats);
