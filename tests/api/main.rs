@@ -18,6 +18,7 @@ mod openapi;
 mod permissions_real;
 mod projects;
 mod readme;
+mod rebuild;
 mod rules;
 mod schemathesis;
 mod security;
