@@ -5,6 +5,7 @@ mod helpers;
 
 mod agents_api;
 mod agents_real;
+mod bodies;
 mod bridge_real;
 mod cli;
 mod dashboard;
