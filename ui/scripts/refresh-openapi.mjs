@@ -1,6 +1,9 @@
 // Copies the live OpenAPI document of a running service into ui/openapi.json (sorted, indented),
 // the copy the typed client is generated from. A Rust test fails while the two differ.
 // Usage: npm run refresh-openapi [-- http://127.0.0.1:3100]
+// Then regenerates the client's types from it (gen-api.mjs). Both happen in this one script:
+// npm appends `-- <url>` to the end of a script's command, so a `... && npm run gen:api` after
+// it would have taken the URL instead of this script.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 
 const base = process.argv[2] ?? process.env.CONDUIT_URL ?? 'http://127.0.0.1:3100';
@@ -21,3 +24,4 @@ if (existsSync(out) && readFileSync(out, 'utf8') === text) {
   writeFileSync(out, text);
   console.log(`ui/openapi.json refreshed from ${base}`);
 }
+await import('./gen-api.mjs');
