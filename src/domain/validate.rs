@@ -62,6 +62,11 @@ impl Transport {
     }
 }
 
+/// The longest path accepted from a client, in bytes: Linux's PATH_MAX.
+pub const MAX_PATH_BYTES: usize = 4096;
+/// The longest folder name within a path, in bytes: Linux's NAME_MAX.
+pub const MAX_PATH_COMPONENT_BYTES: usize = 255;
+
 /// Trims a display name and checks it is 1 to 200 characters.
 pub fn name(field: &str, raw: &str) -> Result<String, String> {
     let trimmed = raw.trim();
@@ -76,6 +81,32 @@ pub fn name(field: &str, raw: &str) -> Result<String, String> {
         return Err(format!("`{field}` must not contain control characters"));
     }
     Ok(trimmed.to_string())
+}
+
+/// A path from a client: at most [`MAX_PATH_BYTES`] bytes, no folder name over
+/// [`MAX_PATH_COMPONENT_BYTES`], no NUL. Checked before the disk is asked anything.
+pub fn path(field: &str, raw: &str) -> Result<(), String> {
+    if raw.len() > MAX_PATH_BYTES {
+        return Err(format!("`{field}` must be at most {MAX_PATH_BYTES} bytes (PATH_MAX); got {} bytes", raw.len()));
+    }
+    if raw.contains('\0') {
+        return Err(format!("`{field}` must not contain NUL bytes"));
+    }
+    if let Some(long) = raw.split('/').map(str::len).find(|n| *n > MAX_PATH_COMPONENT_BYTES) {
+        return Err(format!(
+            "`{field}` has a folder name of {long} bytes; each must be at most {MAX_PATH_COMPONENT_BYTES} bytes (NAME_MAX)"
+        ));
+    }
+    Ok(())
+}
+
+/// At most `max` characters of `text`, for logs and messages: client-supplied values are
+/// never written out unbounded.
+pub fn clip(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => std::borrow::Cow::Borrowed(text),
+        Some((cut, _)) => std::borrow::Cow::Owned(format!("{}… ({} bytes in all)", &text[..cut], text.len())),
+    }
 }
 
 /// A value passed to the CLI as an argument (model name, session id): it may never look like a
@@ -126,6 +157,28 @@ mod tests {
         assert!(name("name", &"x".repeat(200)).is_ok());
         assert!(name("name", &"é".repeat(201)).is_err());
         assert!(name("name", "a\nb").is_err());
+    }
+
+    #[test]
+    fn paths_are_bounded_like_the_kernel_bounds_them() {
+        assert!(path("folder_path", "projects/app").is_ok());
+        assert!(path("folder_path", &"a/".repeat(2048)).is_ok());
+        let err = path("folder_path", &"a".repeat(100_000)).expect_err("too long");
+        assert!(err.contains("4096") && err.contains("PATH_MAX") && err.contains("100000"), "{err}");
+        assert!(path("folder_path", &"a".repeat(4097)).is_err());
+        let err = path("path", &format!("ok/{}", "b".repeat(256))).expect_err("long component");
+        assert!(err.contains("255") && err.contains("NAME_MAX"), "{err}");
+        assert!(path("path", &"b".repeat(255)).is_ok());
+        assert!(path("path", "a\0b").is_err());
+    }
+
+    #[test]
+    fn clipping_keeps_logs_short() {
+        assert_eq!(clip("short", 10), "short");
+        let long = "é".repeat(1000);
+        let clipped = clip(&long, 10);
+        assert!(clipped.starts_with(&"é".repeat(10)) && clipped.contains("2000 bytes"), "{clipped}");
+        assert!(clipped.chars().count() < 40);
     }
 
     #[test]

@@ -37,7 +37,8 @@ pub struct CreateAgent {
     /// The project it belongs to; its folder is the default `cwd`.
     pub project_id: Option<String>,
     /// Folder to run in (absolute or relative to the project root); defaults to the
-    /// project's folder.
+    /// project's folder. At most 4096 bytes (PATH_MAX), 255 per folder name.
+    #[schema(max_length = 4096)]
     pub cwd: Option<String>,
     #[schema(pattern = r"^[^\s-]\S*$", max_length = 200)]
     pub model: Option<String>,
@@ -59,7 +60,7 @@ pub struct UpdateAgent {
     #[schema(value_type = String, min_length = 1, max_length = 200)]
     pub schedule: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = String, min_length = 1)]
+    #[schema(value_type = String, min_length = 1, max_length = 4096)]
     pub cwd: Option<Option<String>>,
     /// `null` clears it.
     #[serde(default, deserialize_with = "present")]

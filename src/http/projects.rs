@@ -25,8 +25,9 @@ pub struct CreateProject {
     /// 1-200 characters after trimming.
     #[schema(min_length = 1, max_length = 200)]
     pub name: String,
-    /// An existing directory inside the project root (absolute, or relative to the root).
-    #[schema(min_length = 1)]
+    /// An existing directory inside the project root (absolute, or relative to the root); at
+    /// most 4096 bytes (PATH_MAX), 255 per folder name.
+    #[schema(min_length = 1, max_length = 4096)]
     pub folder_path: String,
     pub description: Option<String>,
     /// A model name; never starts with '-', no whitespace.
@@ -44,7 +45,8 @@ pub struct CreateProject {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ImportProject {
-    #[schema(min_length = 1)]
+    /// At most 4096 bytes (PATH_MAX), 255 per folder name.
+    #[schema(min_length = 1, max_length = 4096)]
     pub folder_path: String,
     /// Defaults to the folder's name.
     #[schema(min_length = 1, max_length = 200)]
@@ -86,7 +88,7 @@ pub struct UpdateProject {
     #[schema(value_type = String, min_length = 1, max_length = 200)]
     pub name: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = String, min_length = 1)]
+    #[schema(value_type = String, min_length = 1, max_length = 4096)]
     pub folder_path: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
@@ -151,6 +153,7 @@ pub(super) async fn resolve_dir_field(state: &AppState, field: &str, raw: String
     if raw.trim().is_empty() {
         return Err(AppError::validation(format!("`{field}` must not be empty")));
     }
+    validate::path(field, &raw).map_err(AppError::validation)?;
     let root = state.root.clone();
     let resolved = web::block(move || root.resolve_dir(Some(&raw))).await.map_err(AppError::internal)?;
     match resolved {
@@ -411,7 +414,9 @@ pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppRes
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct DiscoverQuery {
-    /// Folder to scan (absolute, or relative to the project root); the root when absent.
+    /// Folder to scan (absolute, or relative to the project root); the root when absent. At
+    /// most 4096 bytes (PATH_MAX), 255 per folder name.
+    #[param(max_length = 4096)]
     pub path: Option<String>,
 }
 
@@ -443,6 +448,9 @@ pub async fn discover(state: web::Data<AppState>, query: web::Query<DiscoverQuer
     let depth = state.settings.scan_depth;
     let home = state.settings.home.clone();
     let raw = query.into_inner().path;
+    if let Some(path) = &raw {
+        validate::path("path", path).map_err(AppError::validation)?;
+    }
     let found = web::block(move || {
         let start = root.resolve_dir(raw.as_deref())?;
         Ok::<_, folders::PathError>(folders::discover(&start, depth, home.as_deref()))

@@ -11,6 +11,7 @@ mod cli;
 mod dashboard;
 mod folders;
 mod health;
+mod hostile;
 mod janitor_agents;
 mod janitor_fake;
 mod janitor_real;
