@@ -67,7 +67,46 @@ pub const MAX_PATH_BYTES: usize = 4096;
 /// The longest folder name within a path, in bytes: Linux's NAME_MAX.
 pub const MAX_PATH_COMPONENT_BYTES: usize = 255;
 
-/// Trims a display name and checks it is 1 to 200 characters.
+/// Invisible formatting characters that change how text is shown without being seen:
+/// bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069, the marks
+/// U+200E/U+200F/U+061C), zero-width characters (U+200B-U+200D, U+2060-U+2064, U+FEFF), the
+/// deprecated format characters U+206A-U+206F, the soft hyphen, U+180E, interlinear annotation
+/// (U+FFF9-U+FFFB) and the tag characters (U+E0000-U+E007F). In a name they can make
+/// `evil\u{202E}txt.exe` read as `evilexe.txt`, or two different names look the same.
+pub fn is_format_char(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{061C}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{E0000}'..='\u{E007F}'
+    )
+}
+
+/// Display text (names, descriptions) may hold neither control characters (but line breaks
+/// and tabs) nor invisible formatting ones ([`is_format_char`]); the message names the first
+/// one found.
+pub fn display_text(field: &str, text: &str) -> Result<(), String> {
+    if text.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')) {
+        return Err(format!("`{field}` must not contain control characters"));
+    }
+    if let Some(c) = text.chars().find(|c| is_format_char(*c)) {
+        return Err(format!(
+            "`{field}` must not contain invisible formatting or text-direction characters (found U+{:04X})",
+            u32::from(c)
+        ));
+    }
+    Ok(())
+}
+
+/// Trims a display name and checks it is 1 to 200 characters, on one line, without control or
+/// invisible formatting characters.
 pub fn name(field: &str, raw: &str) -> Result<String, String> {
     let trimmed = raw.trim();
     let len = trimmed.chars().count();
@@ -80,6 +119,7 @@ pub fn name(field: &str, raw: &str) -> Result<String, String> {
     if trimmed.chars().any(|c| c.is_control()) {
         return Err(format!("`{field}` must not contain control characters"));
     }
+    display_text(field, trimmed)?;
     Ok(trimmed.to_string())
 }
 
@@ -121,8 +161,10 @@ pub fn identifier(field: &str, raw: &str) -> Result<String, String> {
     if raw.starts_with('-') {
         return Err(format!("`{field}` must not start with '-'"));
     }
-    if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!("`{field}` must not contain whitespace, newlines or control characters"));
+    if raw.chars().any(|c| c.is_whitespace() || c.is_control() || is_format_char(c)) {
+        return Err(format!(
+            "`{field}` must not contain whitespace, newlines, control or invisible formatting characters"
+        ));
     }
     Ok(raw.to_string())
 }
@@ -157,6 +199,27 @@ mod tests {
         assert!(name("name", &"x".repeat(200)).is_ok());
         assert!(name("name", &"é".repeat(201)).is_err());
         assert!(name("name", "a\nb").is_err());
+    }
+
+    /// Issue 13: names full of text-direction overrides and zero-width characters passed.
+    #[test]
+    fn names_refuse_bidi_and_invisible_format_characters() {
+        let refused = "\u{202A}\u{202B}\u{202C}\u{202D}\u{202E}\u{2066}\u{2067}\u{2068}\u{2069}\u{200B}\u{200C}\u{200D}\u{200E}\u{200F}\u{FEFF}\u{061C}\u{2060}\u{00AD}\u{E0041}";
+        for c in refused.chars() {
+            let raw = format!("evil{c}txt.exe");
+            let err = name("name", &raw).expect_err(&format!("U+{:04X} refused", u32::from(c)));
+            assert!(err.contains(&format!("U+{:04X}", u32::from(c))), "{err}");
+            assert!(display_text("description", &raw).is_err());
+            assert!(identifier("model", &format!("m{c}")).is_err());
+        }
+        // Letters of every script, accents and emoji are still names.
+        for ok in ["Café", "日本語のプロジェクト", "مشروع", "פרויקט", "🚀 launch", "naïve-name_2"]
+        {
+            assert_eq!(name("name", ok).as_deref(), Ok(ok));
+        }
+        // Descriptions may span lines.
+        assert!(display_text("description", "line one\r\nline two\ttabbed").is_ok());
+        assert!(display_text("description", "bell\u{7}").is_err());
     }
 
     #[test]

@@ -124,6 +124,7 @@ fn check_defaults(d: &Defaults<'_>) -> Result<(), AppError> {
     let v = |r: Result<String, String>| r.map(drop).map_err(AppError::validation);
     if let Some(s) = d.description {
         v(validate::free_text("description", s, MAX_DESCRIPTION_BYTES))?;
+        validate::display_text("description", s).map_err(AppError::validation)?;
     }
     if let Some(s) = d.default_model {
         v(validate::identifier("default_model", s))?;

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, TestApp};
+use crate::helpers::{error_code, spawn_app, TestApp};
 use crate::support::service::{ServiceConfig, TestService};
 
 /// Asserts a 422 whose message contains every one of `words`.
@@ -81,6 +81,56 @@ async fn a_symlink_loop_is_a_422_not_a_500() {
     // Browsing the folder that holds the loop lists the rest.
     let res = app.get("/api/folders/browse").await;
     assert_eq!(res.status().as_u16(), 200);
+}
+
+#[actix_web::test]
+async fn names_with_text_direction_or_invisible_characters_are_refused() {
+    let app = spawn_app().await;
+    let project = app.create_project("P", "p").await;
+    let id = project["id"].as_str().expect("id");
+    app.mkdir("q");
+    for c in ['\u{202E}', '\u{202A}', '\u{2066}', '\u{2069}', '\u{200B}', '\u{200F}', '\u{FEFF}'] {
+        let evil = format!("invoice{c}fdp.exe");
+        let code = format!("U+{:04X}", u32::from(c));
+        let words = [code.as_str()];
+        let cases = [
+            ("project name", app.post_json("/api/projects", &json!({"name": evil, "folder_path": "q"})).await),
+            ("imported name", app.post_json("/api/projects/import", &json!({"name": evil, "folder_path": "q"})).await),
+            ("renamed project", app.put_json(&format!("/api/projects/{id}"), &json!({"name": evil})).await),
+            ("description", app.put_json(&format!("/api/projects/{id}"), &json!({"description": evil})).await),
+            ("session name", app.post_json(&format!("/api/projects/{id}/sessions"), &json!({"name": evil})).await),
+            (
+                "external key",
+                app.post_json(&format!("/api/projects/{id}/sessions"), &json!({"external_key": evil})).await,
+            ),
+            (
+                "agent name",
+                app.post_json(
+                    "/api/agents",
+                    &json!({"name": evil, "objective": "o", "schedule": "0 3 * * *", "cwd": "p"}),
+                )
+                .await,
+            ),
+            (
+                "webhook name",
+                app.post_json("/api/webhooks", &json!({"name": evil, "url": "http://127.0.0.1:9/", "events": ["*"]}))
+                    .await,
+            ),
+        ];
+        for (what, res) in cases {
+            refused(res, &format!("{what} with {code}"), &words).await;
+        }
+        let res =
+            app.post_json("/api/rules/global", &json!({"tool_name": format!("Bash{c}"), "behavior": "deny"})).await;
+        assert_eq!(error_code(res, 422).await, "validation_failed", "tool_name with {code}");
+        let res = app.post_json(&format!("/api/projects/{id}/sessions"), &json!({"model": format!("m{c}")})).await;
+        assert_eq!(error_code(res, 422).await, "validation_failed", "model with {code}");
+    }
+    // Other scripts are names like any other.
+    for ok in ["مشروع", "פרויקט", "日本語", "Café ☕"] {
+        let res = app.put_json(&format!("/api/projects/{id}"), &json!({"name": ok})).await;
+        assert_eq!(res.status().as_u16(), 200, "{ok}");
+    }
 }
 
 /// The service's own log never holds a client's value unbounded: before, a 100,000-character
