@@ -133,6 +133,14 @@ async fn names_with_text_direction_or_invisible_characters_are_refused() {
     }
 }
 
+#[actix_web::test]
+async fn webhook_urls_are_bounded_as_documented() {
+    let app = spawn_app().await;
+    let url = format!("http://127.0.0.1:9/{}", "x".repeat(2_000));
+    let res = app.post_json("/api/webhooks", &json!({"name": "w", "url": url, "events": ["*"]})).await;
+    refused(res, "a 2,020-character url", &["2000"]).await;
+}
+
 /// The service's own log never holds a client's value unbounded: before, a 100,000-character
 /// folder_path was logged whole with its 500, on every request.
 #[actix_web::test]
