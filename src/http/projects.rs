@@ -2,6 +2,7 @@
 
 use actix_web::http::header;
 use actix_web::{web, HttpResponse};
+use diesel::Connection;
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -396,19 +397,52 @@ pub async fn update(
     ))]
 pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
     let id = parse_id("project", &id)?;
-    load(&state, id.clone()).await?;
+    let project = load(&state, id.clone()).await?;
     state
         .registry
         .send(CloseProject(id.clone()))
         .await
         .map_err(|e| AppError::internal(format!("session registry unavailable: {e}")))?;
-    // The sessions' final rows are written behind; let them land before the cascade.
-    state.writer.flush().await.map_err(AppError::internal)?;
+    // The sessions' final rows are written behind; let them land before the cascade. A failed
+    // flush (some other row of its batch could not be stored) does not stop the delete: the
+    // cascade removes whatever was stored.
+    if let Err(e) = state.writer.flush().await {
+        tracing::warn!(error = %e, "could not flush the session writer before deleting a project");
+    }
+    // The row's deletion cascades to its agents' rows; their actors (schedules, runs) must end
+    // too, or they would keep firing and count against CONDUIT_MAX_AGENTS. They are listed and
+    // the row deleted in one write transaction, so an agent created meanwhile is either listed
+    // here or refused (its project is gone). Its first statement writes (the row as it was
+    // loaded; it goes anyway), which takes the write lock at once: a transaction that read
+    // first could not upgrade once another connection had written.
     let target = id.clone();
-    if state.store.run(move |conn| db::projects::delete(conn, &target)).await? {
-        Ok(HttpResponse::NoContent().finish())
-    } else {
-        Err(AppError::not_found(format!("No project with id {id:?}.")))
+    let deleted = state
+        .store
+        .run(move |conn| {
+            conn.transaction(|conn| {
+                db::projects::update(conn, &project)?;
+                let agents: Vec<String> = db::agents::all(conn)?
+                    .into_iter()
+                    .filter(|a| a.project_id.as_deref() == Some(target.as_str()))
+                    .map(|a| a.id)
+                    .collect();
+                db::projects::delete(conn, &target)?;
+                Ok::<_, StoreError>(agents)
+            })
+        })
+        .await;
+    match deleted {
+        Ok(agents) => {
+            for agent in agents {
+                // NotFound: it was being deleted by its own request meanwhile.
+                if let Ok(Err(e)) = state.agents.send(crate::actors::agents::Delete(agent)).await {
+                    tracing::debug!(error = %e, "an agent of a deleted project was already gone");
+                }
+            }
+            Ok(HttpResponse::NoContent().finish())
+        }
+        Err(StoreError::NotFound) => Err(AppError::not_found(format!("No project with id {id:?}."))),
+        Err(e) => Err(e.into()),
     }
 }
 
