@@ -284,6 +284,16 @@ pub async fn list(state: web::Data<AppState>, page: web::Query<Page>) -> AppResu
     Ok(HttpResponse::Ok().json(rows))
 }
 
+/// After a write that names a project failed: whether the project is gone (deleted meanwhile,
+/// so the row's foreign key failed). That is the client's 404, not the service's failure.
+pub(super) async fn vanished(state: &AppState, error: &StoreError, project_id: &str) -> bool {
+    if matches!(error, StoreError::Busy(_)) {
+        return false;
+    }
+    let lookup = project_id.to_string();
+    matches!(state.store.run(move |conn| db::projects::find(conn, &lookup)).await, Ok(None))
+}
+
 async fn load(state: &AppState, id: String) -> AppResult<Project> {
     let lookup = id.clone();
     state

@@ -160,7 +160,14 @@ async fn create(state: &AppState, project_id: Option<String>, body: CreateRule) 
     };
     check_rule(&row)?;
     let stored = row.clone();
-    state.store.run(move |conn| db::rules::insert(conn, &stored)).await?;
+    if let Err(e) = state.store.run(move |conn| db::rules::insert(conn, &stored)).await {
+        if let Some(project) = &row.project_id {
+            if super::projects::vanished(state, &e, project).await {
+                return Err(AppError::not_found(format!("No project with id {project:?}.")));
+            }
+        }
+        return Err(e.into());
+    }
     reload(state).await?;
     Ok(HttpResponse::Created()
         .insert_header((header::LOCATION, format!("/api/rules/{}", row.id)))
