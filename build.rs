@@ -1,16 +1,25 @@
 //! Builds the dashboard (`ui/`, React + Vite) and embeds `ui/dist` in the binary, so
 //! `cargo run --release` alone gives a working dashboard.
 //!
-//! Runs `npm ci` when `ui/node_modules` is missing or older than `ui/package-lock.json`, then
-//! `npm run build`. Without npm, or when that build fails, it warns and embeds nothing: the
-//! service still builds and runs, and `/` says how to build the dashboard.
-//! `CONDUIT_SKIP_UI_BUILD=1` embeds whatever `ui/dist` holds without running npm.
+//! npm runs only when the UI's inputs changed since `ui/dist` was built: a content hash of
+//! every input is kept next to the build (`ui/dist/.conduit-ui-stamp`), so a build script that
+//! runs again for any other reason, or a fresh target directory, reuses `ui/dist` as it is.
+//! Then it runs `npm ci` when `ui/node_modules` is missing or older than
+//! `ui/package-lock.json`, and `npm run build`. Without npm, or when that build fails, it warns
+//! and embeds nothing: the service still builds and runs, and `/` says how to build the
+//! dashboard. `CONDUIT_SKIP_UI_BUILD=1` embeds whatever `ui/dist` holds without running npm.
+//!
+//! Nothing this script or npm writes may be among the watched inputs (the generated API types
+//! go to `ui/generated/`, outside `ui/src`): cargo compares the inputs with the time the script
+//! started, so a file written during the build would make every later build run it again and
+//! recompile the crate.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// What, under `ui/`, the built app depends on (never node_modules or dist: they are outputs).
+/// What, under `ui/`, the built app depends on (never node_modules, generated or dist: they
+/// are outputs).
 const UI_INPUTS: &[&str] = &[
     "src",
     "index.html",
@@ -45,6 +54,7 @@ fn main() {
     if built {
         collect(&ui.join("dist"), &ui.join("dist"), &mut files);
     }
+    files.retain(|(name, _)| name != STAMP);
     files.sort();
     let mut code =
         String::from("/// The built dashboard: (path under dist/, contents). Empty when it was not built.\n");
@@ -54,10 +64,61 @@ fn main() {
     }
     code.push_str("];\n");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("ui_assets.rs");
-    std::fs::write(out, code).expect("write ui_assets.rs");
+    // Rewritten only when it changes, like every generated file.
+    if std::fs::read_to_string(&out).ok().as_deref() != Some(code.as_str()) {
+        std::fs::write(out, code).expect("write ui_assets.rs");
+    }
 }
 
+/// Where the hash of the inputs `ui/dist` was built from is kept (inside dist: a failed or
+/// partial build, which empties dist first, leaves no stamp behind). Never embedded.
+const STAMP: &str = ".conduit-ui-stamp";
+
 fn build_ui(ui: &Path) -> Result<(), String> {
+    let inputs = inputs_hash(ui);
+    let stamp = ui.join("dist").join(STAMP);
+    let built_from = std::fs::read_to_string(&stamp).ok();
+    if ui.join("dist/index.html").is_file() && built_from.as_deref() == Some(inputs.as_str()) {
+        println!("conduit-ui: ui/dist is up to date with its inputs ({inputs}); npm not run");
+        return Ok(());
+    }
+    let _ = std::fs::remove_file(&stamp);
+    npm_build(ui)?;
+    std::fs::write(&stamp, &inputs).map_err(|e| format!("cannot write {}: {e}", stamp.display()))
+}
+
+/// A hash of every UI input's relative path and contents (FNV-1a, 64 bits: stable across
+/// toolchains, which std's hasher is not promised to be).
+fn inputs_hash(ui: &Path) -> String {
+    let mut files = Vec::new();
+    for input in UI_INPUTS {
+        let path = ui.join(input);
+        if path.is_dir() {
+            collect(ui, &path, &mut files);
+        } else if path.is_file() {
+            files.push((input.to_string(), path));
+        }
+    }
+    files.sort();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |bytes: &[u8]| {
+        for b in bytes {
+            hash ^= u64::from(*b);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    feed(b"conduit-ui-stamp-v1");
+    for (name, path) in &files {
+        let contents = std::fs::read(path).unwrap_or_default();
+        feed(name.as_bytes());
+        feed(&[0]);
+        feed(&(contents.len() as u64).to_le_bytes());
+        feed(&contents);
+    }
+    format!("{hash:016x} {} files", files.len())
+}
+
+fn npm_build(ui: &Path) -> Result<(), String> {
     match Command::new("npm").arg("--version").output() {
         Ok(o) if o.status.success() => {}
         _ => return Err("npm was not found; install Node.js 20+ with npm and build again".to_string()),

@@ -29,7 +29,9 @@ pub async fn request_span(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, Error> {
     let request_id = uuid::Uuid::new_v4();
-    let span = tracing::info_span!("request", %request_id, method = %req.method(), path = %req.path());
+    // The path is the client's: a long one is clipped (an id-shaped segment is 36 characters).
+    let path = crate::domain::validate::clip(req.path(), 256);
+    let span = tracing::info_span!("request", %request_id, method = %req.method(), %path);
     let started = Instant::now();
     async move {
         let result = next.call(req).await;

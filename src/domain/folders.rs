@@ -9,6 +9,8 @@
 use std::io::ErrorKind;
 use std::path::{Component, Path, PathBuf};
 
+use crate::domain::validate;
+
 #[derive(Debug, PartialEq, Eq)]
 pub enum PathError {
     /// The request itself is malformed (NUL byte, not UTF-8, ...).
@@ -74,14 +76,19 @@ impl ProjectRoot {
     /// the root itself) to a canonical directory inside the root.
     pub fn resolve_dir(&self, raw: Option<&str>) -> Result<PathBuf, PathError> {
         let raw = raw.unwrap_or("").trim_end_matches('\n');
-        if raw.contains('\0') {
-            return Err(PathError::Invalid("the path must not contain NUL bytes".to_string()));
-        }
+        validate::path("path", raw).map_err(PathError::Invalid)?;
         let canonical_root = self.canonical()?;
         let requested = if raw.is_empty() { self.configured.clone() } else { self.configured.join(raw) };
         let lexical = normalize_lexically(&requested);
         if !lexical.starts_with(&self.configured) && !lexical.starts_with(&canonical_root) {
             return Err(PathError::OutsideRoot);
+        }
+        // Joined to the root, a path within the limit may still exceed it.
+        if lexical.as_os_str().len() > validate::MAX_PATH_BYTES {
+            return Err(PathError::Invalid(format!(
+                "the path is longer than {} bytes (PATH_MAX) once joined to the project root",
+                validate::MAX_PATH_BYTES
+            )));
         }
         let canonical = std::fs::canonicalize(&lexical).map_err(|e| match e.kind() {
             ErrorKind::NotFound | ErrorKind::NotADirectory => {
@@ -89,6 +96,16 @@ impl ProjectRoot {
             }
             ErrorKind::PermissionDenied => {
                 PathError::Denied(format!("permission denied reading {}", lexical.display()))
+            }
+            // What the client asked for cannot be a folder: a name or path too long for the
+            // system, or symbolic links that loop. Its fault, not the service's.
+            _ if e.raw_os_error() == Some(libc::ENAMETOOLONG) => PathError::Invalid(format!(
+                "the path is too long for the file system (at most {} bytes, {} per folder name)",
+                validate::MAX_PATH_BYTES,
+                validate::MAX_PATH_COMPONENT_BYTES
+            )),
+            _ if e.raw_os_error() == Some(libc::ELOOP) => {
+                PathError::Invalid(format!("{} cannot be resolved: its symbolic links loop", lexical.display()))
             }
             _ => PathError::Io(format!("cannot resolve {}: {e}", lexical.display())),
         })?;
@@ -255,6 +272,7 @@ pub fn discover(start: &Path, depth: u32, home: Option<&Path>) -> Vec<Discovered
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::validate::clip;
     use std::fs;
 
     fn tree() -> (tempfile::TempDir, ProjectRoot) {
@@ -285,6 +303,25 @@ mod tests {
         assert!(matches!(root.resolve_dir(Some("a\0b")), Err(PathError::Invalid(_))));
         // A folder literally named "%2e%2e" is just a name: never decoded twice.
         assert!(matches!(root.resolve_dir(Some("%2e%2e")), Err(PathError::NotFound(_))));
+    }
+
+    /// Issue 13: a 100,000-character path, a folder name over NAME_MAX or a symlink loop
+    /// made canonicalize fail with an I/O error, answered as a 500.
+    #[test]
+    fn paths_the_system_cannot_resolve_are_invalid_not_io_errors() {
+        let (base, root) = tree();
+        for raw in ["a".repeat(100_000), format!("a/{}", "b".repeat(300)), "a/".repeat(2100)] {
+            assert!(matches!(root.resolve_dir(Some(&raw)), Err(PathError::Invalid(_))), "{}", clip(&raw, 20));
+        }
+        // Within PATH_MAX, but not once joined to the root.
+        let near = "a/".repeat(2040);
+        assert!(near.len() <= validate::MAX_PATH_BYTES);
+        assert!(matches!(root.resolve_dir(Some(&near)), Err(PathError::Invalid(_))));
+        let r = base.path().join("root");
+        std::os::unix::fs::symlink("loop", r.join("loop")).expect("symlink");
+        let err = root.resolve_dir(Some("loop")).expect_err("a loop");
+        assert!(matches!(&err, PathError::Invalid(m) if m.contains("loop")), "{err:?}");
+        assert!(matches!(root.resolve_dir(Some("loop/x")), Err(PathError::Invalid(_))));
     }
 
     #[test]

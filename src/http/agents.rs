@@ -8,7 +8,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::errors::parse_id;
 use super::pagination::Page;
-use super::projects::{present, required, resolve_dir_field};
+use super::projects::{present, required, resolve_dir_field, vanished};
 use super::streams::{self, StreamQuery};
 use super::AppState;
 use crate::actors::agent::{AgentEdit, Change};
@@ -37,7 +37,8 @@ pub struct CreateAgent {
     /// The project it belongs to; its folder is the default `cwd`.
     pub project_id: Option<String>,
     /// Folder to run in (absolute or relative to the project root); defaults to the
-    /// project's folder.
+    /// project's folder. At most 4096 bytes (PATH_MAX), 255 per folder name.
+    #[schema(max_length = 4096)]
     pub cwd: Option<String>,
     #[schema(pattern = r"^[^\s-]\S*$", max_length = 200)]
     pub model: Option<String>,
@@ -59,7 +60,7 @@ pub struct UpdateAgent {
     #[schema(value_type = String, min_length = 1, max_length = 200)]
     pub schedule: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = String, min_length = 1)]
+    #[schema(value_type = String, min_length = 1, max_length = 4096)]
     pub cwd: Option<Option<String>>,
     /// `null` clears it.
     #[serde(default, deserialize_with = "present")]
@@ -97,6 +98,14 @@ fn view(agent: Agent) -> AgentView {
         })
         .unwrap_or_default();
     AgentView { agent, next_fire_times }
+}
+
+/// Whether a failed write failed because the agent's project was deleted meanwhile.
+async fn vanishing(state: &AppState, error: &crate::db::StoreError, project_id: Option<&str>) -> bool {
+    match project_id {
+        Some(id) => vanished(state, error, id).await,
+        None => false,
+    }
 }
 
 fn agent_error(e: AgentError) -> AppError {
@@ -191,7 +200,14 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateAgent>) ->
         created_at: now.clone(),
         updated_at: now,
     };
-    let created = ask(&state, registry::Create(agent)).await?.map_err(agent_error)?;
+    let project_id = agent.project_id.clone();
+    let created = match ask(&state, registry::Create(agent)).await? {
+        Ok(created) => created,
+        Err(AgentError::Store(e)) if vanishing(&state, &e, project_id.as_deref()).await => {
+            return Err(AppError::not_found(format!("No project with id {:?}.", project_id.unwrap_or_default())));
+        }
+        Err(e) => return Err(agent_error(e)),
+    };
     // The actor stores its first fire time as it starts; show the fresh row.
     let id = created.id.clone();
     let current = ask(&state, registry::Get(id.clone())).await?.unwrap_or(created);

@@ -7,6 +7,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
 use crate::domain::folders::PathError;
+use crate::domain::validate;
 use crate::error::{AppError, AppResult, ErrorBody};
 
 /// How a folder problem reads over HTTP. Shared by every endpoint that takes a path.
@@ -19,14 +20,17 @@ pub fn path_error(e: PathError) -> AppError {
         PathError::NotFound(m) => AppError::not_found(m),
         PathError::NotADirectory(m) => AppError::new(StatusCode::UNPROCESSABLE_ENTITY, "not_a_directory", m),
         PathError::Denied(m) => AppError::forbidden("permission_denied", m),
-        PathError::Io(m) => AppError::internal(m),
+        // The message may hold the client's path: bounded before it is logged.
+        PathError::Io(m) => AppError::internal(validate::clip(&m, 300)),
     }
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct BrowseQuery {
-    /// Folder to list (absolute, or relative to the project root); the root when absent.
+    /// Folder to list (absolute, or relative to the project root); the root when absent. At
+    /// most 4096 bytes (PATH_MAX), 255 per folder name.
+    #[param(max_length = 4096)]
     pub path: Option<String>,
 }
 
@@ -65,6 +69,9 @@ pub struct FolderListing {
 pub async fn browse(state: web::Data<AppState>, query: web::Query<BrowseQuery>) -> AppResult<HttpResponse> {
     let root = state.root.clone();
     let raw = query.into_inner().path;
+    if let Some(path) = &raw {
+        validate::path("path", path).map_err(AppError::validation)?;
+    }
     let listing = web::block(move || {
         let dir = root.resolve_dir(raw.as_deref())?;
         let entries = root.list_dirs(&dir)?;

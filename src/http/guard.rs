@@ -15,9 +15,10 @@ use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::{header, Method, StatusCode};
 use actix_web::middleware::Next;
-use actix_web::{web, Error, ResponseError};
+use actix_web::{web, Error, HttpMessage, ResponseError};
 use subtle::ConstantTimeEq;
 
+use super::errors;
 use crate::config::{is_loopback_host, Settings};
 use crate::error::AppError;
 
@@ -164,6 +165,13 @@ pub async fn enforce(
         let mut response = refusal.error_response();
         if refusal.status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+        }
+        // A refused request's body is never read: its connection ends with the answer rather
+        // than after actix has drained whatever the client still sends.
+        if errors::has_body(req.headers()) {
+            let mut req = req;
+            let unread = req.take_payload();
+            return Ok(errors::closing(req.into_response(response), unread));
         }
         return Ok(req.into_response(response));
     }

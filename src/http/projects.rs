@@ -2,6 +2,7 @@
 
 use actix_web::http::header;
 use actix_web::{web, HttpResponse};
+use diesel::Connection;
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -25,8 +26,9 @@ pub struct CreateProject {
     /// 1-200 characters after trimming.
     #[schema(min_length = 1, max_length = 200)]
     pub name: String,
-    /// An existing directory inside the project root (absolute, or relative to the root).
-    #[schema(min_length = 1)]
+    /// An existing directory inside the project root (absolute, or relative to the root); at
+    /// most 4096 bytes (PATH_MAX), 255 per folder name.
+    #[schema(min_length = 1, max_length = 4096)]
     pub folder_path: String,
     pub description: Option<String>,
     /// A model name; never starts with '-', no whitespace.
@@ -44,7 +46,8 @@ pub struct CreateProject {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ImportProject {
-    #[schema(min_length = 1)]
+    /// At most 4096 bytes (PATH_MAX), 255 per folder name.
+    #[schema(min_length = 1, max_length = 4096)]
     pub folder_path: String,
     /// Defaults to the folder's name.
     #[schema(min_length = 1, max_length = 200)]
@@ -86,7 +89,7 @@ pub struct UpdateProject {
     #[schema(value_type = String, min_length = 1, max_length = 200)]
     pub name: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = String, min_length = 1)]
+    #[schema(value_type = String, min_length = 1, max_length = 4096)]
     pub folder_path: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
@@ -122,6 +125,7 @@ fn check_defaults(d: &Defaults<'_>) -> Result<(), AppError> {
     let v = |r: Result<String, String>| r.map(drop).map_err(AppError::validation);
     if let Some(s) = d.description {
         v(validate::free_text("description", s, MAX_DESCRIPTION_BYTES))?;
+        validate::display_text("description", s).map_err(AppError::validation)?;
     }
     if let Some(s) = d.default_model {
         v(validate::identifier("default_model", s))?;
@@ -151,6 +155,7 @@ pub(super) async fn resolve_dir_field(state: &AppState, field: &str, raw: String
     if raw.trim().is_empty() {
         return Err(AppError::validation(format!("`{field}` must not be empty")));
     }
+    validate::path(field, &raw).map_err(AppError::validation)?;
     let root = state.root.clone();
     let resolved = web::block(move || root.resolve_dir(Some(&raw))).await.map_err(AppError::internal)?;
     match resolved {
@@ -279,6 +284,16 @@ pub async fn list(state: web::Data<AppState>, page: web::Query<Page>) -> AppResu
     Ok(HttpResponse::Ok().json(rows))
 }
 
+/// After a write that names a project failed: whether the project is gone (deleted meanwhile,
+/// so the row's foreign key failed). That is the client's 404, not the service's failure.
+pub(super) async fn vanished(state: &AppState, error: &StoreError, project_id: &str) -> bool {
+    if matches!(error, StoreError::Busy(_)) {
+        return false;
+    }
+    let lookup = project_id.to_string();
+    matches!(state.store.run(move |conn| db::projects::find(conn, &lookup)).await, Ok(None))
+}
+
 async fn load(state: &AppState, id: String) -> AppResult<Project> {
     let lookup = id.clone();
     state
@@ -392,26 +407,61 @@ pub async fn update(
     ))]
 pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
     let id = parse_id("project", &id)?;
-    load(&state, id.clone()).await?;
+    let project = load(&state, id.clone()).await?;
     state
         .registry
         .send(CloseProject(id.clone()))
         .await
         .map_err(|e| AppError::internal(format!("session registry unavailable: {e}")))?;
-    // The sessions' final rows are written behind; let them land before the cascade.
-    state.writer.flush().await.map_err(AppError::internal)?;
+    // The sessions' final rows are written behind; let them land before the cascade. A failed
+    // flush (some other row of its batch could not be stored) does not stop the delete: the
+    // cascade removes whatever was stored.
+    if let Err(e) = state.writer.flush().await {
+        tracing::warn!(error = %e, "could not flush the session writer before deleting a project");
+    }
+    // The row's deletion cascades to its agents' rows; their actors (schedules, runs) must end
+    // too, or they would keep firing and count against CONDUIT_MAX_AGENTS. They are listed and
+    // the row deleted in one write transaction, so an agent created meanwhile is either listed
+    // here or refused (its project is gone). Its first statement writes (the row as it was
+    // loaded; it goes anyway), which takes the write lock at once: a transaction that read
+    // first could not upgrade once another connection had written.
     let target = id.clone();
-    if state.store.run(move |conn| db::projects::delete(conn, &target)).await? {
-        Ok(HttpResponse::NoContent().finish())
-    } else {
-        Err(AppError::not_found(format!("No project with id {id:?}.")))
+    let deleted = state
+        .store
+        .run(move |conn| {
+            conn.transaction(|conn| {
+                db::projects::update(conn, &project)?;
+                let agents: Vec<String> = db::agents::all(conn)?
+                    .into_iter()
+                    .filter(|a| a.project_id.as_deref() == Some(target.as_str()))
+                    .map(|a| a.id)
+                    .collect();
+                db::projects::delete(conn, &target)?;
+                Ok::<_, StoreError>(agents)
+            })
+        })
+        .await;
+    match deleted {
+        Ok(agents) => {
+            for agent in agents {
+                // NotFound: it was being deleted by its own request meanwhile.
+                if let Ok(Err(e)) = state.agents.send(crate::actors::agents::Delete(agent)).await {
+                    tracing::debug!(error = %e, "an agent of a deleted project was already gone");
+                }
+            }
+            Ok(HttpResponse::NoContent().finish())
+        }
+        Err(StoreError::NotFound) => Err(AppError::not_found(format!("No project with id {id:?}."))),
+        Err(e) => Err(e.into()),
     }
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct DiscoverQuery {
-    /// Folder to scan (absolute, or relative to the project root); the root when absent.
+    /// Folder to scan (absolute, or relative to the project root); the root when absent. At
+    /// most 4096 bytes (PATH_MAX), 255 per folder name.
+    #[param(max_length = 4096)]
     pub path: Option<String>,
 }
 
@@ -443,6 +493,9 @@ pub async fn discover(state: web::Data<AppState>, query: web::Query<DiscoverQuer
     let depth = state.settings.scan_depth;
     let home = state.settings.home.clone();
     let raw = query.into_inner().path;
+    if let Some(path) = &raw {
+        validate::path("path", path).map_err(AppError::validation)?;
+    }
     let found = web::block(move || {
         let start = root.resolve_dir(raw.as_deref())?;
         Ok::<_, folders::PathError>(folders::discover(&start, depth, home.as_deref()))

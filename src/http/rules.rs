@@ -13,7 +13,7 @@ use crate::actors::permissions::Reload;
 use crate::db::permission_log::{Decision, LogFilter};
 use crate::db::rules::RuleRow;
 use crate::db::{self, StoreError};
-use crate::domain::{rules, time};
+use crate::domain::{rules, time, validate};
 use crate::error::{AppError, AppResult, ErrorBody};
 
 const MAX_RULE_CONTENT_BYTES: usize = 10_000;
@@ -92,7 +92,8 @@ pub struct UpdateRule {
 /// Checks a rule as a whole; the pattern must compile for its tool.
 fn check_rule(row: &RuleRow) -> AppResult<()> {
     let tool = row.tool_name.as_str();
-    if tool.is_empty() || tool.len() > 200 || tool.chars().any(|c| c.is_whitespace() || c.is_control()) {
+    let odd = |c: char| c.is_whitespace() || c.is_control() || validate::is_format_char(c);
+    if tool.is_empty() || tool.len() > 200 || tool.chars().any(odd) {
         return Err(AppError::validation("`tool_name` must be a tool name such as Bash or Read, or *, without spaces"));
     }
     match row.behavior.as_str() {
@@ -159,7 +160,14 @@ async fn create(state: &AppState, project_id: Option<String>, body: CreateRule) 
     };
     check_rule(&row)?;
     let stored = row.clone();
-    state.store.run(move |conn| db::rules::insert(conn, &stored)).await?;
+    if let Err(e) = state.store.run(move |conn| db::rules::insert(conn, &stored)).await {
+        if let Some(project) = &row.project_id {
+            if super::projects::vanished(state, &e, project).await {
+                return Err(AppError::not_found(format!("No project with id {project:?}.")));
+            }
+        }
+        return Err(e.into());
+    }
     reload(state).await?;
     Ok(HttpResponse::Created()
         .insert_header((header::LOCATION, format!("/api/rules/{}", row.id)))

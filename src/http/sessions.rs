@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 
 use super::errors::parse_id;
 use super::pagination::Page;
-use super::AppState;
+use super::{projects, AppState};
 use crate::actors::registry::{Find, Launch, LaunchError, LaunchSpec, Resume, ResumeError};
 use crate::actors::session::{
     AwaitEnd, CliSession, Close, CloseReason, Control, SendOutcome, SendUser, SessionError, Snapshot,
@@ -222,12 +222,18 @@ pub async fn launch(
         append_system_prompt: b.append_system_prompt.or_else(|| project.default_append_system_prompt.clone()),
     };
     let spec = LaunchSpec { name, external_key, options, transport: b.transport };
-    let launched = state
+    let launched = match state
         .registry
         .send(Launch { project, spec })
         .await
         .map_err(|e| AppError::internal(format!("session registry unavailable: {e}")))?
-        .map_err(launch_error)?;
+    {
+        Ok(launched) => launched,
+        Err(LaunchError::Store(e)) if projects::vanished(&state, &e, &project_id).await => {
+            return Err(AppError::not_found(format!("No project with id {project_id:?}.")));
+        }
+        Err(e) => return Err(launch_error(e)),
+    };
     let mut response = if launched.created { HttpResponse::Created() } else { HttpResponse::Ok() };
     Ok(response
         .insert_header((header::LOCATION, format!("/api/sessions/{}", launched.session.id)))

@@ -14,6 +14,9 @@ use crate::db::{self};
 use crate::domain::{time, validate};
 use crate::error::{AppError, AppResult, ErrorBody};
 
+/// The longest receiver URL accepted (as documented in the schema).
+const MAX_URL_CHARS: usize = 2000;
+
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWebhook {
@@ -84,6 +87,10 @@ async fn reload(state: &AppState) -> AppResult<()> {
 pub async fn create(state: web::Data<AppState>, body: web::Json<CreateWebhook>) -> AppResult<HttpResponse> {
     let b = body.into_inner();
     let name = validate::name("name", &b.name).map_err(AppError::validation)?;
+    let url_chars = b.url.chars().count();
+    if url_chars > MAX_URL_CHARS {
+        return Err(AppError::validation(format!("`url` must be at most {MAX_URL_CHARS} characters; got {url_chars}")));
+    }
     let url =
         reqwest::Url::parse(b.url.trim()).map_err(|e| AppError::validation(format!("`url` is not a URL: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {

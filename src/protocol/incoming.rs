@@ -1,6 +1,9 @@
 //! Lines from the CLI. Every line is kept raw; the fields Conduit acts on are lifted out.
 //! Unknown types and unknown fields are normal (they appear between CLI versions), never errors.
 
+use std::borrow::Cow;
+
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -76,12 +79,66 @@ pub struct Incoming {
 /// The two fields every line is routed by. Parsing only these (the rest is skipped, though
 /// still checked to be valid JSON) spares the hot path, `stream_event` and `assistant` lines,
 /// from building a whole JSON tree per line.
-#[derive(serde::Deserialize)]
+///
+/// Deserialized by hand from a JSON object only: a derived struct would also accept a JSON
+/// array by position (`["assistant","x"]` would become type `assistant`, `[]` type `unknown`),
+/// and a line that is not an object must be `invalid`.
 struct Header<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow, default)]
-    subtype: Option<std::borrow::Cow<'a, str>>,
+    kind: Option<Cow<'a, str>>,
+    subtype: Option<Cow<'a, str>>,
+}
+
+impl<'de> Deserialize<'de> for Header<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectOnly;
+        impl<'de> Visitor<'de> for ObjectOnly {
+            type Value = Header<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Header<'de>, A::Error> {
+                let mut header = Header { kind: None, subtype: None };
+                // Keys are read as text (borrowed when they hold no escape); a repeated key
+                // keeps its last value, as the full parse does.
+                while let Some(key) = map.next_key::<Text<'de>>()? {
+                    match key.0.as_ref() {
+                        "type" => header.kind = map.next_value::<Option<Text<'de>>>()?.map(|t| t.0),
+                        "subtype" => header.subtype = map.next_value::<Option<Text<'de>>>()?.map(|t| t.0),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(header)
+            }
+        }
+        deserializer.deserialize_map(ObjectOnly)
+    }
+}
+
+/// A JSON string, borrowed from the line when it holds no escape.
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+        impl<'de> Visitor<'de> for TextVisitor {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(TextVisitor)
+    }
 }
 
 /// Types whose fields Conduit acts on; every other type needs only its header.
@@ -299,5 +356,52 @@ mod tests {
             assert_eq!(m.message_type, "invalid", "{bad}");
             assert!(matches!(m.kind, Kind::Invalid { .. }));
         }
+    }
+
+    /// Issue 13: a derived header read a JSON array by position, so `["assistant","x"]` was
+    /// stored and relayed as an `assistant` line. Whatever is not a JSON object is `invalid`.
+    #[test]
+    fn lines_that_are_not_objects_are_invalid() {
+        for line in [
+            r#"["assistant","x"]"#,
+            r#"["result","success"]"#,
+            r#"["control_request"]"#,
+            "[]",
+            "[[]]",
+            r#"[["assistant","x"]]"#,
+            r#"[{"type":"assistant"}]"#,
+            "  [\"assistant\",\"x\"]",
+            "\t\r\n []",
+            "42",
+            "-1.5e3",
+            r#""assistant""#,
+            "  \"system\"",
+            "null",
+            "true",
+            "false",
+            "",
+            "   ",
+        ] {
+            let m = parse(line);
+            assert_eq!(m.message_type, "invalid", "{line:?}");
+            assert_eq!(m.message_subtype, None, "{line:?}");
+            assert!(matches!(m.kind, Kind::Invalid { .. }), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn objects_still_route_by_header_with_leading_whitespace_and_escapes() {
+        let m = parse("  \t{\"type\":\"assistant\",\"subtype\":\"x\"}");
+        assert_eq!((m.message_type.as_str(), m.message_subtype.as_deref()), ("assistant", Some("x")));
+        // Escaped keys and values are read like plain ones.
+        let m = parse(r#"{"\u0074ype":"stream\u005fevent","n":[1,{"type":"result"}]}"#);
+        assert_eq!((m.message_type.as_str(), m.kind), ("stream_event", Kind::Other));
+        // A repeated key: the last one wins, as in the full parse.
+        let m = parse(r#"{"type":"user","type":"assistant"}"#);
+        assert_eq!(m.message_type, "assistant");
+        // Routing by header still sends the acted-on types through the full parse.
+        let m = parse(r#" {"type":"control_cancel_request","request_id":"r1"}"#);
+        assert_eq!(m.kind, Kind::ControlCancel { request_id: "r1".into() });
+        assert_eq!(parse("{}").message_type, "unknown");
     }
 }

@@ -902,3 +902,24 @@ async fn discover_does_not_follow_symlinks() {
     let res = discover_status(&app, "link").await;
     assert_eq!(error_code(res, 403).await, "path_outside_root");
 }
+
+/// Found while fuzzing deletes (issue 13): deleting a project removed its agents' rows but not
+/// the agents themselves, which went on firing (each fire failing on the missing row), still
+/// answered GET /api/agents/{id}, and kept counting against CONDUIT_MAX_AGENTS.
+#[actix_web::test]
+async fn deleting_a_project_ends_its_agents() {
+    let app = spawn_app_with(|s| s.max_agents = 1).await;
+    for round in 0..3 {
+        let project = app.create_project(&format!("p{round}"), &format!("p{round}")).await;
+        let id = project["id"].as_str().expect("id");
+        let body = json!({"name": "a", "objective": "o", "schedule": "0 3 * * *", "project_id": id});
+        let res = app.post_json("/api/agents", &body).await;
+        assert_eq!(res.status().as_u16(), 201, "round {round}: the limit of one agent is free again");
+        let agent: Value = res.json().await.expect("json");
+        let agent_id = agent["id"].as_str().expect("id");
+        assert_eq!(app.delete(&format!("/api/projects/{id}")).await.status().as_u16(), 204);
+        assert_eq!(error_code(app.get(&format!("/api/agents/{agent_id}")).await, 404).await, "not_found");
+        let agents: Value = app.get("/api/agents").await.json().await.expect("json");
+        assert_eq!(agents, json!([]));
+    }
+}

@@ -1,8 +1,9 @@
-// The typed API client. Paths, bodies, queries and answers are all taken from `schema.d.ts`,
-// which `npm run build` generates from `ui/openapi.json`, the committed copy of the service's
-// OpenAPI document (a Rust test fails when it differs from the live one). A server change
-// that the UI does not follow therefore fails the type check instead of failing at run time.
-import type { components, paths } from './schema';
+// The typed API client. Paths, bodies, queries and answers are all taken from
+// `ui/generated/schema.d.ts`, which `npm run build` generates from `ui/openapi.json`, the
+// committed copy of the service's OpenAPI document (a Rust test fails when it differs from the
+// live one). A server change that the UI does not follow therefore fails the type check
+// instead of failing at run time.
+import type { components, paths } from '../../generated/schema';
 
 export type Schemas = components['schemas'];
 export type Project = Schemas['Project'];
