@@ -69,11 +69,12 @@ async fn one_crash(model: &str, after: Duration) -> (u64, u64, f64) {
     svc.crash();
     let rate = shown as f64 / first_at.map(|t| t.elapsed().as_secs_f64()).unwrap_or(1.0).max(1e-3);
     let mut conn = conduit::db::open_sqlite(&svc.db_path(), 5000).expect("open the database");
-    let stored = diesel::sql_query("SELECT count(*) AS n FROM messages WHERE session_id = ? AND message_type = 'stream_event'")
-        .bind::<Text, _>(&id)
-        .get_result::<Count>(&mut conn)
-        .expect("count")
-        .n as u64;
+    let stored =
+        diesel::sql_query("SELECT count(*) AS n FROM messages WHERE session_id = ? AND message_type = 'stream_event'")
+            .bind::<Text, _>(&id)
+            .get_result::<Count>(&mut conn)
+            .expect("count")
+            .n as u64;
     (shown, stored, rate)
 }
 
@@ -86,8 +87,10 @@ pub async fn crash_window() {
             windows.push((lost, lost as f64 * 1000.0 / rate, shown, stored));
         }
         let worst = windows.iter().map(|w| w.1).fold(0.0, f64::max);
-        let detail: Vec<String> =
-            windows.iter().map(|(lost, ms, shown, stored)| format!("{lost} of {shown} shown ({ms:.1} ms; {stored} stored)")).collect();
+        let detail: Vec<String> = windows
+            .iter()
+            .map(|(lost, ms, shown, stored)| format!("{lost} of {shown} shown ({ms:.1} ms; {stored} stored)"))
+            .collect();
         println!(
             "crash window, {what}: kill -9 3 s into the turn, lines shown to a client but not stored: {}; worst {worst:.1} ms of traffic (target < 100 ms)",
             detail.join(", ")

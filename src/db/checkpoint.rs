@@ -16,10 +16,11 @@ use diesel::connection::SimpleConnection;
 
 use super::{DbConnection, Store};
 
-/// The writer's connection: no automatic checkpoints, a larger page cache (index pages stay
-/// hot under a flood), and a WAL truncated back to 64 MiB when it starts over.
+/// The writer's connection: no automatic checkpoints, an 8 MiB page cache (index pages stay
+/// hot under a flood; the memory stays bounded), and a WAL truncated back to 64 MiB when it
+/// starts over.
 pub const WRITER_PRAGMAS: &str =
-    "PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = -32768; PRAGMA journal_size_limit = 67108864;";
+    "PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = -8192; PRAGMA journal_size_limit = 67108864;";
 /// Bytes the writer commits between checkpoints of its own.
 pub const WRITER_CHECKPOINT_BYTES: usize = 64 * 1024 * 1024;
 const EVERY: Duration = Duration::from_millis(500);

@@ -19,10 +19,18 @@ pub struct ProcessTree {
 }
 
 impl ProcessTree {
-    /// A polite stop (SIGTERM, SIGINT) to every process of the tree.
+    /// `signal` to every process of the tree (SIGKILL through `cgroup.kill`, which nothing can
+    /// fork its way out of).
     pub fn signal(&self, signal: i32) {
         if let Some(cgroup) = &self.cgroup {
-            cgroup.signal(signal);
+            if signal == libc::SIGKILL {
+                if let Err(e) = cgroup.kill() {
+                    tracing::warn!(cgroup = %cgroup.path().display(), error = %e, "cgroup.kill failed; signalling its processes one by one");
+                    cgroup.signal(signal);
+                }
+            } else {
+                cgroup.signal(signal);
+            }
         }
         if self.pgid > 1 {
             let _ = kill::signal_session(self.pgid, SESSION_MARKER_ENV, &self.marker, signal);
