@@ -21,6 +21,9 @@ async fn main() -> ExitCode {
 
     let outcome = match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => {
+            if let Err(e) = conduit::process::avoid_huge_page_stalls() {
+                tracing::debug!(error = %e, "transparent huge pages stay on");
+            }
             match conduit::process::raise_open_file_limit() {
                 Ok(n) => tracing::debug!(open_files = n, "open-file limit"),
                 Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
