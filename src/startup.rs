@@ -74,6 +74,26 @@ impl Application {
 
         // Before anything touches the database or a process: one service per database.
         let (lock, containment) = claim_database(&settings.db_path).await?;
+        match Self::start_on(settings, options, addr, lock, containment.clone()).await {
+            Ok(app) => Ok(app),
+            Err(e) => {
+                // Nothing ran in it: the cgroup folder made for this service goes with it.
+                if let Some(root) = containment.root().cloned() {
+                    let _ = tokio::task::spawn_blocking(move || root.clear(false)).await;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Everything after the database is claimed: recovery, the actors, the HTTP server.
+    async fn start_on(
+        settings: Settings,
+        options: ServeOptions,
+        addr: String,
+        lock: InstanceLock,
+        containment: Arc<Containment>,
+    ) -> Result<Application, StartupError> {
         let store = Store::open_blocking(&settings.db_path, settings.db_pool_size, settings.db_busy_timeout_ms).await?;
         let recovered = recover_after_restart(&store, &containment, lock.previous()).await?;
         if recovered.sessions > 0 || recovered.executions > 0 {
@@ -202,24 +222,33 @@ impl Application {
         self.writer.stats.clone()
     }
 
-    /// Serves until SIGINT/SIGTERM, then stops accepting work and ends every session (stdin
-    /// closed, SIGINT to each group, grace, SIGKILL) with everything written flushed.
+    /// Serves until SIGINT/SIGTERM (or the server is stopped through its handle), then stops
+    /// accepting work and ends every session (stdin closed, SIGINT to each group, grace,
+    /// SIGKILL) with everything written flushed.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         use tokio::signal::unix::{signal, SignalKind};
         let mut terminate = signal(SignalKind::terminate())?;
         let mut interrupt = signal(SignalKind::interrupt())?;
         let handle = self.server.handle();
         let mut server = actix_web::rt::spawn(self.server);
-        tokio::select! {
-            finished = &mut server => return finished.unwrap_or_else(|e| Err(std::io::Error::other(e))),
-            _ = terminate.recv() => tracing::info!("SIGTERM received; shutting down"),
-            _ = interrupt.recv() => tracing::info!("SIGINT received; shutting down"),
-        }
+        // A server stopped through its handle (an embedder) ends the sessions just the same.
+        let served = tokio::select! {
+            finished = &mut server => {
+                tracing::info!("the HTTP server stopped; shutting down");
+                Some(finished.unwrap_or_else(|e| Err(std::io::Error::other(e))))
+            }
+            _ = terminate.recv() => { tracing::info!("SIGTERM received; shutting down"); None }
+            _ = interrupt.recv() => { tracing::info!("SIGINT received; shutting down"); None }
+        };
         // No idle closes race the shutdown's own.
         if self.janitor.send(StopJanitor).await.is_err() {
             tracing::warn!("the janitor had already stopped");
         }
-        let stop_http = handle.stop(true);
+        let stop_http = async {
+            if served.is_none() {
+                handle.stop(true).await;
+            }
+        };
         let end_sessions = self.registry.send(Shutdown);
         let end_agents = self.agents.send(ShutdownAgents);
         let (_, ended, agents_ended) = tokio::join!(stop_http, end_sessions, end_agents);
@@ -232,11 +261,16 @@ impl Application {
         if let Err(e) = self.writer.flush().await {
             tracing::error!(error = %e, "could not flush the last writes");
         }
+        // Every CLI has ended by now; whatever a failed stop left in a cgroup ends here, and the
+        // service's cgroup folder goes with it.
         if let Some(root) = self.containment.root().cloned() {
-            let _ = tokio::task::spawn_blocking(move || root.remove_if_empty()).await;
+            let left = tokio::task::spawn_blocking(move || root.clear(false)).await.unwrap_or(0);
+            if left > 0 {
+                tracing::warn!(cgroups = left, "processes outlived their sessions; killed at shutdown");
+            }
         }
         tracing::info!("shutdown complete");
-        Ok(())
+        served.unwrap_or(Ok(()))
     }
 
     pub fn server_handle(&self) -> actix_web::dev::ServerHandle {

@@ -136,11 +136,6 @@ impl CgroupRoot {
         }
         populated
     }
-
-    /// Removes the folder if it is empty (at shutdown).
-    pub fn remove_if_empty(&self) {
-        let _ = std::fs::remove_dir(&self.dir);
-    }
 }
 
 /// One CLI's cgroup.

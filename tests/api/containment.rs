@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::support::fake_api::{FakeApi, Reply};
 use crate::support::procs::{alive, gone_within, kill_all, running};
-use crate::support::service::{command, fake_cli, real_cli, ServiceConfig, TestService};
+use crate::support::service::{command, fake_cli, real_cli, ServiceConfig, ServiceDir, TestService};
 
 const READY: Duration = Duration::from_secs(60);
 
@@ -26,7 +26,7 @@ async fn health_says_each_cli_gets_a_cgroup() {
 
 #[actix_web::test]
 async fn a_kill_9_right_after_a_launch_never_leaves_a_cli_behind_the_restart() {
-    let mut dir = tempfile::tempdir().expect("tempdir");
+    let mut dir = ServiceDir::from(tempfile::tempdir().expect("tempdir"));
     for round in 0..20 {
         let mut service = TestService::start_in(dir, ServiceConfig::new(fake_cli()));
         let project = service.project(&format!("crash-{round}")).await;

@@ -63,8 +63,13 @@ impl Drop for TestApp {
     /// The app is not shut down (its runtime just ends with the test, passed or failed):
     /// whatever CLI it still runs is killed with its cgroup here.
     fn drop(&mut self) {
-        if let Some(root) = self.containment.root() {
+        let Some(root) = self.containment.root() else { return };
+        // The app's actors still run while this happens: a CLI or agent run starting between
+        // the listing and the folder's removal keeps the folder, so go again until it is gone.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while root.path().exists() && std::time::Instant::now() < deadline {
             root.clear(false);
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
     }
 }

@@ -419,10 +419,13 @@ async fn build_on_a_non_loopback_host_works_with_insecure_or_a_token() {
             Err(e) => panic!("builds with {what}: {e}"),
         };
         assert_ne!(app.port(), 0, "{what}: a real port was bound");
+        let cgroups = app.containment().root().map(|r| r.path().to_path_buf());
         let handle = app.server_handle();
         let server = actix_web::rt::spawn(app.run_until_stopped());
         handle.stop(true).await;
         server.await.expect("server task").expect("server stopped cleanly");
+        // Stopped through its handle, it shut down as on SIGTERM: its cgroup folder is gone.
+        assert!(cgroups.is_none_or(|dir| !dir.exists()), "{what}: the service's cgroup folder outlived it");
     }
 }
 

@@ -56,7 +56,7 @@ pub fn fake_cli() -> PathBuf {
 pub struct TestService {
     pub address: String,
     pub client: reqwest::Client,
-    pub dir: tempfile::TempDir,
+    pub dir: ServiceDir,
     /// The project root (canonical).
     pub root: PathBuf,
     child: Child,
@@ -128,7 +128,8 @@ impl TestService {
     }
 
     /// Starts (or restarts) a service on an existing folder: same HOME, database and root.
-    pub fn start_in(dir: tempfile::TempDir, config: ServiceConfig) -> TestService {
+    pub fn start_in(dir: impl Into<ServiceDir>, config: ServiceConfig) -> TestService {
+        let dir = dir.into();
         let root = dir.path().join("root");
         let log =
             std::fs::OpenOptions::new().create(true).append(true).open(dir.path().join("service.log")).expect("log");
@@ -227,29 +228,45 @@ impl TestService {
     }
 
     /// Hands back the folder, for a restart on the same database.
-    pub fn into_dir(mut self) -> tempfile::TempDir {
+    pub fn into_dir(mut self) -> ServiceDir {
         self.crash();
-        std::mem::replace(&mut self.dir, tempfile::tempdir().expect("tempdir"))
+        std::mem::replace(&mut self.dir, ServiceDir::from(tempfile::tempdir().expect("tempdir")))
     }
 }
 
-impl TestService {
-    /// Kills whatever CLI the service left behind (it crashed, or was killed): the cgroups its
-    /// lock file names. A clean shutdown leaves nothing.
-    fn end_leftovers(&self) {
-        let lock = conduit::db::lock::lock_path(&self.dir.path().join("data/conduit.db"));
+impl Drop for TestService {
+    /// Stops the service; its folder (dropped next) ends whatever it left behind.
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A service's folder (HOME, database, project root). It outlives one service when a test
+/// restarts on the same database, so it, not the service, ends whatever a service left behind
+/// (it crashed, or was killed): the cgroups its lock file names, passed or failed. A clean
+/// shutdown leaves nothing.
+pub struct ServiceDir(tempfile::TempDir);
+
+impl From<tempfile::TempDir> for ServiceDir {
+    fn from(dir: tempfile::TempDir) -> ServiceDir {
+        ServiceDir(dir)
+    }
+}
+
+impl ServiceDir {
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for ServiceDir {
+    fn drop(&mut self) {
+        let lock = conduit::db::lock::lock_path(&self.path().join("data/conduit.db"));
         let Ok(text) = std::fs::read_to_string(lock) else { return };
         let Ok(holder) = serde_json::from_str::<conduit::db::lock::Holder>(text.trim()) else { return };
         if let Some(dir) = holder.cgroup {
             conduit::process::cgroup::CgroupRoot::at(dir).clear(false);
         }
-    }
-}
-
-impl Drop for TestService {
-    fn drop(&mut self) {
-        self.stop();
-        self.end_leftovers();
     }
 }
 
