@@ -275,7 +275,7 @@ async fn persistence(bench: &Bench, flood_lines: usize) {
     println!(
         "persist flood, write path at its peak: {:.1} MiB read and not yet stored (20 sessions x {} KiB backlog each at most); RSS +{:.1} MiB",
         peak_bytes as f64 / 1048576.0,
-        conduit::config::Settings::load_from(None, &Default::default()).map(|s| s.session_backlog_bytes / 1024).unwrap_or(0),
+        default_backlog_kib(),
         peak_rss.saturating_sub(rss_before) as f64 / 1024.0
     );
 
@@ -358,4 +358,14 @@ fn main() {
         persistence(&bench, flood).await;
         crash::crash_window().await;
     });
+}
+
+/// The compiled-in per-session backlog (the service runs with its defaults).
+fn default_backlog_kib() -> usize {
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/".to_string());
+    let env = std::collections::BTreeMap::from([("HOME".to_string(), home)]);
+    match conduit::config::Settings::load_from(None, &env) {
+        Ok(settings) => settings.session_backlog_bytes / 1024,
+        Err(e) => panic!("the default settings do not load: {e}"),
+    }
 }
