@@ -46,7 +46,8 @@ struct Bench {
     client: reqwest::Client,
     project: String,
     app_stats: std::sync::Arc<conduit::db::writer::WriterStats>,
-    _dir: tempfile::TempDir,
+    /// Holds the service's folder, and ends its CLIs when the benchmark ends.
+    _service: common::Started,
 }
 
 impl Bench {
@@ -58,8 +59,8 @@ impl Bench {
             .pool_idle_timeout(Duration::from_secs(2))
             .build()
             .expect("client");
-        let (base, project, app_stats, dir) = (started.base, started.project, started.stats, started.dir);
-        Bench { base, client, project, app_stats, _dir: dir }
+        let (base, project, app_stats) = (started.base.clone(), started.project.clone(), started.stats.clone());
+        Bench { base, client, project, app_stats, _service: started }
     }
 
     async fn launch(&self, body: Value) -> String {

@@ -58,6 +58,17 @@ pub struct Started {
     pub project: String,
     pub stats: std::sync::Arc<conduit::db::writer::WriterStats>,
     pub dir: tempfile::TempDir,
+    containment: std::sync::Arc<conduit::process::cgroup::Containment>,
+}
+
+impl Drop for Started {
+    /// The in-process service is never shut down (the benchmark just ends): whatever CLI it
+    /// still runs ends here with its cgroup, and the cgroup folder goes too.
+    fn drop(&mut self) {
+        if let Some(root) = self.containment.root() {
+            root.clear(false);
+        }
+    }
 }
 
 pub async fn start_service(max_sessions_global: u32) -> Started {
@@ -75,6 +86,7 @@ pub async fn start_service(max_sessions_global: u32) -> Started {
         conduit::startup::Application::build(settings, conduit::startup::ServeOptions::default()).await.expect("app");
     let port = app.port();
     let stats = app.writer_stats();
+    let containment = app.containment();
     actix_web::rt::spawn(app.run_until_stopped());
     let base = format!("http://127.0.0.1:{port}");
     let project: serde_json::Value = reqwest::Client::new()
@@ -87,7 +99,7 @@ pub async fn start_service(max_sessions_global: u32) -> Started {
         .await
         .expect("json");
     let project = project["id"].as_str().expect("project id").to_string();
-    Started { base, port, project, stats, dir }
+    Started { base, port, project, stats, dir, containment }
 }
 
 /// The service as its own process (the release binary), so its memory is measured apart from
