@@ -52,10 +52,11 @@ pub fn return_large_blocks_to_the_system() {
     }
 }
 
-/// Turns transparent huge pages off for this process. With them, every 2 MiB the heap grows
-/// into (stream histories filling up, a burst of lines) is a page fault that zeroes a whole huge
-/// page on the spot: measured as stalls of 10-40 ms of every stream at once. Small pages fault
-/// in small steps instead.
+/// Turns transparent huge pages off for this process. Where the system gives them to every
+/// mapping (`always`), every 2 MiB the heap grows into (stream histories filling up, a burst of
+/// lines) is a page fault that zeroes a whole huge page on the spot: measured as stalls of
+/// 10-40 ms of every stream at once. Small pages fault in small steps instead. (Under `madvise`
+/// this changes nothing: the heap is not advised.)
 pub fn avoid_huge_page_stalls() -> std::io::Result<()> {
     // SAFETY: prctl with PR_SET_THP_DISABLE takes plain integer arguments.
     let rc = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1 as libc::c_ulong, 0, 0, 0) };
