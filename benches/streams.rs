@@ -45,7 +45,6 @@ struct Service {
     base: String,
     ws_base: String,
     http: reqwest::Client,
-    project: String,
 }
 
 impl Service {
@@ -53,38 +52,12 @@ impl Service {
     async fn start(outbox: usize) -> Service {
         let process = common::ServiceProcess::start(500, &[("subscriber_outbox", outbox.to_string())]).await;
         let http = reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(2)).build().expect("client");
-        let (base, project) = (process.base.clone(), process.project.clone());
-        Service { ws_base: format!("ws://127.0.0.1:{}", process.port), base, http, project, process }
+        let base = process.base.clone();
+        Service { ws_base: format!("ws://127.0.0.1:{}", process.port), base, http, process }
     }
 
     async fn session(&self, model: &str) -> String {
-        let v: Value = self
-            .http
-            .post(format!("{}/api/projects/{}/sessions", self.base, self.project))
-            .json(&json!({"model": model}))
-            .send()
-            .await
-            .expect("launch")
-            .json()
-            .await
-            .expect("json");
-        let id = v["id"].as_str().expect("id").to_string();
-        loop {
-            let row: Value = self
-                .http
-                .get(format!("{}/api/sessions/{id}", self.base))
-                .send()
-                .await
-                .expect("get")
-                .json()
-                .await
-                .expect("json");
-            if row["status"] == "idle" {
-                return id;
-            }
-            assert_ne!(row["status"], "error", "{row}");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        self.process.idle_session(&self.http, model).await
     }
 
     async fn send(&self, id: &str) {

@@ -168,6 +168,35 @@ impl ServiceProcess {
     }
 
     /// kill -9: nothing gets a chance to clean up or store what waits.
+    /// Launches a session of the fake CLI playing `model` and waits until it is idle.
+    pub async fn idle_session(&self, http: &reqwest::Client, model: &str) -> String {
+        let launched: serde_json::Value = http
+            .post(format!("{}/api/projects/{}/sessions", self.base, self.project))
+            .json(&serde_json::json!({ "model": model }))
+            .send()
+            .await
+            .expect("launch")
+            .json()
+            .await
+            .expect("json");
+        let id = launched["id"].as_str().expect("id").to_string();
+        loop {
+            let row: serde_json::Value = http
+                .get(format!("{}/api/sessions/{id}", self.base))
+                .send()
+                .await
+                .expect("get")
+                .json()
+                .await
+                .expect("json");
+            if row["status"] == "idle" {
+                return id;
+            }
+            assert_ne!(row["status"], "error", "{row}");
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+
     pub fn crash(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -188,11 +217,7 @@ impl Drop for ServiceProcess {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let lock = conduit::db::lock::lock_path(&self.db_path());
-        let holder = std::fs::read_to_string(lock)
-            .ok()
-            .and_then(|t| serde_json::from_str::<conduit::db::lock::Holder>(t.trim()).ok());
-        if let Some(dir) = holder.and_then(|h| h.cgroup) {
+        if let Some(dir) = conduit::db::lock::recorded_holder(&self.db_path()).and_then(|h| h.cgroup) {
             conduit::process::cgroup::CgroupRoot::at(dir).clear(false);
         }
     }

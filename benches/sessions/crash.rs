@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 use futures_util::StreamExt;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::common::ServiceProcess;
@@ -22,32 +22,10 @@ struct Count {
     n: i64,
 }
 
-async fn idle_session(svc: &ServiceProcess, model: &str) -> String {
-    let http = reqwest::Client::new();
-    let v: Value = http
-        .post(format!("{}/api/projects/{}/sessions", svc.base, svc.project))
-        .json(&json!({ "model": model }))
-        .send()
-        .await
-        .expect("launch")
-        .json()
-        .await
-        .expect("json");
-    let id = v["id"].as_str().expect("id").to_string();
-    loop {
-        let row: Value =
-            http.get(format!("{}/api/sessions/{id}", svc.base)).send().await.expect("get").json().await.expect("json");
-        if row["status"] == "idle" {
-            return id;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 /// Shown to a client, stored after a crash `after` into the turn, and the client's rate.
 async fn one_crash(model: &str, after: Duration) -> (u64, u64, f64) {
     let mut svc = ServiceProcess::start(10, &[]).await;
-    let id = idle_session(&svc, model).await;
+    let id = svc.idle_session(&reqwest::Client::new(), model).await;
     let url = format!("ws://127.0.0.1:{}/api/sessions/{id}/ws", svc.port);
     let (mut ws, _) = tokio_tungstenite::connect_async(url).await.expect("connect");
     reqwest::Client::new()

@@ -100,6 +100,12 @@ impl InstanceLock {
     }
 }
 
+/// What the last holder of `db_path`'s lock wrote, read without taking the lock (a supervisor
+/// or a test ending what a killed service left behind).
+pub fn recorded_holder(db_path: &Path) -> Option<Holder> {
+    read_holder(&mut File::open(lock_path(db_path)).ok()?)
+}
+
 fn read_holder(file: &mut File) -> Option<Holder> {
     let mut text = String::new();
     file.seek(SeekFrom::Start(0)).ok()?;

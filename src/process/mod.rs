@@ -28,8 +28,13 @@ pub const SESSION_MARKER_ENV: &str = "CONDUIT_SESSION_MARKER";
 /// Makes this process the reaper of orphaned descendants, so a tool process that detaches from
 /// its CLI is re-parented here (where it can be found, ended and reaped) rather than to init.
 pub fn become_subreaper() -> std::io::Result<()> {
-    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes plain integer arguments.
-    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
+    prctl_on(libc::PR_SET_CHILD_SUBREAPER)
+}
+
+/// Sets a yes/no process attribute (`prctl(option, 1)`).
+fn prctl_on(option: libc::c_int) -> std::io::Result<()> {
+    // SAFETY: the options passed here take plain integer arguments.
+    let rc = unsafe { libc::prctl(option, 1 as libc::c_ulong, 0, 0, 0) };
     if rc == 0 {
         Ok(())
     } else {
@@ -58,13 +63,7 @@ pub fn return_large_blocks_to_the_system() {
 /// 10-40 ms of every stream at once. Small pages fault in small steps instead. (Under `madvise`
 /// this changes nothing: the heap is not advised.)
 pub fn avoid_huge_page_stalls() -> std::io::Result<()> {
-    // SAFETY: prctl with PR_SET_THP_DISABLE takes plain integer arguments.
-    let rc = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1 as libc::c_ulong, 0, 0, 0) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    prctl_on(libc::PR_SET_THP_DISABLE)
 }
 
 /// Raises the soft limit on open files to the hard limit: each session holds three pipes, so a

@@ -16,6 +16,21 @@ fn conduit(dir: &Path) -> Command {
     cmd
 }
 
+/// `conduit serve` on a random port in `dir`, once it is listening: the child and its URL.
+fn serve(dir: &Path) -> (std::process::Child, String) {
+    let mut child = conduit(dir)
+        .arg("serve")
+        .env("CONDUIT_PORT", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("listening line");
+    let url = line.trim().strip_prefix("conduit listening on ").expect("listening line format").to_string();
+    (child, url)
+}
+
 fn run(cmd: &mut Command) -> (i32, String, String) {
     let out = cmd.output().expect("conduit runs");
     (
@@ -87,16 +102,7 @@ fn migrate_and_db_reset() {
 #[test]
 fn migrate_and_reset_refuse_while_a_service_holds_the_database() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut service = conduit(dir.path())
-        .arg("serve")
-        .env("CONDUIT_PORT", "0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut line = String::new();
-    BufReader::new(service.stdout.take().expect("stdout")).read_line(&mut line).expect("listening line");
-    assert!(line.starts_with("conduit listening on"), "{line}");
+    let (mut service, _) = serve(dir.path());
     let db = dir.path().join("data/c.db");
     let before = std::fs::metadata(&db).expect("db").len();
     for args in [vec!["db", "reset", "--yes"], vec!["migrate"]] {
@@ -122,17 +128,7 @@ fn refuses_a_non_loopback_address_without_a_token() {
 #[test]
 fn serve_answers_health_and_stops_cleanly_on_sigterm() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut child = conduit(dir.path())
-        .arg("serve")
-        .env("CONDUIT_PORT", "0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).expect("listening line");
-    let url = line.trim().strip_prefix("conduit listening on ").expect("listening line format").to_string();
+    let (mut child, url) = serve(dir.path());
 
     let body = std::process::Command::new("curl").args(["-sf", &format!("{url}/api/health")]).output();
     // curl is not required by the project; fall back to a raw request if it is missing.

@@ -261,10 +261,8 @@ impl ServiceDir {
 
 impl Drop for ServiceDir {
     fn drop(&mut self) {
-        let lock = conduit::db::lock::lock_path(&self.path().join("data/conduit.db"));
-        let Ok(text) = std::fs::read_to_string(lock) else { return };
-        let Ok(holder) = serde_json::from_str::<conduit::db::lock::Holder>(text.trim()) else { return };
-        if let Some(dir) = holder.cgroup {
+        let holder = conduit::db::lock::recorded_holder(&self.path().join("data/conduit.db"));
+        if let Some(dir) = holder.and_then(|h| h.cgroup) {
             conduit::process::cgroup::CgroupRoot::at(dir).clear(false);
         }
     }
