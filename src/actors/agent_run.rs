@@ -342,10 +342,11 @@ impl AgentRun {
             }
             CliRequest::Decide(call) => call,
         };
-        let decided = self.deps.engine.send(call.evaluate(self.agent.project_id.clone(), None));
+        let evaluate = Evaluate { project_id: self.agent.project_id.clone(), session_id: None, call: call.clone() };
+        let decided = self.deps.engine.send(evaluate);
         ctx.spawn(decided.into_actor(self).map(move |verdict, act, _ctx| {
             if let Some(stdin) = &act.stdin {
-                let _ = stdin.try_send(OutLine::new(call.answer(verdict.ok())));
+                let _ = stdin.try_send(OutLine::new(requests::answer(&call, verdict.ok())));
             }
         }));
     }

@@ -5,61 +5,25 @@
 //! is answered synchronously from memory and its audit row queued on the write-behind writer.
 
 use actix::prelude::*;
-use serde_json::Value;
 
 use super::bus::{Event, Publish};
 use crate::db::permission_log::NewDecision;
 use crate::db::rules::{self as rule_rows, RuleRow};
 use crate::db::writer::{WriteOp, Writer};
 use crate::db::{Store, StoreError};
+use crate::domain::decision::{ToolCall, Verdict};
 use crate::domain::rules::{self, Behavior, CompiledRule, RuleSet};
 use crate::domain::time;
 
 // ---------------------------------------------------------------------------------------------
 // Messages
 
-/// Where in the CLI's flow a decision is asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DecisionPoint {
-    /// The `PreToolUse` hook: sees every tool call.
-    Hook,
-    /// `can_use_tool`: the CLI's own permission prompt.
-    CanUseTool,
-}
-
-impl DecisionPoint {
-    fn as_str(self) -> &'static str {
-        match self {
-            DecisionPoint::Hook => "hook",
-            DecisionPoint::CanUseTool => "can_use_tool",
-        }
-    }
-}
-
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "Verdict")]
 pub struct Evaluate {
     pub project_id: Option<String>,
     pub session_id: Option<String>,
-    pub request_id: String,
-    pub tool_use_id: Option<String>,
-    pub point: DecisionPoint,
-    pub tool_name: String,
-    pub input: Value,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Verdict {
-    pub allow: bool,
-    /// Names the rule that decided, for the CLI (and so the model) and the audit.
-    pub reason: String,
-    pub rule_id: Option<String>,
-    /// The input to run with (an allow rule's `updated_input` merged in), when it changed.
-    pub updated_input: Option<Value>,
-    /// The `permission.decision` event's data, for a session's call: the session publishes it
-    /// on its own stream (numbered and stored with the rest). Other calls' decisions (agent
-    /// runs) are published by the engine.
-    pub event: Option<String>,
+    pub call: ToolCall,
 }
 
 /// Re-reads and recompiles every rule. Answers with how many are loaded.
@@ -129,24 +93,25 @@ impl Handler<Evaluate> for PermissionEngine {
     type Result = MessageResult<Evaluate>;
 
     fn handle(&mut self, msg: Evaluate, _ctx: &mut Context<Self>) -> Self::Result {
-        let decided = self.rules.evaluate(msg.project_id.as_deref(), &msg.tool_name, &msg.input);
+        let Evaluate { project_id, session_id, call } = msg;
+        let decided = self.rules.evaluate(project_id.as_deref(), &call.tool_name, &call.input);
         let allow = decided.behavior == Behavior::Allow;
         let (reason, rule_id, updated_input) = match decided.rule {
             Some(rule) => {
                 let verb = if allow { "allowed" } else { "denied" };
-                let updated = rule.updated_input.as_ref().filter(|_| allow).map(|u| rules::merge_input(&msg.input, u));
+                let updated = rule.updated_input.as_ref().filter(|_| allow).map(|u| rules::merge_input(&call.input, u));
                 (format!("{verb} by Conduit {}", describe(rule)), Some(rule.id.clone()), updated)
             }
             None => ("allowed: no Conduit rule matched".to_string(), None, None),
         };
         let row = NewDecision {
-            project_id: msg.project_id,
-            session_id: msg.session_id,
-            request_id: msg.request_id,
-            tool_use_id: msg.tool_use_id,
-            decision_point: msg.point.as_str(),
-            tool_name: msg.tool_name,
-            tool_input: rules::redact(&msg.input).to_string(),
+            project_id,
+            session_id,
+            request_id: call.request_id,
+            tool_use_id: call.tool_use_id,
+            decision_point: call.point.as_str(),
+            tool_name: call.tool_name,
+            tool_input: rules::redact(&call.input).to_string(),
             decision: if allow { "allow" } else { "deny" },
             decision_source: if rule_id.is_some() { "auto_rule" } else { "auto_default" },
             rule_id: rule_id.clone(),

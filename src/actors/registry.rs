@@ -27,26 +27,16 @@ use crate::db::sessions::{self, Session, SessionPatch};
 use crate::db::writer::{WriteError, WriteOp, Writer};
 use crate::db::{Store, StoreError};
 use crate::domain::idleness::Busy;
+use crate::domain::launch::{CliOptions, LaunchSpec};
 use crate::domain::validate::Transport;
 use crate::domain::{names, time};
 use crate::process::cgroup::Containment;
-use crate::process::command::CliOptions;
 use crate::process::kill;
 use crate::process::version::{self, CliVersion};
 use crate::transport::websocket;
 
 // ---------------------------------------------------------------------------------------------
 // Messages
-
-/// What a launch asks for; unset fields were already filled from the project's defaults.
-#[derive(Debug, Clone, Default)]
-pub struct LaunchSpec {
-    pub name: Option<String>,
-    pub external_key: Option<String>,
-    pub options: CliOptions,
-    /// `auto` is resolved here, from the installed CLI's version.
-    pub transport: Option<Transport>,
-}
 
 #[derive(Message)]
 #[rtype(result = "Result<Launched, LaunchError>")]

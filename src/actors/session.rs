@@ -596,7 +596,11 @@ impl CliSession {
             }
             CliRequest::Decide(call) => call,
         };
-        let evaluate = call.evaluate(Some(self.row.project_id.clone()), Some(self.row.id.clone()));
+        let evaluate = Evaluate {
+            project_id: Some(self.row.project_id.clone()),
+            session_id: Some(self.row.id.clone()),
+            call: call.clone(),
+        };
         self.inflight.insert(request_id.clone());
         let subtype = subtype.to_string();
         let decided = self.engine.send(evaluate);
@@ -607,7 +611,7 @@ impl CliSession {
             if !act.inflight.remove(&request_id) {
                 return;
             }
-            let answer = call.answer(verdict.ok());
+            let answer = requests::answer(&call, verdict.ok());
             if let Err(e) = act.write(answer, Some(("control_response", Some(subtype)))) {
                 tracing::warn!(session = %act.row.id, error = %e, "could not answer the CLI");
             }

@@ -344,7 +344,7 @@ pub struct RuleSet {
 
 /// The outcome for one tool call.
 #[derive(Debug, Clone)]
-pub struct Verdict<'a> {
+pub struct RuleMatch<'a> {
     pub behavior: Behavior,
     /// The rule that decided; `None` for the default.
     pub rule: Option<&'a CompiledRule>,
@@ -372,17 +372,17 @@ impl RuleSet {
         self.len == 0
     }
 
-    pub fn evaluate(&self, project_id: Option<&str>, tool_name: &str, input: &Value) -> Verdict<'_> {
+    pub fn evaluate(&self, project_id: Option<&str>, tool_name: &str, input: &Value) -> RuleMatch<'_> {
         let subject = subject(tool_name, input);
         let project = project_id.and_then(|p| self.projects.get(p));
         let groups =
             [project.map(|g| &g.deny), Some(&self.global.deny), project.map(|g| &g.allow), Some(&self.global.allow)];
         for rule in groups.into_iter().flatten().flatten() {
             if rule.matches(tool_name, &subject) {
-                return Verdict { behavior: rule.behavior, rule: Some(rule) };
+                return RuleMatch { behavior: rule.behavior, rule: Some(rule) };
             }
         }
-        Verdict { behavior: Behavior::Allow, rule: None }
+        RuleMatch { behavior: Behavior::Allow, rule: None }
     }
 }
 

@@ -9,16 +9,16 @@ use utoipa::ToSchema;
 use super::errors::parse_id;
 use super::pagination::Page;
 use super::{projects, AppState};
-use crate::actors::registry::{Find, Launch, LaunchError, LaunchSpec, Resume, ResumeError};
+use crate::actors::registry::{Find, Launch, LaunchError, Resume, ResumeError};
 use crate::actors::session::{
     AwaitEnd, CliSession, Close, CloseReason, Control, SendOutcome, SendUser, SessionError, Snapshot,
 };
 use crate::db;
 use crate::db::messages::Message;
 use crate::db::sessions::Session;
+use crate::domain::launch::{CliOptions, LaunchSpec};
 use crate::domain::validate::{self, PermissionMode, Transport};
 use crate::error::{AppError, AppResult, ErrorBody};
-use crate::process::command::CliOptions;
 
 const MAX_PROMPT_BYTES: usize = 100_000;
 

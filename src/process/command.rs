@@ -1,15 +1,7 @@
 //! The CLI's command line for a session. Every value goes in `--flag=value` form, so no value
 //! (a prompt may start with "- ") can ever be read as a flag.
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CliOptions {
-    pub model: Option<String>,
-    pub permission_mode: Option<String>,
-    pub resume_session_id: Option<String>,
-    pub fork_session: bool,
-    pub system_prompt: Option<String>,
-    pub append_system_prompt: Option<String>,
-}
+pub use crate::domain::launch::CliOptions;
 
 /// Arguments for the stdio stream-json transport.
 pub fn stdio_args(o: &CliOptions) -> Vec<String> {

@@ -6,22 +6,14 @@
 use serde_json::Value;
 
 use super::outgoing;
-use crate::actors::permissions::{DecisionPoint, Evaluate, Verdict};
+use crate::domain::decision::{DecisionPoint, ToolCall, Verdict};
 
 /// What answering one CLI request takes.
 pub enum CliRequest {
-    /// A tool call: ask the engine ([`ToolCall::evaluate`]), then answer ([`ToolCall::answer`]).
+    /// A tool call: ask the engine, then answer with [`answer`].
     Decide(ToolCall),
     /// The answer line, needing no decision.
     Answer(String),
-}
-
-pub struct ToolCall {
-    pub request_id: String,
-    pub point: DecisionPoint,
-    pub tool_name: String,
-    pub input: Value,
-    pub tool_use_id: Option<String>,
 }
 
 pub fn classify(request_id: &str, subtype: &str, request: &Value) -> CliRequest {
@@ -62,41 +54,18 @@ pub fn classify(request_id: &str, subtype: &str, request: &Value) -> CliRequest 
     })
 }
 
-impl ToolCall {
-    pub fn evaluate(&self, project_id: Option<String>, session_id: Option<String>) -> Evaluate {
-        Evaluate {
-            project_id,
-            session_id,
-            request_id: self.request_id.clone(),
-            tool_use_id: self.tool_use_id.clone(),
-            point: self.point,
-            tool_name: self.tool_name.clone(),
-            input: self.input.clone(),
+/// The answer line for the engine's verdict on `call`; `None` (the engine is gone) denies.
+pub fn answer(call: &ToolCall, verdict: Option<Verdict>) -> String {
+    let verdict = verdict.unwrap_or_else(Verdict::unavailable);
+    match call.point {
+        DecisionPoint::Hook => {
+            outgoing::hook_decision(&call.request_id, verdict.allow, &verdict.reason, verdict.updated_input.as_ref())
         }
-    }
-
-    /// The answer line for the engine's verdict; `None` (the engine is gone) denies.
-    pub fn answer(&self, verdict: Option<Verdict>) -> String {
-        let verdict = verdict.unwrap_or_else(|| Verdict {
-            allow: false,
-            reason: "denied: Conduit's permission engine is unavailable".to_string(),
-            rule_id: None,
-            updated_input: None,
-            event: None,
-        });
-        match self.point {
-            DecisionPoint::Hook => outgoing::hook_decision(
-                &self.request_id,
-                verdict.allow,
-                &verdict.reason,
-                verdict.updated_input.as_ref(),
-            ),
-            DecisionPoint::CanUseTool => outgoing::tool_permission(
-                &self.request_id,
-                verdict.allow,
-                verdict.updated_input.as_ref().unwrap_or(&self.input),
-                &verdict.reason,
-            ),
-        }
+        DecisionPoint::CanUseTool => outgoing::tool_permission(
+            &call.request_id,
+            verdict.allow,
+            verdict.updated_input.as_ref().unwrap_or(&call.input),
+            &verdict.reason,
+        ),
     }
 }

@@ -1,0 +1,24 @@
+//! What a CLI is started with: the launch as the API and the agents ask for it.
+
+use super::validate::Transport;
+
+/// The CLI's own options for one session (or run).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CliOptions {
+    pub model: Option<String>,
+    pub permission_mode: Option<String>,
+    pub resume_session_id: Option<String>,
+    pub fork_session: bool,
+    pub system_prompt: Option<String>,
+    pub append_system_prompt: Option<String>,
+}
+
+/// What a launch asks for; unset fields were already filled from the project's defaults.
+#[derive(Debug, Clone, Default)]
+pub struct LaunchSpec {
+    pub name: Option<String>,
+    pub external_key: Option<String>,
+    pub options: CliOptions,
+    /// `auto` is resolved here, from the installed CLI's version.
+    pub transport: Option<Transport>,
+}
