@@ -13,5 +13,6 @@ pub mod http;
 pub mod process;
 pub mod protocol;
 pub mod startup;
+pub mod supervisor;
 pub mod telemetry;
 pub mod transport;

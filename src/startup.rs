@@ -10,7 +10,7 @@ use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 
-use crate::actors::agent_run::RunDeps;
+use crate::actors::agent::RunDeps;
 use crate::actors::agents::{AgentRegistry, Restore, ShutdownAgents};
 use crate::actors::bus::EventBus;
 use crate::actors::janitor::{Janitor, StopJanitor, Tidies};
@@ -145,13 +145,9 @@ impl Application {
         let locks = DirLockQueue::default().start();
         let run_deps = RunDeps {
             store: store.clone(),
-            engine: engine.clone().recipient(),
             bus: bus.clone().recipient(),
             locks: locks.clone().recipient(),
-            cli_path: settings.cli_path.clone(),
-            access_token: settings.cli_session_access_token.clone(),
-            kill_grace: std::time::Duration::from_millis(settings.agent_kill_grace_ms),
-            containment: containment.clone(),
+            registry: registry.clone().recipient(),
         };
         let agents = AgentRegistry::new(run_deps, settings.max_agents).start();
         let restored = agents

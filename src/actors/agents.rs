@@ -9,8 +9,8 @@ use std::collections::HashMap;
 
 use actix::prelude::*;
 
+use super::agent::RunDeps;
 use super::agent::{Apply, CancelRun, Change, Current, ProactiveAgent, Retire, TriggerNow};
-use super::agent_run::RunDeps;
 use crate::db::agents::{self, Agent, Execution};
 use crate::db::StoreError;
 

@@ -13,6 +13,5 @@ pub mod permissions;
 pub mod recovery;
 pub mod registry;
 pub mod session;
-pub mod spawn;
 pub mod subscriber;
 pub mod webhooks;

@@ -80,22 +80,14 @@ pub fn kill_until_gone(pgid: i32, marker_key: &str, marker: &str, within: Durati
     }
 }
 
-/// Reaps zombie children of this process that are not in `keep` (the CLI processes tokio
-/// waits for itself). These are orphans re-parented here because the service is a subreaper.
-pub fn reap_zombie_children(keep: &[i32]) -> usize {
-    let me = std::process::id() as i32;
-    let mut reaped = 0;
-    for pid in procfs::children(me) {
-        if keep.contains(&pid) || super::owned::is_owned(pid) {
-            continue;
-        }
-        if procfs::stat(pid).is_some_and(|s| s.state == 'Z') {
-            let mut status = 0;
-            // SAFETY: waitpid on a specific zombie child with WNOHANG never blocks.
-            if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
-                reaped += 1;
-            }
-        }
-    }
-    reaped
+/// Zombie children of `parent`. Blocking (a `/proc` walk): call it on the blocking pool.
+pub fn zombie_children(parent: i32) -> Vec<i32> {
+    procfs::children(parent).into_iter().filter(|pid| procfs::stat(*pid).is_some_and(|s| s.state == 'Z')).collect()
+}
+
+/// Reaps one zombie child; true when it was reaped. Never blocks (`WNOHANG`).
+pub fn reap(pid: i32) -> bool {
+    let mut status = 0;
+    // SAFETY: waitpid on a specific child with WNOHANG never blocks.
+    unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) == pid }
 }

@@ -17,7 +17,6 @@
 pub mod cgroup;
 pub mod command;
 pub mod kill;
-pub mod owned;
 pub mod procfs;
 pub mod tree;
 pub mod version;

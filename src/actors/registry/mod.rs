@@ -7,20 +7,25 @@
 //! When the service is a child subreaper it also reaps orphaned descendants that were
 //! re-parented to it, skipping the CLI pids tokio reaps itself.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use futures_util::StreamExt;
 
+mod reaper;
+mod runs;
+
+pub use self::runs::StartRun;
+
+use self::reaper::Sweep;
 use super::bus::{Event, Publish};
 use super::permissions::Evaluate;
 use super::session::{
-    CliSession, Close, CloseIfIdle, CloseReason, SessionTerminated, Snapshot, Spawned, REASON_LAUNCH_FAILED,
+    self, CliSession, Close, CloseIfIdle, CloseReason, SessionDeps, Snapshot, Started, REASON_LAUNCH_FAILED,
 };
-use super::spawn::{spawn_cli, SpawnRequest};
 use crate::config::Settings;
+use crate::db::backlog::Backlog;
 use crate::db::messages::{self, NewSessionEvent};
 use crate::db::projects::{self, Project};
 use crate::db::sessions::{self, Session, SessionPatch};
@@ -30,9 +35,13 @@ use crate::domain::idleness::Busy;
 use crate::domain::launch::{CliOptions, LaunchSpec};
 use crate::domain::validate::Transport;
 use crate::domain::{names, time};
+use crate::process::cgroup::Cgroup;
 use crate::process::cgroup::Containment;
-use crate::process::kill;
 use crate::process::version::{self, CliVersion};
+use crate::supervisor::adapter::AgentAdapter;
+use crate::supervisor::claude::ClaudeCode;
+use crate::supervisor::process::ProcessGone;
+use crate::supervisor::spawn::{spawn, SpawnRequest};
 use crate::transport::websocket;
 
 // ---------------------------------------------------------------------------------------------
@@ -127,10 +136,6 @@ pub struct CloseProject(pub String);
 #[rtype(result = "()")]
 pub struct Shutdown;
 
-#[derive(Message)]
-#[rtype(result = "()")]
-struct ChildSignal;
-
 // ---------------------------------------------------------------------------------------------
 // State
 
@@ -138,7 +143,6 @@ struct Live {
     addr: Addr<CliSession>,
     project_id: String,
     external_key: Option<String>,
-    pid: i32,
 }
 
 pub struct SessionRegistry {
@@ -154,6 +158,9 @@ pub struct SessionRegistry {
     shutting_down: bool,
     /// Reap orphans re-parented to this process (only when it is a subreaper).
     reap_orphans: bool,
+    /// Every CLI pid tokio waits for (sessions' and agent runs'): the one owner of pids.
+    children: HashSet<i32>,
+    sweep: Sweep,
     /// How each CLI's process tree is contained (a cgroup each, or process groups).
     containment: Arc<Containment>,
 }
@@ -178,6 +185,8 @@ impl SessionRegistry {
             cli_version: None,
             shutting_down: false,
             reap_orphans,
+            children: HashSet::new(),
+            sweep: Sweep::Idle,
             containment,
         }
     }
@@ -244,19 +253,18 @@ impl SessionRegistry {
     }
 
     /// Starts the actor of a spawned CLI and records it as live.
-    fn start_session(&mut self, spawned: Spawned, ctx: &mut Context<Self>) -> Session {
-        let row = spawned.row.clone();
-        let pid = spawned.pid;
-        let addr = CliSession::start(
-            spawned,
-            self.writer.clone(),
-            ctx.address().recipient(),
-            self.engine.clone(),
-            self.bus.clone(),
-        );
+    fn start_session(&mut self, started: Started, ctx: &mut Context<Self>) -> Session {
+        let row = started.row.clone();
+        let deps = SessionDeps {
+            writer: self.writer.clone(),
+            bus: self.bus.clone(),
+            engine: self.engine.clone(),
+            registry: ctx.address().recipient(),
+        };
+        let addr = session::start(started, &deps);
         self.live.insert(
             row.id.clone(),
-            Live { addr, project_id: row.project_id.clone(), external_key: row.external_key.clone(), pid },
+            Live { addr, project_id: row.project_id.clone(), external_key: row.external_key.clone() },
         );
         row
     }
@@ -296,18 +304,29 @@ impl SessionRegistry {
         row
     }
 
-    /// Spawns the CLI of `req`, stores its pid and start time (before anyone can hear of the
-    /// session as running, so a crash at any moment leaves a recoverable record), then starts
-    /// its actor. Resolves with the row: running, or `error` when the CLI could not start.
+    /// Spawns the CLI of `launch`, stores its pid and start time (before anyone can hear of
+    /// the session as running, so a crash at any moment leaves a recoverable record), then
+    /// starts its actor. Resolves with the row: running, or `error` when the CLI could not start.
     fn launch_cli(
         &mut self,
-        req: SpawnRequest<'_>,
+        launch: SessionLaunch,
         announce: bool,
     ) -> std::pin::Pin<Box<dyn ActorFuture<Self, Output = Result<Session, LaunchError>>>> {
-        let spawned = match spawn_cli(&self.settings, req) {
+        let SessionLaunch { mut row, folder, options, bridge, resumed, last_seq, cgroup } = launch;
+        let backlog = Backlog::new(self.settings.session_backlog_bytes);
+        let req = SpawnRequest {
+            marker: row.id.clone(),
+            program: self.settings.cli_path.clone(),
+            arguments: Box::new(move |wire| ClaudeCode.arguments(&options, wire)),
+            folder,
+            env: self.cli_env(),
+            bridge,
+            cgroup,
+            backlog: Some(backlog.clone()),
+        };
+        let spawned = match spawn(req) {
             Ok(spawned) => spawned,
-            Err(failure) => {
-                let (row, reason) = *failure;
+            Err(reason) => {
                 let row = self.launch_failed(row, reason, announce);
                 // A read right after the answer must see the failure: wait for it to be stored.
                 let writer = self.writer.clone();
@@ -320,36 +339,53 @@ impl SessionRegistry {
                 );
             }
         };
+        // tokio waits for this child itself: the orphan sweep must leave it alone from now on.
+        self.children.insert(spawned.pid);
+        row.cli_pid = Some(spawned.pid);
+        row.cli_started_at = spawned.started_at.clone();
+        row.ws_port = spawned.bridge.as_ref().map(|(_, port)| i32::from(*port));
         let patch = SessionPatch {
-            cli_pid: Some(spawned.row.cli_pid),
-            cli_started_at: Some(spawned.row.cli_started_at.clone()),
-            ws_port: Some(spawned.row.ws_port),
+            cli_pid: Some(row.cli_pid),
+            cli_started_at: Some(row.cli_started_at.clone()),
+            ws_port: Some(row.ws_port),
             ..Default::default()
         };
-        let (writer, id) = (self.writer.clone(), spawned.row.id.clone());
+        let (writer, id) = (self.writer.clone(), row.id.clone());
         let stored = async move { writer.persist_acked(WriteOp::Session { id, patch }).await };
+        let started = Started { row, spawned, last_seq, backlog, resumed };
         Box::pin(stored.into_actor(self).map(move |stored, act, ctx| match stored {
-            Ok(()) => Ok(act.start_session(spawned, ctx)),
+            Ok(()) => Ok(act.start_session(started, ctx)),
             Err(e) => {
                 // Unrecorded, the CLI could outlive a crash unseen: end it, answer 503.
-                tracing::error!(session = %spawned.row.id, error = %e, "the CLI's pid could not be stored; ending it");
-                let tree = spawned.tree.clone();
+                tracing::error!(session = %started.row.id, error = %e, "the CLI's pid could not be stored; ending it");
+                act.children.remove(&started.spawned.pid);
+                let tree = started.spawned.tree.clone();
                 tokio::task::spawn_blocking(move || tree.end(Duration::from_secs(2)));
-                let _ = act.launch_failed(spawned.row, format!("the session could not be recorded: {e}"), false);
+                let _ = act.launch_failed(started.row, format!("the session could not be recorded: {e}"), false);
                 Err(LaunchError::Storage(e))
             }
         }))
     }
 
-    fn reap(&self) {
-        if self.reap_orphans {
-            let keep: Vec<i32> = self.live.values().map(|l| l.pid).collect();
-            let reaped = kill::reap_zombie_children(&keep);
-            if reaped > 0 {
-                tracing::debug!(reaped, "reaped orphaned descendants");
-            }
-        }
+    /// The environment every CLI gets on top of the service's.
+    fn cli_env(&self) -> Vec<(String, String)> {
+        let token = self.settings.cli_session_access_token.clone();
+        token.map(|t| ("CLAUDE_CODE_SESSION_ACCESS_TOKEN".to_string(), t)).into_iter().collect()
     }
+}
+
+/// A session's CLI to start.
+struct SessionLaunch {
+    row: Session,
+    folder: String,
+    options: CliOptions,
+    /// A bound port: the WebSocket transport.
+    bridge: Option<(std::net::TcpListener, u16)>,
+    /// It brings back an ended session (`--resume`).
+    resumed: bool,
+    /// The last event number stored for the session.
+    last_seq: u64,
+    cgroup: Option<Cgroup>,
 }
 
 type LaunchFuture = std::pin::Pin<Box<dyn ActorFuture<SessionRegistry, Output = Result<Launched, LaunchError>>>>;
@@ -361,27 +397,8 @@ impl Actor for SessionRegistry {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        if self.reap_orphans {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()) {
-                Ok(signal) => {
-                    let signals =
-                        futures_util::stream::unfold(signal, |mut s| async move { s.recv().await.map(|_| ((), s)) });
-                    ctx.add_stream(signals.map(|_| ChildSignal));
-                }
-                Err(e) => tracing::warn!(error = %e, "cannot watch SIGCHLD; orphans are reaped every few seconds only"),
-            }
-            // Signals coalesce; sweep now and then as well.
-            ctx.run_interval(Duration::from_secs(5), |act, _| act.reap());
-        }
+        self.watch_orphans(ctx);
     }
-}
-
-impl StreamHandler<ChildSignal> for SessionRegistry {
-    fn handle(&mut self, _: ChildSignal, _ctx: &mut Context<Self>) {
-        self.reap();
-    }
-
-    fn finished(&mut self, _ctx: &mut Context<Self>) {}
 }
 
 impl Handler<Launch> for SessionRegistry {
@@ -457,15 +474,7 @@ impl Handler<Launch> for SessionRegistry {
                     Ok(prepared) => prepared,
                     Err(e) => return Box::pin(actix::fut::ready(Err(e.into()))) as LaunchFuture,
                 };
-                let req = SpawnRequest {
-                    row,
-                    folder: &folder,
-                    options: &options,
-                    bridge,
-                    resumed: false,
-                    last_seq: 0,
-                    cgroup,
-                };
+                let req = SessionLaunch { row, folder, options, bridge, resumed: false, last_seq: 0, cgroup };
                 Box::pin(
                     act.launch_cli(req, true).map(|launched, _, _| launched.map(|session| Launched { session, created: true })),
                 ) as LaunchFuture
@@ -490,14 +499,14 @@ impl Handler<LiveCount> for SessionRegistry {
     }
 }
 
-impl Handler<SessionTerminated> for SessionRegistry {
+impl Handler<ProcessGone> for SessionRegistry {
     type Result = ();
 
-    fn handle(&mut self, msg: SessionTerminated, _ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: ProcessGone, _ctx: &mut Context<Self>) {
+        self.children.remove(&msg.pid);
         if self.live.remove(&msg.id).is_some() {
             tracing::debug!(session = %msg.id, pid = msg.pid, "session ended");
         }
-        self.reap();
     }
 }
 
@@ -651,8 +660,7 @@ impl Handler<Resume> for SessionRegistry {
                 async move { tokio::task::spawn_blocking(move || containment.cgroup_for(&id)).await.ok().flatten() };
             Box::pin(cgroup.into_actor(act).then(move |cgroup, act, _ctx| {
                 let Relaunch { row, folder, options, bridge } = relaunch;
-                let req =
-                    SpawnRequest { row, folder: &folder, options: &options, bridge, resumed: true, last_seq, cgroup };
+                let req = SessionLaunch { row, folder, options, bridge, resumed: true, last_seq, cgroup };
                 act.launch_cli(req, false).map(|launched, _, _| launched.map_err(ResumeError::from))
             })) as ResumeFuture
         })))

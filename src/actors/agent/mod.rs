@@ -1,7 +1,7 @@
 //! `ProactiveAgent`: one actor per scheduled agent.
 //!
 //! It owns the agent's row (the database follows it), computes the next fire time from the cron
-//! schedule and sleeps until then, starts an [`AgentRun`] per fire or manual trigger, and counts
+//! schedule and sleeps until then, starts a run (a one-turn [`OneTurn`](super::agent_run::OneTurn)) per fire or manual trigger, and counts
 //! failures: after [`MAX_CONSECUTIVE_FAILURES`] in a row the agent goes to `error` and stops
 //! firing until resumed. A fire that comes while the previous scheduled run is still going is
 //! skipped. A fire time missed while the service was down runs once when the actor starts, not
@@ -13,7 +13,10 @@ use std::time::Duration;
 use actix::prelude::*;
 use chrono::{DateTime, Utc};
 
-use super::agent_run::{AgentRun, Cancel, RunDeps, RunEnded};
+mod runs;
+
+use self::runs::Run;
+pub use self::runs::RunDeps;
 use crate::db::agents::{self, Agent, Execution};
 use crate::db::StoreError;
 use crate::domain::cron::CronSchedule;
@@ -83,17 +86,12 @@ struct Fire;
 // ---------------------------------------------------------------------------------------------
 // State
 
-struct Running {
-    addr: Addr<AgentRun>,
-    trigger: String,
-}
-
 pub struct ProactiveAgent {
     agent: Agent,
     schedule: Option<CronSchedule>,
     deps: RunDeps,
     timer: Option<SpawnHandle>,
-    runs: HashMap<String, Running>,
+    runs: HashMap<String, Run>,
     retiring: Option<Vec<tokio::sync::oneshot::Sender<()>>>,
 }
 
@@ -160,38 +158,6 @@ impl ProactiveAgent {
         } else {
             ctx.run_later(wait, |_, ctx| ctx.notify(Fire))
         });
-    }
-
-    fn start_run(&mut self, trigger: &str) -> ResponseActFuture<Self, Result<Execution, StoreError>> {
-        let now = time::now();
-        let exec = Execution {
-            id: uuid::Uuid::new_v4().to_string(),
-            agent_id: self.agent.id.clone(),
-            trigger_kind: trigger.to_string(),
-            status: "queued".to_string(),
-            exit_code: None,
-            started_at: None,
-            finished_at: None,
-            cost_usd: None,
-            input_tokens: None,
-            output_tokens: None,
-            output: String::new(),
-            raw_output: String::new(),
-            error: None,
-            created_at: now,
-        };
-        let (store, stored) = (self.deps.store.clone(), exec.clone());
-        Box::pin(
-            async move { store.run(move |conn| agents::insert_execution(conn, &stored)).await }.into_actor(self).map(
-                move |inserted, act, ctx| {
-                    inserted?;
-                    let addr =
-                        AgentRun::start(act.deps.clone(), act.agent.clone(), exec.clone(), ctx.address().recipient());
-                    act.runs.insert(exec.id.clone(), Running { addr, trigger: exec.trigger_kind.clone() });
-                    Ok(exec)
-                },
-            ),
-        )
     }
 
     fn apply(&mut self, change: Change) {
@@ -302,77 +268,5 @@ impl Handler<Current> for ProactiveAgent {
 
     fn handle(&mut self, _msg: Current, _ctx: &mut Context<Self>) -> Self::Result {
         MessageResult(self.agent.clone())
-    }
-}
-
-impl Handler<CancelRun> for ProactiveAgent {
-    type Result = bool;
-
-    fn handle(&mut self, msg: CancelRun, _ctx: &mut Context<Self>) -> bool {
-        match self.runs.get(&msg.execution_id) {
-            Some(run) => {
-                run.addr.do_send(Cancel { reason: msg.reason });
-                true
-            }
-            None => false,
-        }
-    }
-}
-
-impl Handler<RunEnded> for ProactiveAgent {
-    type Result = ();
-
-    fn handle(&mut self, msg: RunEnded, ctx: &mut Context<Self>) {
-        let exec = msg.execution;
-        self.runs.remove(&exec.id);
-        match exec.status.as_str() {
-            "success" => self.agent.consecutive_failures = 0,
-            "failure" | "timeout" => self.agent.consecutive_failures += 1,
-            _ => {}
-        }
-        if self.agent.consecutive_failures >= MAX_CONSECUTIVE_FAILURES && self.agent.status == "active" {
-            tracing::warn!(agent = %self.agent.id, failures = self.agent.consecutive_failures, "the agent failed too often in a row; it stops firing until resumed");
-            self.agent.status = "error".to_string();
-            self.disarm(ctx);
-            self.agent.next_run_at = None;
-        }
-        self.save(ctx);
-        let (store, agent_id) = (self.deps.store.clone(), self.agent.id.clone());
-        ctx.spawn(
-            async move {
-                if let Err(e) = store.run(move |conn| agents::prune_history(conn, &agent_id)).await {
-                    tracing::warn!(error = %e, "could not prune an agent's history");
-                }
-            }
-            .into_actor(self),
-        );
-        if self.runs.is_empty() {
-            if let Some(waiters) = self.retiring.take() {
-                for w in waiters {
-                    let _ = w.send(());
-                }
-                ctx.stop();
-            }
-        }
-    }
-}
-
-impl Handler<Retire> for ProactiveAgent {
-    type Result = ResponseFuture<()>;
-
-    fn handle(&mut self, msg: Retire, ctx: &mut Context<Self>) -> Self::Result {
-        self.disarm(ctx);
-        if self.runs.is_empty() {
-            ctx.stop();
-            return Box::pin(async {});
-        }
-        for run in self.runs.values() {
-            run.addr.do_send(Cancel { reason: msg.reason.clone() });
-        }
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        self.retiring.get_or_insert_with(Vec::new).push(tx);
-        Box::pin(async move {
-            let _ = rx.await;
-        })
     }
 }

@@ -1,0 +1,228 @@
+//! An agent's runs: each waits for its folder's lock, then the registry starts its CLI (a
+//! one-turn conversation holding the lock), and its end comes back as [`RunEnded`]. A run
+//! cancelled while it waits for the folder ends at once, without a process.
+
+use std::path::PathBuf;
+
+use actix::prelude::*;
+
+use super::{CancelRun, ProactiveAgent, Retire, MAX_CONSECUTIVE_FAILURES};
+use crate::actors::agent_run::{Cancel, RunEnded, RunRecords};
+use crate::actors::bus::Publish;
+use crate::actors::locks::{self, Acquire, DirLock, LockGone};
+use crate::actors::registry::StartRun;
+use crate::db::agents::{self, Execution};
+use crate::db::{Store, StoreError};
+use crate::domain::time;
+
+/// What an agent's runs need from the service.
+#[derive(Clone)]
+pub struct RunDeps {
+    pub store: Store,
+    pub bus: Recipient<Publish>,
+    pub locks: Recipient<Acquire>,
+    /// The registry starts every CLI.
+    pub registry: Recipient<StartRun>,
+}
+
+impl RunDeps {
+    fn records(&self) -> RunRecords {
+        RunRecords { store: self.store.clone(), bus: self.bus.clone() }
+    }
+}
+
+/// Where one run is.
+enum Stage {
+    /// Waiting for the folder's lock: a cancel ends it at once.
+    Queued(SpawnHandle),
+    /// The lock is held and the registry starts the CLI; a cancel waits for it.
+    Starting {
+        cancel: Option<String>,
+    },
+    Running(Recipient<Cancel>),
+    /// Ended without a process; its record is being stored.
+    Ending,
+}
+
+pub(super) struct Run {
+    stage: Stage,
+    /// `cron` or `manual`.
+    pub(super) trigger: String,
+    exec: Execution,
+}
+
+impl ProactiveAgent {
+    pub(super) fn start_run(&mut self, trigger: &str) -> ResponseActFuture<Self, Result<Execution, StoreError>> {
+        let exec = Execution {
+            id: uuid::Uuid::new_v4().to_string(),
+            agent_id: self.agent.id.clone(),
+            trigger_kind: trigger.to_string(),
+            status: "queued".to_string(),
+            exit_code: None,
+            started_at: None,
+            finished_at: None,
+            cost_usd: None,
+            input_tokens: None,
+            output_tokens: None,
+            output: String::new(),
+            raw_output: String::new(),
+            error: None,
+            created_at: time::now(),
+        };
+        let (store, stored) = (self.deps.store.clone(), exec.clone());
+        let insert = async move { store.run(move |conn| agents::insert_execution(conn, &stored)).await };
+        Box::pin(insert.into_actor(self).map(move |inserted, act, ctx| {
+            inserted?;
+            act.deps.records().publish("agent.execution.queued", "execution_queued", &act.agent, &exec);
+            let waiting = act.wait_for_folder(exec.id.clone(), ctx);
+            let run = Run { stage: Stage::Queued(waiting), trigger: exec.trigger_kind.clone(), exec: exec.clone() };
+            act.runs.insert(exec.id.clone(), run);
+            Ok(exec)
+        }))
+    }
+
+    fn wait_for_folder(&mut self, id: String, ctx: &mut Context<Self>) -> SpawnHandle {
+        let holder = format!("agent {} (execution {id})", self.agent.name);
+        let (queue, path) = (self.deps.locks.clone(), PathBuf::from(&self.agent.cwd));
+        let waiting = async move { locks::acquire(&queue, path, holder).await };
+        ctx.spawn(waiting.into_actor(self).map(move |lock, act, ctx| act.on_lock(id, lock, ctx)))
+    }
+
+    /// The folder is ours: mark the run running (stored first), then have the registry start it.
+    fn on_lock(&mut self, id: String, lock: Result<DirLock, LockGone>, ctx: &mut Context<Self>) {
+        let lock = match lock {
+            Ok(lock) => lock,
+            Err(e) => return self.end_unstarted(&id, "failure", e.to_string(), ctx),
+        };
+        let Some(run) = self.runs.get_mut(&id) else { return };
+        run.stage = Stage::Starting { cancel: None };
+        run.exec.status = "running".to_string();
+        run.exec.started_at = Some(time::now());
+        let exec = run.exec.clone();
+        let records = self.deps.records();
+        records.publish("agent.execution.started", "execution_started", &self.agent, &exec);
+        let start = StartRun { agent: self.agent.clone(), exec: exec.clone(), lock, parent: ctx.address().recipient() };
+        let registry = self.deps.registry.clone();
+        let started = async move {
+            records.save(exec).await;
+            registry.send(start).await.unwrap_or_else(|e| Err(format!("the session registry is unavailable: {e}")))
+        };
+        ctx.spawn(started.into_actor(self).map(move |started, act, ctx| match started {
+            Ok(cancel_to) => {
+                let Some(run) = act.runs.get_mut(&id) else { return };
+                if let Stage::Starting { cancel: Some(reason) } = &run.stage {
+                    cancel_to.do_send(Cancel { reason: reason.clone() });
+                }
+                run.stage = Stage::Running(cancel_to);
+            }
+            Err(reason) => act.end_unstarted(&id, "failure", reason, ctx),
+        }));
+    }
+
+    /// Ends a run that never got a process (cancelled while queued, no lock, spawn failure).
+    fn end_unstarted(&mut self, id: &str, status: &str, error: String, ctx: &mut Context<Self>) {
+        let Some(run) = self.runs.get_mut(id) else { return };
+        if matches!(run.stage, Stage::Ending) {
+            return;
+        }
+        run.stage = Stage::Ending;
+        run.exec.status = status.to_string();
+        run.exec.error = Some(error);
+        run.exec.finished_at = Some(time::now());
+        let (records, exec) = (self.deps.records(), run.exec.clone());
+        let stored = async move {
+            records.save(exec.clone()).await;
+            exec
+        };
+        ctx.spawn(stored.into_actor(self).map(|exec, act, ctx| {
+            tracing::info!(execution = %exec.id, agent = %act.agent.name, status = %exec.status, "agent run ended");
+            act.deps.records().publish("agent.execution.finished", "execution_finished", &act.agent, &exec);
+            act.run_ended(exec, ctx);
+        }));
+    }
+
+    /// Asks run `id` to end; false when there is no such run.
+    fn cancel(&mut self, id: &str, reason: String, ctx: &mut Context<Self>) -> bool {
+        let Some(run) = self.runs.get_mut(id) else { return false };
+        match &mut run.stage {
+            Stage::Queued(waiting) => {
+                ctx.cancel_future(*waiting);
+                self.end_unstarted(id, "cancelled", reason, ctx);
+            }
+            Stage::Starting { cancel } => *cancel = Some(reason),
+            Stage::Running(to) => to.do_send(Cancel { reason }),
+            Stage::Ending => {}
+        }
+        true
+    }
+
+    fn run_ended(&mut self, exec: Execution, ctx: &mut Context<Self>) {
+        self.runs.remove(&exec.id);
+        match exec.status.as_str() {
+            "success" => self.agent.consecutive_failures = 0,
+            "failure" | "timeout" => self.agent.consecutive_failures += 1,
+            _ => {}
+        }
+        if self.agent.consecutive_failures >= MAX_CONSECUTIVE_FAILURES && self.agent.status == "active" {
+            tracing::warn!(agent = %self.agent.id, failures = self.agent.consecutive_failures, "the agent failed too often in a row; it stops firing until resumed");
+            self.agent.status = "error".to_string();
+            self.disarm(ctx);
+            self.agent.next_run_at = None;
+        }
+        self.save(ctx);
+        let (store, agent_id) = (self.deps.store.clone(), self.agent.id.clone());
+        ctx.spawn(
+            async move {
+                if let Err(e) = store.run(move |conn| agents::prune_history(conn, &agent_id)).await {
+                    tracing::warn!(error = %e, "could not prune an agent's history");
+                }
+            }
+            .into_actor(self),
+        );
+        if self.runs.is_empty() {
+            if let Some(waiters) = self.retiring.take() {
+                for w in waiters {
+                    let _ = w.send(());
+                }
+                ctx.stop();
+            }
+        }
+    }
+}
+
+impl Handler<CancelRun> for ProactiveAgent {
+    type Result = bool;
+
+    fn handle(&mut self, msg: CancelRun, ctx: &mut Context<Self>) -> bool {
+        self.cancel(&msg.execution_id, msg.reason, ctx)
+    }
+}
+
+impl Handler<RunEnded> for ProactiveAgent {
+    type Result = ();
+
+    fn handle(&mut self, msg: RunEnded, ctx: &mut Context<Self>) {
+        self.run_ended(msg.execution, ctx);
+    }
+}
+
+impl Handler<Retire> for ProactiveAgent {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, msg: Retire, ctx: &mut Context<Self>) -> Self::Result {
+        self.disarm(ctx);
+        if self.runs.is_empty() {
+            ctx.stop();
+            return Box::pin(async {});
+        }
+        let ids: Vec<String> = self.runs.keys().cloned().collect();
+        for id in ids {
+            self.cancel(&id, msg.reason.clone(), ctx);
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.retiring.get_or_insert_with(Vec::new).push(tx);
+        Box::pin(async move {
+            let _ = rx.await;
+        })
+    }
+}

@@ -1,0 +1,303 @@
+//! [`Chat`]: a session's conversation on top of its CLI: statuses, the turn queue, totals,
+//! and the record of its end.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+
+use actix::prelude::*;
+use tokio::sync::oneshot;
+
+use super::{CliSession, CloseReason, Closer, QueuedTurn, REASON_CLI_EXITED, RESUME_GRACE};
+use crate::actors::bus::Publish;
+use crate::db::backlog::Backlog;
+use crate::db::sessions::{Session, SessionPatch};
+use crate::db::writer::{WriteOp, Writer};
+use crate::domain::decision::Verdict;
+use crate::domain::{events, time};
+use crate::protocol::framing::MAX_LINE_BYTES;
+use crate::protocol::incoming::{Incoming, Kind, TurnResult};
+use crate::supervisor::conversation::{Conversation, Ctx, ProcessEnd, Step};
+use crate::transport::OutLine;
+
+/// Totals a session had when this process started (non-zero after a resume): the CLI's
+/// figures are cumulative per process and are added to these.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Totals {
+    cost: f64,
+    input: i64,
+    output: i64,
+}
+
+impl Totals {
+    pub(super) fn of(row: &Session) -> Totals {
+        Totals { cost: row.total_cost_usd, input: row.total_input_tokens, output: row.total_output_tokens }
+    }
+}
+
+pub struct Chat {
+    pub(super) row: Session,
+    pub(super) writer: Writer,
+    pub(super) bus: Recipient<Publish>,
+    /// The last sequence number of this session's event stream. The session numbers its own
+    /// events and stores them with their numbers, so its stream can be replayed from storage.
+    pub(super) seq: u64,
+    /// Bytes of this session's lines read but not yet stored; its readers wait when full.
+    pub(super) backlog: Arc<Backlog>,
+    pub(super) queue: VecDeque<QueuedTurn>,
+    pub(super) next_turn: u64,
+    pub(super) turn_running: bool,
+    pub(super) base: Totals,
+    /// Whoever waits for the end (a close, a shutdown, a message racing the janitor).
+    pub(super) closers: Vec<Closer>,
+    /// Background tasks the CLI reported as started and not yet finished.
+    pub(super) background_tasks: HashSet<String>,
+    /// This process continues an earlier one (`--resume`).
+    pub(super) resumed: bool,
+}
+
+impl Chat {
+    /// The status a refused request names: `closing` once the end has begun.
+    pub(super) fn status_word(&self, cli_live: bool) -> String {
+        if !cli_live && !matches!(self.row.status.as_str(), "closed" | "error") {
+            "closing".to_string()
+        } else {
+            self.row.status.clone()
+        }
+    }
+
+    /// Waits for the final row.
+    pub(super) fn await_end(&mut self) -> oneshot::Receiver<Session> {
+        let (tx, rx) = oneshot::channel();
+        self.closers.push(tx);
+        rx
+    }
+
+    fn on_result(&mut self, r: TurnResult, live: bool) {
+        let now = time::now();
+        if let Some(cost) = r.total_cost_usd {
+            self.row.total_cost_usd = self.base.cost + cost;
+        }
+        match r.cumulative_tokens {
+            // Cumulative for this process: set, never add.
+            Some((input, output)) => {
+                self.row.total_input_tokens = self.base.input + input;
+                self.row.total_output_tokens = self.base.output + output;
+            }
+            // Older CLIs only report the turn's usage: add it.
+            None => {
+                self.row.total_input_tokens += r.input_tokens.unwrap_or(0);
+                self.row.total_output_tokens += r.output_tokens.unwrap_or(0);
+            }
+        }
+        // A result no turn asked for that is an error (a refused `--resume` reports one before
+        // exiting) is kept and totals follow it, but it is not a turn.
+        if self.turn_running || !r.is_error {
+            self.row.num_turns += 1;
+        }
+        self.row.last_active_at = now.clone();
+        self.turn_running = false;
+        if live {
+            self.row.status = "idle".to_string();
+        }
+        self.patch(SessionPatch {
+            status: Some(self.row.status.clone()),
+            total_cost_usd: Some(self.row.total_cost_usd),
+            total_input_tokens: Some(self.row.total_input_tokens),
+            total_output_tokens: Some(self.row.total_output_tokens),
+            num_turns: Some(self.row.num_turns),
+            last_active_at: Some(now),
+            ..Default::default()
+        });
+        self.publish_row("session.status", "session_status");
+    }
+
+    /// The final row, from how the process ended.
+    fn conclude(&mut self, end: &ProcessEnd<CloseReason>) {
+        let now = time::now();
+        let asked = end.asked.map(CloseReason::as_str);
+        if !end.survivors.is_empty() {
+            self.row.status = "error".to_string();
+            self.row.error_message = Some(format!("could not end processes {:?} of this session", end.survivors));
+            self.row.closed_reason = Some(asked.unwrap_or(REASON_CLI_EXITED).to_string());
+        } else if let (Some(asked), None) = (asked, &end.failure) {
+            self.row.status = "closed".to_string();
+            self.row.closed_at = Some(now.clone());
+            self.row.closed_reason = Some(asked.to_string());
+        } else {
+            self.row.status = "error".to_string();
+            let mut reason = end.failure.clone().unwrap_or_else(|| format!("the CLI {}", end.exit.how));
+            if self.resumed && end.ran_for < RESUME_GRACE {
+                reason = format!("the CLI exited within {RESUME_GRACE:?} of resuming: {reason}");
+            }
+            self.row.error_message = Some(end.with_stderr(reason));
+            self.row.closed_at = Some(now.clone());
+            self.row.closed_reason = Some(REASON_CLI_EXITED.to_string());
+        }
+        self.row.last_active_at = now;
+        self.turn_running = false;
+        self.background_tasks.clear();
+    }
+}
+
+/// Starts the next queued turn when the CLI is ready for one. Its stored row records when the
+/// transport actually wrote it (`delivered_at`).
+pub(super) fn pump(p: &mut CliSession) {
+    if p.conv.turn_running || !p.cli.is_ready() || p.conv.row.status != "idle" {
+        return;
+    }
+    let Some(message_id) = p.conv.queue.front().and_then(|t| t.message_id) else { return };
+    let Some(turn) = p.conv.queue.pop_front() else { return };
+    let (written, heard) = oneshot::channel();
+    match p.cli.write(OutLine { line: turn.line, written: Some(written) }) {
+        Ok(()) => {
+            p.conv.turn_running = true;
+            p.conv.set_status("active");
+            let writer = p.conv.writer.clone();
+            actix::spawn(async move {
+                if heard.await.is_ok() {
+                    writer.persist(WriteOp::Delivered { message_id, at: time::now() });
+                }
+            });
+        }
+        Err(e) => tracing::warn!(session = %p.conv.row.id, error = %e, "could not start a turn"),
+    }
+}
+
+impl Conversation for Chat {
+    type Asked = CloseReason;
+
+    fn scope(&self) -> (Option<String>, Option<String>) {
+        (Some(self.row.project_id.clone()), Some(self.row.id.clone()))
+    }
+
+    fn started(p: &mut CliSession, _ctx: &mut Ctx<Self>) {
+        // The first event of this process on the session's stream: a new session, or the
+        // resumed one starting again.
+        if p.conv.resumed {
+            p.conv.publish_row("session.status", "session_status");
+        } else {
+            p.conv.publish_row("session.created", "session_created");
+        }
+    }
+
+    fn ready(p: &mut CliSession, _ctx: &mut Ctx<Self>) {
+        p.conv.set_status("idle");
+        pump(p);
+    }
+
+    fn on_line(p: &mut CliSession, line: String, msg: Incoming, _ctx: &mut Ctx<Self>) {
+        let chat = &mut p.conv;
+        // Control traffic is protocol plumbing (decisions are published as their own events).
+        let relayed = events::for_line(&msg.message_type, msg.message_subtype.as_deref())
+            .map(|(kind, name)| chat.publish_numbered(kind, &name, line.clone()));
+        chat.record("from_cli", &msg.message_type, msg.message_subtype, line, relayed);
+        match msg.kind {
+            Kind::SystemInit { session_id, model, permission_mode } => {
+                let mut patch = SessionPatch::default();
+                if session_id.is_some() && session_id != chat.row.session_id {
+                    chat.row.session_id = session_id.clone();
+                    patch.session_id = session_id;
+                }
+                if model.is_some() && model != chat.row.model {
+                    chat.row.model = model.clone();
+                    patch.model = model;
+                }
+                if permission_mode.is_some() && permission_mode != chat.row.permission_mode {
+                    chat.row.permission_mode = permission_mode.clone();
+                    patch.permission_mode = permission_mode;
+                }
+                chat.patch(patch);
+            }
+            Kind::SystemStatus { status, permission_mode } => {
+                if let Some(mode) = permission_mode.filter(|m| Some(m) != chat.row.permission_mode.as_ref()) {
+                    chat.row.permission_mode = Some(mode.clone());
+                    chat.patch(SessionPatch { permission_mode: Some(mode), ..Default::default() });
+                }
+                match status.as_deref() {
+                    Some("compacting") => chat.set_status("compacting"),
+                    _ if chat.row.status == "compacting" => {
+                        let back = if chat.turn_running { "active" } else { "idle" };
+                        chat.set_status(back)
+                    }
+                    _ => {}
+                }
+            }
+            Kind::Result(result) => {
+                let live = p.cli.is_live();
+                p.conv.on_result(result, live);
+                pump(p);
+            }
+            Kind::TaskStarted { task_id: Some(id) } => {
+                chat.background_tasks.insert(id);
+            }
+            Kind::TaskNotification { task_id: Some(id), finished: true } => {
+                chat.background_tasks.remove(&id);
+            }
+            Kind::TaskStarted { task_id: None } | Kind::TaskNotification { task_id: None, .. } => {
+                tracing::debug!(session = %chat.row.id, "a background task message without a task id");
+            }
+            Kind::Invalid { error } => {
+                tracing::warn!(session = %chat.row.id, %error, "the CLI wrote a line that is not a JSON object");
+            }
+            // Requests and answers are the supervisor's.
+            Kind::TaskNotification { finished: false, .. }
+            | Kind::ControlRequest { .. }
+            | Kind::ControlResponse { .. }
+            | Kind::ControlCancel { .. }
+            | Kind::Other => {}
+        }
+    }
+
+    fn on_stderr(p: &mut CliSession, line: String) {
+        p.conv.record("from_cli", "stderr", None, line, None);
+    }
+
+    fn on_oversized(p: &mut CliSession, len: usize) {
+        let note = serde_json::json!({
+            "conduit_error": format!("a line of {len} bytes exceeded the {MAX_LINE_BYTES}-byte cap and was dropped")
+        });
+        p.conv.record("from_cli", "invalid", None, note.to_string(), None);
+    }
+
+    fn sent(p: &mut CliSession, line: &str, kind: &'static str, subtype: Option<String>) {
+        p.conv.record("to_cli", kind, subtype, line.to_string(), None);
+    }
+
+    fn decided(p: &mut CliSession, verdict: &Verdict) {
+        if let Some(data) = verdict.event.clone() {
+            p.conv.publish("permission.decision", "permission", data);
+        }
+    }
+
+    fn ended(p: &mut CliSession, end: ProcessEnd<CloseReason>) -> Step<Self> {
+        p.conv.conclude(&end);
+        let row = &p.conv.row;
+        let patch = SessionPatch {
+            status: Some(row.status.clone()),
+            error_message: Some(row.error_message.clone()),
+            closed_at: Some(row.closed_at.clone()),
+            closed_reason: Some(row.closed_reason.clone()),
+            last_active_at: Some(row.last_active_at.clone()),
+            ..Default::default()
+        };
+        let (id, writer) = (row.id.clone(), p.conv.writer.clone());
+        let stored = async move { writer.persist_acked(WriteOp::Session { id, patch }).await };
+        Box::pin(stored.into_actor(p).map(|stored, act, _ctx| {
+            let chat = &mut act.conv;
+            if let Err(e) = stored {
+                tracing::error!(session = %chat.row.id, error = %e, "could not store the final session state");
+            }
+            if chat.row.status == "error" {
+                let data = serde_json::json!({"message": chat.row.error_message}).to_string();
+                chat.publish("session.error", "error", data);
+            }
+            chat.publish_row("session.closed", "session_closed");
+        }))
+    }
+
+    fn released(p: &mut CliSession) {
+        for closer in p.conv.closers.drain(..) {
+            let _ = closer.send(p.conv.row.clone());
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! One handler per message a session answers.
+
+use actix::prelude::*;
+
+use super::chat::pump;
+use super::{
+    AwaitEnd, CliSession, Close, CloseIfIdle, CloseReason, Control, QueuedTurn, SendOutcome, SendUser, SessionError,
+    Snapshot, MAX_QUEUED_TURNS,
+};
+use crate::db::messages::NewMessage;
+use crate::db::sessions::{Session, SessionPatch};
+use crate::domain::idleness::{self, Activity, Busy};
+use crate::domain::time;
+use crate::supervisor::adapter::Command;
+
+impl CliSession {
+    /// Live for the API: the CLI is not ending and the row is not final.
+    fn is_live(&self) -> bool {
+        self.cli.is_live() && !matches!(self.conv.row.status.as_str(), "closed" | "error")
+    }
+
+    fn not_live(&self) -> SessionError {
+        SessionError::NotLive(self.conv.status_word(self.cli.is_live()))
+    }
+}
+
+impl Handler<SendUser> for CliSession {
+    type Result = ResponseActFuture<Self, Result<SendOutcome, SessionError>>;
+
+    fn handle(&mut self, msg: SendUser, _ctx: &mut Self::Context) -> Self::Result {
+        self.cli.touch();
+        if !self.is_live() {
+            return Box::pin(actix::fut::ready(Err(self.not_live())));
+        }
+        let chat = &mut self.conv;
+        if chat.queue.len() >= MAX_QUEUED_TURNS {
+            return Box::pin(actix::fut::ready(Err(SessionError::QueueFull)));
+        }
+        let line = self.cli.user_turn(&msg.content);
+        chat.next_turn += 1;
+        let seq = chat.next_turn;
+        let position = chat.queue.len() + usize::from(chat.turn_running);
+        let queued = position > 0 || chat.row.status != "idle";
+        chat.queue.push_back(QueuedTurn { seq, line: line.clone(), message_id: None });
+        let row = NewMessage {
+            session_id: chat.row.id.clone(),
+            direction: "to_cli",
+            message_type: "user".to_string(),
+            message_subtype: None,
+            content: line,
+            timestamp: time::now(),
+            seq: None,
+        };
+        let writer = chat.writer.clone();
+        let stored = async move { writer.persist_returning_id(row).await };
+        Box::pin(stored.into_actor(self).map(move |result, act, _ctx| match result {
+            Ok(id) => {
+                if let Some(turn) = act.conv.queue.iter_mut().find(|t| t.seq == seq) {
+                    turn.message_id = Some(id);
+                }
+                pump(act);
+                Ok(SendOutcome { queued, position })
+            }
+            Err(e) => {
+                act.conv.queue.retain(|t| t.seq != seq);
+                Err(SessionError::Storage(e))
+            }
+        }))
+    }
+}
+
+impl Handler<Control> for CliSession {
+    type Result = ResponseActFuture<Self, Result<Session, SessionError>>;
+
+    fn handle(&mut self, msg: Control, ctx: &mut Self::Context) -> Self::Result {
+        if !self.is_live() || !self.cli.is_ready() {
+            return Box::pin(actix::fut::ready(Err(self.not_live())));
+        }
+        let command = match &msg {
+            Control::Interrupt => Command::Interrupt,
+            Control::SetModel(m) => Command::SetModel(m.clone()),
+            Control::SetPermissionMode(m) => Command::SetPermissionMode(m.clone()),
+        };
+        let answer = self.command(command, ctx);
+        let answered = async move {
+            answer.await.unwrap_or_else(|_| {
+                Err(crate::supervisor::controls::ControlError::Gone("the session ended".to_string()))
+            })
+        };
+        Box::pin(answered.into_actor(self).map(move |outcome, act, _ctx| {
+            outcome?;
+            let chat = &mut act.conv;
+            let mut patch = SessionPatch::default();
+            match msg {
+                Control::SetModel(m) => {
+                    chat.row.model = Some(m.clone());
+                    patch.model = Some(m);
+                }
+                Control::SetPermissionMode(m) => {
+                    chat.row.permission_mode = Some(m.clone());
+                    patch.permission_mode = Some(m);
+                }
+                Control::Interrupt => {}
+            }
+            chat.patch(patch);
+            Ok(chat.row.clone())
+        }))
+    }
+}
+
+impl Handler<Close> for CliSession {
+    type Result = ResponseFuture<Result<Session, SessionError>>;
+
+    fn handle(&mut self, msg: Close, ctx: &mut Self::Context) -> Self::Result {
+        let ended = self.conv.await_end();
+        self.stop(msg.signal, Some(msg.reason), ctx);
+        Box::pin(
+            async move { ended.await.map_err(|_| SessionError::Cli("the session ended while closing".to_string())) },
+        )
+    }
+}
+
+impl Handler<Snapshot> for CliSession {
+    type Result = MessageResult<Snapshot>;
+
+    fn handle(&mut self, _msg: Snapshot, _ctx: &mut Self::Context) -> Self::Result {
+        MessageResult(self.conv.row.clone())
+    }
+}
+
+impl Handler<CloseIfIdle> for CliSession {
+    type Result = Result<(), Busy>;
+
+    fn handle(&mut self, msg: CloseIfIdle, ctx: &mut Self::Context) -> Self::Result {
+        let activity = Activity {
+            live: self.is_live(),
+            turn_running: self.conv.turn_running,
+            pending_controls: self.cli.pending_controls(),
+            inflight_requests: self.cli.asks_in_flight(),
+            queued_turns: self.conv.queue.len(),
+            background_tasks: self.conv.background_tasks.len(),
+            watchers: msg.watchers,
+            quiet_for: self.cli.quiet_for(),
+        };
+        match idleness::verdict(&activity, msg.timeout) {
+            Ok(()) => {
+                tracing::info!(session = %self.conv.row.id, quiet_for = ?activity.quiet_for, "closing an idle session");
+                self.stop(libc::SIGTERM, Some(CloseReason::IdleTimeout), ctx);
+                Ok(())
+            }
+            Err(busy) => {
+                // The stored time moves on to the real last activity, so the janitor's indexed
+                // query stops offering this session until it may really be idle.
+                let last = time::ago(activity.quiet_for);
+                let chat = &mut self.conv;
+                if busy != Busy::NotLive && last > chat.row.last_active_at {
+                    chat.row.last_active_at = last.clone();
+                    chat.patch(SessionPatch { last_active_at: Some(last), ..Default::default() });
+                }
+                Err(busy)
+            }
+        }
+    }
+}
+
+impl Handler<AwaitEnd> for CliSession {
+    type Result = ResponseFuture<Result<Session, SessionError>>;
+
+    fn handle(&mut self, _msg: AwaitEnd, _ctx: &mut Self::Context) -> Self::Result {
+        if self.is_live() {
+            let status = self.conv.row.status.clone();
+            return Box::pin(async move { Err(SessionError::Cli(format!("the session is {status}, not ending"))) });
+        }
+        let ended = self.conv.await_end();
+        Box::pin(async move { ended.await.map_err(|_| SessionError::Cli("the session ended".to_string())) })
+    }
+}

@@ -1,0 +1,207 @@
+//! A session: the conversation of one supervised CLI ([`Chat`]), run by the CLI supervisor
+//! ([`CliProcess`]). The supervisor owns the process (handshake, requests, the stop ladder, the
+//! typed end); the chat owns what is said: the queue of user turns, the status the API shows,
+//! cost and token totals across resumes, and the record of every line, each relayed as a
+//! numbered event of the session's stream and stored write-behind.
+//!
+//! - this file: the messages a session answers, and how one starts;
+//! - [`chat`]: the conversation's hooks (lines, results, the end);
+//! - [`record`]: how lines and events are stored and published;
+//! - [`handlers`]: one handler per message.
+
+mod chat;
+mod handlers;
+mod record;
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use tokio::sync::oneshot;
+
+pub use self::chat::Chat;
+use super::bus::Publish;
+use crate::db::backlog::Backlog;
+use crate::db::sessions::Session;
+use crate::db::writer::{WriteError, Writer};
+use crate::domain::idleness::Busy;
+use crate::supervisor::claude::ClaudeCode;
+use crate::supervisor::controls::ControlError;
+use crate::supervisor::process::{CliProcess, Peers};
+use crate::supervisor::spawn::Spawned;
+
+pub use crate::supervisor::controls::CONTROL_TIMEOUT;
+
+/// A session's actor: the CLI supervisor running a chat.
+pub type CliSession = CliProcess<Chat>;
+
+/// Between SIGTERM (or SIGINT) and SIGKILL when closing.
+pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// User turns waiting behind a running one, at most.
+pub const MAX_QUEUED_TURNS: usize = 100;
+/// A resumed CLI that exits sooner than this refused the resume: its error says so.
+pub const RESUME_GRACE: Duration = Duration::from_secs(5);
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+/// Queue a user turn. Answers once the line is stored (a 2xx means it survives a crash).
+#[derive(Message)]
+#[rtype(result = "Result<SendOutcome, SessionError>")]
+pub struct SendUser {
+    pub content: String,
+}
+
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct SendOutcome {
+    /// True when the turn waits behind a running one (or for the CLI to be ready).
+    pub queued: bool,
+    /// Turns ahead of this one, the running turn included.
+    pub position: usize,
+}
+
+/// A control request to the CLI; answers with the session row after the CLI's answer.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<Session, SessionError>")]
+pub enum Control {
+    Interrupt,
+    SetModel(String),
+    SetPermissionMode(String),
+}
+
+/// End the CLI: close stdin, send `signal` to the group, SIGKILL after the grace period.
+/// Answers with the final row once the processes are confirmed gone. The first close's
+/// `reason` is the one recorded.
+#[derive(Message)]
+#[rtype(result = "Result<Session, SessionError>")]
+pub struct Close {
+    pub signal: i32,
+    pub reason: CloseReason,
+}
+
+/// Why a session was asked to end; stored as the row's `closed_reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// `DELETE /api/sessions/{id}`.
+    Requested,
+    /// Closed by the janitor after the idle timeout; a message to it resumes it.
+    IdleTimeout,
+    ProjectDeleted,
+    Shutdown,
+}
+
+impl CloseReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CloseReason::Requested => "requested",
+            CloseReason::IdleTimeout => "idle_timeout",
+            CloseReason::ProjectDeleted => "project_deleted",
+            CloseReason::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// `closed_reason` of a session whose CLI ended on its own (or failed).
+pub const REASON_CLI_EXITED: &str = "cli_exited";
+/// `closed_reason` of a session whose CLI could not be started.
+pub const REASON_LAUNCH_FAILED: &str = "launch_failed";
+
+/// The janitor's question: close this session if it has been truly idle for `timeout`
+/// (`watchers` is what the bus counts). Decided here, where the state lives, so nothing can
+/// slip in between the check and the close. Answers at once; the close runs on its own.
+#[derive(Message)]
+#[rtype(result = "Result<(), Busy>")]
+pub struct CloseIfIdle {
+    pub timeout: Duration,
+    pub watchers: usize,
+}
+
+/// Answers with the final row once an ending session has ended (it does not end it); at once
+/// with an error when the session is live.
+#[derive(Message)]
+#[rtype(result = "Result<Session, SessionError>")]
+pub struct AwaitEnd;
+
+/// The session row as this actor knows it (fresher than the database).
+#[derive(Message)]
+#[rtype(result = "Session")]
+pub struct Snapshot;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SessionError {
+    #[error("the session is {0}")]
+    NotLive(String),
+    #[error("{MAX_QUEUED_TURNS} messages are already waiting for this session")]
+    QueueFull,
+    #[error("the CLI did not answer {0} within {CONTROL_TIMEOUT:?}")]
+    Timeout(String),
+    #[error("{0}")]
+    Cli(String),
+    #[error("the message could not be stored: {0}")]
+    Storage(WriteError),
+}
+
+impl From<ControlError> for SessionError {
+    fn from(e: ControlError) -> Self {
+        match e {
+            ControlError::Timeout(what) => SessionError::Timeout(what.to_string()),
+            other => SessionError::Cli(other.to_string()),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Starting
+
+/// What a session's CLI needs from the service.
+#[derive(Clone)]
+pub struct SessionDeps {
+    pub writer: Writer,
+    pub bus: Recipient<Publish>,
+    pub engine: Recipient<crate::actors::permissions::Evaluate>,
+    pub registry: Recipient<crate::supervisor::process::ProcessGone>,
+}
+
+/// A spawned CLI for `row`, with what the chat continues from.
+pub struct Started {
+    pub row: Session,
+    pub spawned: Spawned,
+    /// The last event sequence number already stored for this session (0 for a new one).
+    pub last_seq: u64,
+    /// The gate the session's readers wait on; its lines are charged against it.
+    pub backlog: Arc<Backlog>,
+    /// The CLI was started with `--resume` to bring back an ended session.
+    pub resumed: bool,
+}
+
+pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
+    let Started { row, spawned, last_seq, backlog, resumed } = started;
+    let peers = Peers { engine: deps.engine.clone(), registry: deps.registry.clone() };
+    let id = row.id.clone();
+    let chat = Chat {
+        base: chat::Totals::of(&row),
+        row,
+        writer: deps.writer.clone(),
+        bus: deps.bus.clone(),
+        seq: last_seq,
+        backlog,
+        queue: VecDeque::new(),
+        next_turn: 0,
+        turn_running: false,
+        closers: Vec::new(),
+        background_tasks: HashSet::new(),
+        resumed,
+    };
+    CliProcess::start(&id, spawned, Box::new(ClaudeCode), peers, CLOSE_GRACE, chat)
+}
+
+/// A user turn stored (or being stored) and waiting for the CLI.
+struct QueuedTurn {
+    seq: u64,
+    line: String,
+    /// The stored row's id, once stored (only then may the turn be sent).
+    message_id: Option<i64>,
+}
+
+type Closer = oneshot::Sender<Session>;

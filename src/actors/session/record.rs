@@ -1,0 +1,90 @@
+//! How a session keeps what happens: every line in both directions stored write-behind (charged
+//! to the session's backlog until stored), every event numbered on the session's own stream,
+//! published, and stored so the stream replays it.
+
+use super::Chat;
+use crate::actors::bus::{Event, Publish};
+use crate::db::messages::{NewMessage, NewSessionEvent};
+use crate::db::sessions::SessionPatch;
+use crate::db::writer::WriteOp;
+use crate::domain::time;
+
+impl Chat {
+    /// Records a line in the messages table. `event` is the stream event that relayed it: its
+    /// number and time.
+    pub(super) fn record(
+        &self,
+        direction: &'static str,
+        message_type: &str,
+        subtype: Option<String>,
+        content: String,
+        event: Option<(u64, String)>,
+    ) {
+        let credit = self.backlog.charge(content.len() + 128);
+        let (seq, timestamp) = match event {
+            Some((seq, timestamp)) => (Some(seq as i64), timestamp),
+            None => (None, time::now()),
+        };
+        let line = NewMessage {
+            session_id: self.row.id.clone(),
+            direction,
+            message_type: message_type.to_string(),
+            message_subtype: subtype,
+            content,
+            timestamp,
+            seq,
+        };
+        self.writer.persist_charged(WriteOp::Message(line), credit);
+    }
+
+    /// Numbers an event of this session's stream and hands it to the bus; returns its number
+    /// and time (a relayed line is stored with them).
+    pub(super) fn publish_numbered(&mut self, kind: &'static str, name: &str, data: String) -> (u64, String) {
+        self.seq += 1;
+        let mut event = Event::new(kind, name, Some(self.row.id.clone()), data);
+        event.topic_seq = Some(self.seq);
+        let numbered = (self.seq, event.timestamp.clone());
+        self.bus.do_send(Publish(event));
+        numbered
+    }
+
+    /// An event that is not a line (status, created, closed, a decision): published, and
+    /// stored in the session's event log so its stream replays it.
+    pub(super) fn publish(&mut self, kind: &'static str, name: &str, data: String) {
+        let stored = data.clone();
+        let (seq, timestamp) = self.publish_numbered(kind, name, data);
+        self.writer.persist(WriteOp::Event(NewSessionEvent {
+            session_id: self.row.id.clone(),
+            seq: seq as i64,
+            kind: kind.to_string(),
+            name: name.to_string(),
+            data: stored,
+            timestamp,
+        }));
+    }
+
+    /// `session.status` (or another row event), with the whole row so a client can redraw
+    /// from one event.
+    pub(super) fn publish_row(&mut self, kind: &'static str, name: &str) {
+        let data = serde_json::to_string(&self.row).unwrap_or_else(|_| "null".to_string());
+        self.publish(kind, name, data);
+    }
+
+    pub(super) fn patch(&mut self, patch: SessionPatch) {
+        self.writer.persist(WriteOp::Session { id: self.row.id.clone(), patch });
+    }
+
+    pub(super) fn set_status(&mut self, status: &str) {
+        if self.row.status != status {
+            self.row.status = status.to_string();
+            self.row.last_active_at = time::now();
+            let patch = SessionPatch {
+                status: Some(status.to_string()),
+                last_active_at: Some(self.row.last_active_at.clone()),
+                ..Default::default()
+            };
+            self.patch(patch);
+            self.publish_row("session.status", "session_status");
+        }
+    }
+}

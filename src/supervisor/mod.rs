@@ -1,0 +1,16 @@
+//! The CLI supervisor: how Conduit runs an agent CLI, once for every kind of conversation.
+//!
+//! - [`process`]: the actor that owns one CLI process from handshake to its typed end. Start
+//!   reading here.
+//! - [`adapter`]: what differs between agent kinds (command line, handshake, line decoding,
+//!   requests and answers); [`claude`] is Claude Code's stream-json.
+//! - [`conversation`]: the hooks a conversation (a session's chat, an agent's one turn) gets.
+//! - [`controls`]: Conduit's requests waiting for the CLI's answers.
+//! - [`spawn`]: starting the process in its process group, cgroup and transport.
+
+pub mod adapter;
+pub mod claude;
+pub mod controls;
+pub mod conversation;
+pub mod process;
+pub mod spawn;

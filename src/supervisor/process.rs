@@ -1,0 +1,450 @@
+//! How Conduit runs a CLI: `CliProcess`, one actor per CLI process, whatever the agent kind and
+//! whatever the conversation on top (a session's chat, a scheduled agent's one turn).
+//!
+//! The registry spawns the process ([`super::spawn`]) and starts this actor with it. From then
+//! on the process's life is one [`Life`], read top to bottom:
+//!
+//! 1. `Handshaking`: the adapter's handshake is sent at once; its answer makes the CLI `Ready`,
+//!    a refusal or [`CONTROL_TIMEOUT`] without an answer fails it.
+//! 2. `Ready`: turns and commands flow. Every request of the CLI is answered: tool calls by the
+//!    permission engine, the rest at once. Conduit's own requests are matched to their answers
+//!    by id, each with a timeout.
+//! 3. `Stopping`: someone asked it to end ([`CliProcess::stop`]), or it failed: stdin is closed,
+//!    the signal goes to its whole tree, SIGKILL follows the grace period.
+//! 4. `Draining`: the process exited (on its own or stopped); its output is read to the end, for
+//!    at most [`DRAIN`] (a descendant may hold the pipes open).
+//! 5. `Ending`: leftovers are ended (cgroup, group, marked escapees), the bridge released, and
+//!    the conversation records the typed [`ProcessEnd`].
+//! 6. `Ended`: the registry has heard ([`ProcessGone`]); the actor stops.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use tokio::sync::{mpsc, oneshot};
+
+use super::adapter::{AgentAdapter, Ask, Command, Decoded};
+use super::controls::{ControlError, Controls, Pending, Reply, CONTROL_TIMEOUT};
+use super::conversation::{Conversation, Ctx, ProcessEnd};
+use super::spawn::{Exit, Spawned};
+use crate::actors::bridge::BridgeHandle;
+use crate::actors::permissions::Evaluate;
+use crate::domain::decision::ToolCall;
+use crate::process::tree::ProcessTree;
+use crate::protocol::framing::Frame;
+use crate::transport::{stdio, CliOutput, OutLine};
+
+/// After the process exits, how long its output may stay open before it is no longer waited for.
+pub const DRAIN: Duration = Duration::from_secs(2);
+/// The end of stderr kept for error messages.
+const STDERR_TAIL_BYTES: usize = 4096;
+
+/// Sent to the registry once the process is gone and its end recorded.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct ProcessGone {
+    /// The session or execution id.
+    pub id: String,
+    pub pid: i32,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Exited(Exit);
+
+/// One process's life; see the module documentation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Life {
+    Handshaking,
+    Ready,
+    Stopping,
+    Draining(Exit),
+    Ending,
+    Ended,
+}
+
+/// Where the supervisor sends what it cannot decide itself.
+pub struct Peers {
+    pub engine: Recipient<Evaluate>,
+    pub registry: Recipient<ProcessGone>,
+}
+
+/// The process half of the actor: everything about the CLI as a process.
+pub struct Cli<R> {
+    id: String,
+    pid: i32,
+    tree: ProcessTree,
+    adapter: Box<dyn AgentAdapter>,
+    stdin: Option<mpsc::Sender<OutLine>>,
+    bridge: Option<BridgeHandle>,
+    life: Life,
+    /// Why it was asked to end (the first ask wins).
+    asked: Option<R>,
+    /// What went wrong while it ran (the first failure wins).
+    failure: Option<String>,
+    /// Output streams not yet at their end.
+    outputs_open: usize,
+    controls: Controls,
+    /// Requests of the CLI being decided; a withdrawn one is removed and gets no answer.
+    asks: HashSet<String>,
+    stderr_tail: String,
+    peers: Peers,
+    grace: Duration,
+    started: Instant,
+    last_activity: Instant,
+}
+
+pub struct CliProcess<C: Conversation> {
+    pub conv: C,
+    pub cli: Cli<C::Asked>,
+}
+
+impl<R> Cli<R> {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    pub fn life(&self) -> &Life {
+        &self.life
+    }
+
+    /// Handshaking or ready: not asked to end, not exited.
+    pub fn is_live(&self) -> bool {
+        matches!(self.life, Life::Handshaking | Life::Ready)
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.life == Life::Ready
+    }
+
+    /// Conduit's requests still waiting for an answer.
+    pub fn pending_controls(&self) -> usize {
+        self.controls.len()
+    }
+
+    /// The CLI's requests still being decided.
+    pub fn asks_in_flight(&self) -> usize {
+        self.asks.len()
+    }
+
+    /// Since the last line in either direction.
+    pub fn quiet_for(&self) -> Duration {
+        self.last_activity.elapsed()
+    }
+
+    pub fn touch(&mut self) {
+        self.last_activity = Instant::now();
+    }
+
+    pub fn ran_for(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// The adapter's line for a user turn.
+    pub fn user_turn(&mut self, content: &str) -> String {
+        self.adapter.user_turn(content)
+    }
+
+    /// Hands a line to the transport; refused when its input is closed or full.
+    pub fn write(&mut self, line: OutLine) -> Result<(), String> {
+        self.touch();
+        let tx = self.stdin.as_ref().ok_or_else(|| "the CLI's input is closed".to_string())?;
+        tx.try_send(line).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => "the CLI is not reading its input".to_string(),
+            mpsc::error::TrySendError::Closed(_) => "the CLI's input is closed".to_string(),
+        })
+    }
+
+    /// Closes the CLI's input: its cue to finish (a one-turn run after its result).
+    pub fn close_input(&mut self) {
+        self.stdin = None;
+    }
+}
+
+impl<C: Conversation> CliProcess<C> {
+    pub fn start(
+        id: &str,
+        spawned: Spawned,
+        adapter: Box<dyn AgentAdapter>,
+        peers: Peers,
+        grace: Duration,
+        conv: C,
+    ) -> Addr<Self> {
+        let Spawned { pid, tree, stdin, outputs, exited, bridge, .. } = spawned;
+        CliProcess::create(move |ctx| {
+            let outputs_open = outputs.len();
+            for stream in outputs {
+                ctx.add_stream(stream);
+            }
+            let addr = ctx.address();
+            actix::spawn(async move { addr.do_send(Exited(exited.await)) });
+            let cli = Cli {
+                id: id.to_string(),
+                pid,
+                tree,
+                adapter,
+                stdin: Some(stdin),
+                bridge: bridge.map(|(handle, _)| handle),
+                life: Life::Handshaking,
+                asked: None,
+                failure: None,
+                outputs_open,
+                controls: Controls::new(id),
+                asks: HashSet::new(),
+                stderr_tail: String::new(),
+                peers,
+                grace,
+                started: Instant::now(),
+                last_activity: Instant::now(),
+            };
+            CliProcess { conv, cli }
+        })
+    }
+
+    /// Sends one of Conduit's requests; the answer (or timeout, or the CLI's end) arrives on
+    /// the returned channel.
+    pub fn command(
+        &mut self,
+        command: Command,
+        ctx: &mut Ctx<C>,
+    ) -> oneshot::Receiver<Result<serde_json::Value, ControlError>> {
+        let (reply, answer) = oneshot::channel();
+        let id = self.cli.controls.next_id();
+        let line = self.cli.adapter.command(&command, &id);
+        self.request(id, line, command.name(), Pending::Command { what: command.name(), reply }, ctx);
+        answer
+    }
+
+    fn request(&mut self, id: String, line: String, subtype: &'static str, pending: Pending, ctx: &mut Ctx<C>) {
+        if let Err(e) = self.cli.write(OutLine::new(line.clone())) {
+            return match pending {
+                Pending::Command { reply, .. } => refuse(reply, e),
+                Pending::Handshake => self.fail(format!("could not send the handshake: {e}"), ctx),
+            };
+        }
+        C::sent(self, &line, "control_request", Some(subtype.to_string()));
+        self.cli.controls.insert(id.clone(), pending);
+        ctx.run_later(CONTROL_TIMEOUT, move |act, ctx| match act.cli.controls.take(&id) {
+            Some(Pending::Handshake) => {
+                tracing::warn!(id = %act.cli.id, "the CLI did not answer the handshake in time");
+                act.fail(format!("the CLI did not answer initialize within {CONTROL_TIMEOUT:?}"), ctx);
+            }
+            Some(Pending::Command { what, reply }) => {
+                tracing::warn!(id = %act.cli.id, %what, "the CLI did not answer a request in time");
+                let _ = reply.send(Err(ControlError::Timeout(what)));
+            }
+            None => {}
+        });
+    }
+
+    /// Ends the CLI: stdin closed, `signal` to its whole tree, SIGKILL after the grace period.
+    /// The first `asked` is the one recorded; a stop of an exited process only records it.
+    pub fn stop(&mut self, signal: i32, asked: Option<C::Asked>, ctx: &mut Ctx<C>) {
+        if matches!(self.cli.life, Life::Ending | Life::Ended) {
+            return;
+        }
+        if self.cli.asked.is_none() {
+            self.cli.asked = asked;
+        }
+        self.cli.stdin = None;
+        if !self.cli.is_live() {
+            return;
+        }
+        self.cli.life = Life::Stopping;
+        let tree = self.cli.tree.clone();
+        tokio::task::spawn_blocking(move || tree.signal(signal));
+        ctx.run_later(self.cli.grace, |act, _ctx| {
+            if act.cli.life == Life::Stopping {
+                tracing::warn!(id = %act.cli.id, "the CLI outlived the grace period; killing its tree");
+                let tree = act.cli.tree.clone();
+                tokio::task::spawn_blocking(move || tree.signal(libc::SIGKILL));
+            }
+        });
+    }
+
+    /// Something went wrong while the CLI runs: end it, and record `reason`.
+    pub fn fail(&mut self, reason: String, ctx: &mut Ctx<C>) {
+        if matches!(self.cli.life, Life::Ending | Life::Ended) {
+            return;
+        }
+        self.cli.failure.get_or_insert(reason);
+        self.stop(libc::SIGTERM, None, ctx);
+    }
+
+    fn on_stdout(&mut self, line: String, ctx: &mut Ctx<C>) {
+        self.cli.touch();
+        let (decoded, msg) = self.cli.adapter.decode(&line);
+        let subtype = msg.message_subtype.clone();
+        C::on_line(self, line, msg, ctx);
+        match decoded {
+            Decoded::Event => {}
+            Decoded::Answer { request_id, outcome } => self.on_answer(&request_id, outcome, ctx),
+            Decoded::Ask { request_id, ask: Ask::Answered(answer) } => self.answer(&request_id, answer, subtype),
+            Decoded::Ask { request_id, ask: Ask::ToolCall(call) } => self.decide(request_id, call, subtype, ctx),
+            Decoded::Withdrawn { request_id } => {
+                if self.cli.asks.remove(&request_id) {
+                    tracing::debug!(id = %self.cli.id, %request_id, "the CLI withdrew a request; no answer will be sent");
+                }
+            }
+        }
+    }
+
+    fn on_answer(&mut self, request_id: &str, outcome: Result<serde_json::Value, String>, ctx: &mut Ctx<C>) {
+        match self.cli.controls.take(request_id) {
+            Some(Pending::Handshake) => match outcome {
+                Ok(_) if self.cli.life == Life::Handshaking => {
+                    self.cli.life = Life::Ready;
+                    C::ready(self, ctx);
+                }
+                Ok(_) => {}
+                Err(e) => self.fail(format!("the CLI refused initialize: {e}"), ctx),
+            },
+            Some(Pending::Command { what, reply }) => {
+                let _ = reply.send(outcome.map_err(|error| ControlError::Refused { what, error }));
+            }
+            None => tracing::debug!(id = %self.cli.id, %request_id, "answer to an unknown request"),
+        }
+    }
+
+    fn answer(&mut self, request_id: &str, answer: String, subtype: Option<String>) {
+        match self.cli.write(OutLine::new(answer.clone())) {
+            Ok(()) => C::sent(self, &answer, "control_response", subtype),
+            Err(e) => tracing::warn!(id = %self.cli.id, %request_id, error = %e, "could not answer the CLI"),
+        }
+    }
+
+    /// A tool call: the permission engine decides, then the CLI hears (unless it withdrew).
+    fn decide(&mut self, request_id: String, call: ToolCall, subtype: Option<String>, ctx: &mut Ctx<C>) {
+        let (project_id, session_id) = self.conv.scope();
+        let decided = self.cli.peers.engine.send(Evaluate { project_id, session_id, call: call.clone() });
+        self.cli.asks.insert(request_id.clone());
+        ctx.spawn(decided.into_actor(self).map(move |verdict, act, _ctx| {
+            if let Ok(verdict) = &verdict {
+                C::decided(act, verdict);
+            }
+            if act.cli.asks.remove(&request_id) {
+                let answer = act.cli.adapter.answer(&call, verdict.ok());
+                act.answer(&request_id, answer, subtype);
+            }
+        }));
+    }
+
+    /// Once the process has exited and its output is drained: end leftovers, let the
+    /// conversation record the end, tell the registry, stop.
+    fn maybe_finish(&mut self, ctx: &mut Ctx<C>) {
+        let Life::Draining(exit) = &self.cli.life else { return };
+        if self.cli.outputs_open > 0 {
+            return;
+        }
+        let exit = exit.clone();
+        self.cli.life = Life::Ending;
+        self.cli.stdin = None;
+        self.cli.controls.fail_all();
+        let tree = self.cli.tree.clone();
+        let cleanup = tokio::task::spawn_blocking(move || tree.end(Duration::from_secs(2)));
+        // The bridge's port is released before anyone hears the process ended.
+        let bridge = self.cli.bridge.take();
+        let cleanup = async move {
+            if let Some(bridge) = &bridge {
+                bridge.shutdown().await;
+            }
+            cleanup.await.unwrap_or_default()
+        };
+        ctx.wait(cleanup.into_actor(self).then(move |survivors, act, _ctx| {
+            let end = ProcessEnd {
+                exit,
+                asked: act.cli.asked.clone(),
+                failure: act.cli.failure.clone(),
+                survivors,
+                stderr_tail: act.cli.stderr_tail.clone(),
+                ran_for: act.cli.started.elapsed(),
+            };
+            C::ended(act, end).map(|(), act, ctx| {
+                // The registry hears before anyone waiting is answered: a client's next launch
+                // then queues behind this notice in the registry's mailbox.
+                act.tell_registry();
+                C::released(act);
+                ctx.stop();
+            })
+        }));
+    }
+
+    fn tell_registry(&mut self) {
+        if self.cli.life != Life::Ended {
+            self.cli.life = Life::Ended;
+            self.cli.peers.registry.do_send(ProcessGone { id: self.cli.id.clone(), pid: self.cli.pid });
+        }
+    }
+}
+
+fn refuse(reply: Reply, why: String) {
+    let _ = reply.send(Err(ControlError::Gone(why)));
+}
+
+impl<C: Conversation> Actor for CliProcess<C> {
+    type Context = Ctx<C>;
+
+    fn started(&mut self, ctx: &mut Ctx<C>) {
+        C::started(self, ctx);
+        let id = self.cli.controls.next_id();
+        let line = self.cli.adapter.handshake(&id);
+        self.request(id, line, "initialize", Pending::Handshake, ctx);
+    }
+
+    fn stopped(&mut self, _ctx: &mut Ctx<C>) {
+        self.tell_registry();
+    }
+}
+
+impl<C: Conversation> StreamHandler<CliOutput> for CliProcess<C> {
+    fn handle(&mut self, item: CliOutput, ctx: &mut Ctx<C>) {
+        match item {
+            CliOutput::Stdout(Frame::Line(line)) => self.on_stdout(line, ctx),
+            CliOutput::Stdout(Frame::Oversized { len }) => {
+                tracing::warn!(id = %self.cli.id, len, "the CLI wrote a line over the cap; it was dropped");
+                C::on_oversized(self, len);
+            }
+            CliOutput::Stderr(frame) => {
+                self.cli.touch();
+                let line = match frame {
+                    Frame::Line(line) => line,
+                    Frame::Oversized { len } => format!("[{len} bytes of stderr dropped]"),
+                };
+                stdio::keep_tail(&mut self.cli.stderr_tail, &line, STDERR_TAIL_BYTES);
+                C::on_stderr(self, line);
+            }
+            CliOutput::StdoutEnd | CliOutput::StderrEnd => {
+                self.cli.outputs_open = self.cli.outputs_open.saturating_sub(1);
+                self.maybe_finish(ctx);
+            }
+            // After the process exited, its exit status and stderr tell the story better.
+            CliOutput::Failed(reason) if !matches!(self.cli.life, Life::Draining(_)) => self.fail(reason, ctx),
+            CliOutput::Failed(_) => {}
+        }
+    }
+
+    /// Streams end on their own schedule; the actor ends when the process does.
+    fn finished(&mut self, _ctx: &mut Ctx<C>) {}
+}
+
+impl<C: Conversation> Handler<Exited> for CliProcess<C> {
+    type Result = ();
+
+    fn handle(&mut self, msg: Exited, ctx: &mut Ctx<C>) {
+        tracing::info!(id = %self.cli.id, pid = self.cli.pid, how = %msg.0.how, "CLI process ended");
+        self.cli.life = Life::Draining(msg.0);
+        self.cli.stdin = None;
+        if let Some(bridge) = &self.cli.bridge {
+            bridge.cli_exited();
+        }
+        ctx.run_later(DRAIN, |act, ctx| {
+            act.cli.outputs_open = 0;
+            act.maybe_finish(ctx);
+        });
+        self.maybe_finish(ctx);
+    }
+}

@@ -1,0 +1,165 @@
+//! Starting a CLI process: its program and arguments, its process group, cgroup and marker, its
+//! transport (the pipes, or a WebSocket bridge), and the back-pressure gate on its output. Only
+//! the registry calls this (it is the one owner of the pids tokio waits for), then hands what
+//! comes back to a [`super::process::CliProcess`].
+
+use std::net::TcpListener;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use super::adapter::Wire;
+use crate::actors::bridge::{BridgeHandle, BridgeSocket};
+use crate::db::backlog::Backlog;
+use crate::process::cgroup::Cgroup;
+use crate::process::tree::ProcessTree;
+use crate::process::{procfs, SESSION_MARKER_ENV};
+use crate::transport::{stdio, websocket, CliOutput, OutLine};
+
+/// A CLI's arguments, given how it reaches Conduit.
+pub type Arguments = Box<dyn FnOnce(&Wire) -> Vec<String>>;
+
+pub type OutputStream = Pin<Box<dyn futures_util::Stream<Item = CliOutput>>>;
+
+/// How a process ended, as waited for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Exit {
+    /// "exited with status 1", "was killed by signal 9", ...
+    pub how: String,
+    pub code: Option<i32>,
+}
+
+impl Exit {
+    fn of(status: std::process::ExitStatus) -> Exit {
+        use std::os::unix::process::ExitStatusExt;
+        let how = match (status.code(), status.signal()) {
+            (Some(code), _) => format!("exited with status {code}"),
+            (None, Some(sig)) => format!("was killed by signal {sig}"),
+            _ => "ended".to_string(),
+        };
+        Exit { how, code: status.code() }
+    }
+}
+
+/// What a CLI is started with.
+pub struct SpawnRequest {
+    /// The session or execution id: the marker every process of the tree carries.
+    pub marker: String,
+    pub program: String,
+    /// Arguments for stdio; for the bridge, a function of the bridge's URL.
+    pub arguments: Arguments,
+    pub folder: String,
+    pub env: Vec<(String, String)>,
+    /// A bound port: the WebSocket transport.
+    pub bridge: Option<(TcpListener, u16)>,
+    /// The cgroup to put the CLI in, when the service uses cgroups.
+    pub cgroup: Option<Cgroup>,
+    /// Bytes read but not yet stored, when the output is stored: its readers wait when full.
+    pub backlog: Option<Arc<Backlog>>,
+}
+
+/// A running CLI, ready to be supervised.
+pub struct Spawned {
+    pub pid: i32,
+    /// The CLI's start time (clock ticks since boot), to recognise it after a restart.
+    pub started_at: Option<String>,
+    pub tree: ProcessTree,
+    pub stdin: tokio::sync::mpsc::Sender<OutLine>,
+    pub outputs: Vec<OutputStream>,
+    /// Resolves with how the process ended.
+    pub exited: Pin<Box<dyn std::future::Future<Output = Exit>>>,
+    /// Set on the WebSocket transport: the bridge the CLI connects to, and its port.
+    pub bridge: Option<(BridgeHandle, u16)>,
+}
+
+/// Starts the CLI. On failure nothing of it is left running; the error says why.
+pub fn spawn(req: SpawnRequest) -> Result<Spawned, String> {
+    let SpawnRequest { marker, program, arguments, folder, env, bridge, cgroup, backlog } = req;
+    let secret = websocket::new_secret();
+    let mut cmd = tokio::process::Command::new(&program);
+    match &bridge {
+        None => cmd.args(arguments(&Wire::Stdio)).stdin(std::process::Stdio::piped()),
+        Some((_, port)) => {
+            let wire = Wire::WebSocket { url: format!("ws://127.0.0.1:{port}/{secret}") };
+            cmd.args(arguments(&wire)).stdin(std::process::Stdio::null())
+        }
+    };
+    cmd.current_dir(&folder)
+        .process_group(0)
+        .env(SESSION_MARKER_ENV, &marker)
+        .envs(env)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(false);
+    let discard = |cgroup: Option<Cgroup>| {
+        if let Some(cgroup) = cgroup {
+            tokio::task::spawn_blocking(move || cgroup.kill_and_remove(std::time::Duration::from_secs(1)));
+        }
+    };
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            discard(cgroup);
+            return Err(format!("cannot start the CLI {program:?}: {e}"));
+        }
+    };
+    let Some(pid) = child.id().map(|p| p as i32) else {
+        discard(cgroup);
+        return Err("the CLI exited before it could be watched".to_string());
+    };
+    // Into its cgroup at once, before it can start anything: a write to cgroupfs (no disk I/O,
+    // microseconds), done here rather than on the blocking pool because every moment of delay
+    // is a moment in which a child of the CLI would start outside the cgroup. Its process group
+    // and marker cover that moment and the fallback.
+    let cgroup = cgroup.and_then(|cg| match cg.add(pid) {
+        Ok(()) => Some(cg),
+        Err(e) => {
+            tracing::warn!(%marker, error = %e, "cannot move the CLI into its cgroup; its process group contains it");
+            discard(Some(cg));
+            None
+        }
+    });
+    let tree = ProcessTree { pgid: pid, marker, cgroup };
+    let end_now = |tree: &ProcessTree, why: &str| {
+        let tree = tree.clone();
+        tokio::task::spawn_blocking(move || tree.end(std::time::Duration::from_secs(2)));
+        why.to_string()
+    };
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(end_now(&tree, "the CLI started without its standard streams"));
+    };
+    let (stdin, mut outputs, bridge) = match bridge {
+        None => {
+            let Some(stdin) = child.stdin.take() else {
+                return Err(end_now(&tree, "the CLI started without its standard input"));
+            };
+            let protocol: OutputStream = Box::pin(stdio::stdout_stream(stdout, backlog.clone()));
+            (stdio::stdin_writer(stdin), vec![protocol], None)
+        }
+        Some((listener, port)) => {
+            let (outbound, inbound, handoff) = websocket::channels(stdio::STDIN_QUEUE);
+            let handle = match BridgeSocket::start(&tree.marker, listener, port, &secret, handoff) {
+                Ok(handle) => handle,
+                Err(e) => {
+                    return Err(end_now(&tree, &format!("cannot serve the WebSocket bridge on port {port}: {e}")))
+                }
+            };
+            // On this transport stdout carries no protocol; whatever the CLI prints there is
+            // kept with its stderr.
+            let inbound: OutputStream = match &backlog {
+                Some(gate) => Box::pin(stdio::gated(Box::pin(inbound), gate.clone())),
+                None => Box::pin(inbound),
+            };
+            let side: OutputStream = Box::pin(stdio::side_stream(stdout, backlog.clone()));
+            (outbound, vec![inbound, side], Some((handle, port)))
+        }
+    };
+    outputs.push(Box::pin(stdio::stderr_stream(stderr, backlog)));
+    let started_at = procfs::stat(pid).map(|s| s.start_time.to_string());
+    let exited = Box::pin(async move {
+        match child.wait().await {
+            Ok(status) => Exit::of(status),
+            Err(e) => Exit { how: format!("could not be waited for: {e}"), code: None },
+        }
+    });
+    Ok(Spawned { pid, started_at, tree, stdin, outputs, exited, bridge })
+}
