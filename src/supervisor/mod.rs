@@ -10,6 +10,7 @@
 
 pub mod adapter;
 pub mod claude;
+pub mod cli;
 pub mod controls;
 pub mod conversation;
 pub mod process;

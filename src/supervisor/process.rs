@@ -21,16 +21,15 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::adapter::{AgentAdapter, Ask, Command, Decoded};
+pub use super::cli::{Cli, Peers};
 use super::controls::{ControlError, Controls, Pending, Reply, CONTROL_TIMEOUT};
 use super::conversation::{Conversation, Ctx, ProcessEnd};
 use super::spawn::{Exit, Spawned};
-use crate::actors::bridge::BridgeHandle;
 use crate::actors::permissions::Evaluate;
 use crate::domain::decision::ToolCall;
-use crate::process::tree::ProcessTree;
 use crate::protocol::framing::Frame;
 use crate::transport::{stdio, CliOutput, OutLine};
 
@@ -63,106 +62,9 @@ pub enum Life {
     Ended,
 }
 
-/// Where the supervisor sends what it cannot decide itself.
-pub struct Peers {
-    pub engine: Recipient<Evaluate>,
-    pub registry: Recipient<ProcessGone>,
-}
-
-/// The process half of the actor: everything about the CLI as a process.
-pub struct Cli<R> {
-    id: String,
-    pid: i32,
-    tree: ProcessTree,
-    adapter: Box<dyn AgentAdapter>,
-    stdin: Option<mpsc::Sender<OutLine>>,
-    bridge: Option<BridgeHandle>,
-    life: Life,
-    /// Why it was asked to end (the first ask wins).
-    asked: Option<R>,
-    /// What went wrong while it ran (the first failure wins).
-    failure: Option<String>,
-    /// Output streams not yet at their end.
-    outputs_open: usize,
-    controls: Controls,
-    /// Requests of the CLI being decided; a withdrawn one is removed and gets no answer.
-    asks: HashSet<String>,
-    stderr_tail: String,
-    peers: Peers,
-    grace: Duration,
-    started: Instant,
-    last_activity: Instant,
-}
-
 pub struct CliProcess<C: Conversation> {
     pub conv: C,
     pub cli: Cli<C::Asked>,
-}
-
-impl<R> Cli<R> {
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    pub fn pid(&self) -> i32 {
-        self.pid
-    }
-
-    pub fn life(&self) -> &Life {
-        &self.life
-    }
-
-    /// Handshaking or ready: not asked to end, not exited.
-    pub fn is_live(&self) -> bool {
-        matches!(self.life, Life::Handshaking | Life::Ready)
-    }
-
-    pub fn is_ready(&self) -> bool {
-        self.life == Life::Ready
-    }
-
-    /// Conduit's requests still waiting for an answer.
-    pub fn pending_controls(&self) -> usize {
-        self.controls.len()
-    }
-
-    /// The CLI's requests still being decided.
-    pub fn asks_in_flight(&self) -> usize {
-        self.asks.len()
-    }
-
-    /// Since the last line in either direction.
-    pub fn quiet_for(&self) -> Duration {
-        self.last_activity.elapsed()
-    }
-
-    pub fn touch(&mut self) {
-        self.last_activity = Instant::now();
-    }
-
-    pub fn ran_for(&self) -> Duration {
-        self.started.elapsed()
-    }
-
-    /// The adapter's line for a user turn.
-    pub fn user_turn(&mut self, content: &str) -> String {
-        self.adapter.user_turn(content)
-    }
-
-    /// Hands a line to the transport; refused when its input is closed or full.
-    pub fn write(&mut self, line: OutLine) -> Result<(), String> {
-        self.touch();
-        let tx = self.stdin.as_ref().ok_or_else(|| "the CLI's input is closed".to_string())?;
-        tx.try_send(line).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => "the CLI is not reading its input".to_string(),
-            mpsc::error::TrySendError::Closed(_) => "the CLI's input is closed".to_string(),
-        })
-    }
-
-    /// Closes the CLI's input: its cue to finish (a one-turn run after its result).
-    pub fn close_input(&mut self) {
-        self.stdin = None;
-    }
 }
 
 impl<C: Conversation> CliProcess<C> {

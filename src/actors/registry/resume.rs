@@ -1,0 +1,158 @@
+//! Resuming an ended session: a new CLI with `--resume`, same id, history and totals.
+
+use actix::prelude::*;
+
+use crate::db::messages::{self};
+use crate::db::projects::{self, Project};
+use crate::db::sessions::{self, Session, SessionPatch};
+use crate::db::writer::WriteOp;
+use crate::db::StoreError;
+use crate::domain::launch::CliOptions;
+use crate::domain::time;
+use crate::domain::validate::Transport;
+use crate::transport::websocket;
+
+use super::launch::{LaunchError, SessionLaunch};
+use super::SessionRegistry;
+
+/// Brings back an ended session (closed or errored): a new CLI process with
+/// `--resume=<the CLI's session id>`, in the same folder, with the same options and transport;
+/// same Conduit id, history and totals. Capacity limits apply as for a launch.
+#[derive(Message)]
+#[rtype(result = "Result<Session, ResumeError>")]
+pub struct Resume(pub String);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    #[error("{0}")]
+    NotFound(String),
+    /// The session is live (or not in a state a resume applies to).
+    #[error("{0}")]
+    Conflict(String),
+    /// The CLI never reported a session id: there is no conversation to continue.
+    #[error("{0}")]
+    NotResumable(String),
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+}
+
+impl From<StoreError> for ResumeError {
+    fn from(e: StoreError) -> Self {
+        ResumeError::Launch(LaunchError::Store(e))
+    }
+}
+
+/// The janitor's request: close session `id` if it has been truly idle for `timeout`. Answers
+/// `Err(Busy::NotLive)` when it is not live.
+type ResumeFuture = std::pin::Pin<Box<dyn ActorFuture<SessionRegistry, Output = Result<Session, ResumeError>>>>;
+
+/// A resume that passed its checks, ready to start its CLI.
+struct Relaunch {
+    row: Session,
+    folder: String,
+    options: CliOptions,
+    bridge: Option<(std::net::TcpListener, u16)>,
+}
+
+impl SessionRegistry {
+    /// Checks a stored row can be resumed now, and marks it starting again.
+    fn relaunch(&mut self, row: Option<Session>, project: Option<Project>) -> Result<Relaunch, ResumeError> {
+        let mut row = row.ok_or_else(|| ResumeError::NotFound("No such session.".to_string()))?;
+        if self.live.contains_key(&row.id) || !matches!(row.status.as_str(), "closed" | "error") {
+            return Err(ResumeError::Conflict(format!(
+                "The session is {}; only a closed or errored session can be resumed.",
+                row.status
+            )));
+        }
+        let Some(cli_session) = row.session_id.clone() else {
+            return Err(ResumeError::NotResumable(
+                "The CLI never reported a session id (no turn ever ran), so there is no conversation to resume; launch a new session instead.".to_string(),
+            ));
+        };
+        let project = project.ok_or_else(|| ResumeError::NotFound("The session's project is gone.".to_string()))?;
+        if self.shutting_down {
+            return Err(LaunchError::ShuttingDown.into());
+        }
+        if let Some(reason) = self.capacity_error(&project) {
+            return Err(LaunchError::Capacity(reason).into());
+        }
+        let bridge = match Transport::parse(&row.transport) {
+            Some(Transport::Websocket) => Some(
+                websocket::allocate_port(self.settings.ws_port_range_start, self.settings.ws_port_range_end)
+                    .map_err(LaunchError::NoPort)?,
+            ),
+            _ => None,
+        };
+        let options = CliOptions {
+            model: row.model.clone(),
+            permission_mode: row.permission_mode.clone(),
+            resume_session_id: Some(cli_session),
+            fork_session: false,
+            system_prompt: row.system_prompt.clone(),
+            append_system_prompt: row.append_system_prompt.clone(),
+        };
+        let now = time::now();
+        row.status = "starting".to_string();
+        row.error_message = None;
+        row.closed_at = None;
+        row.closed_reason = None;
+        row.cli_pid = None;
+        row.cli_started_at = None;
+        row.ws_port = bridge.as_ref().map(|(_, port)| i32::from(*port));
+        row.last_active_at = now.clone();
+        // Queued before anything the new process writes: the writer keeps order.
+        self.writer.persist(WriteOp::Session {
+            id: row.id.clone(),
+            patch: SessionPatch {
+                status: Some(row.status.clone()),
+                error_message: Some(None),
+                closed_at: Some(None),
+                closed_reason: Some(None),
+                last_active_at: Some(now),
+                ..Default::default()
+            },
+        });
+        tracing::info!(session = %row.id, transport = %row.transport, "resuming a session");
+        Ok(Relaunch { row, folder: project.folder_path, options, bridge })
+    }
+}
+
+impl Handler<Resume> for SessionRegistry {
+    type Result = AtomicResponse<Self, Result<Session, ResumeError>>;
+
+    fn handle(&mut self, msg: Resume, _ctx: &mut Context<Self>) -> Self::Result {
+        let store = self.store.clone();
+        let id = msg.0;
+        let load = async move {
+            store
+                .run(move |conn| {
+                    let row = sessions::find(conn, &id)?;
+                    let project = match &row {
+                        Some(r) => projects::find(conn, &r.project_id)?,
+                        None => None,
+                    };
+                    let last_seq = messages::last_seq(conn, &id)?;
+                    Ok((row, project, last_seq))
+                })
+                .await
+        };
+        // Atomic: two resumes of one session cannot both start a CLI; the second sees it live.
+        AtomicResponse::new(Box::pin(load.into_actor(self).then(|loaded, act, _ctx| {
+            let checked = loaded
+                .map_err(ResumeError::from)
+                .and_then(|(row, project, last_seq)| act.relaunch(row, project).map(|relaunch| (relaunch, last_seq)));
+            let (relaunch, last_seq) = match checked {
+                Ok(checked) => checked,
+                Err(e) => return Box::pin(actix::fut::ready(Err(e))) as ResumeFuture,
+            };
+            let (containment, id) = (act.containment.clone(), relaunch.row.id.clone());
+            let cgroup =
+                async move { tokio::task::spawn_blocking(move || containment.cgroup_for(&id)).await.ok().flatten() };
+            Box::pin(cgroup.into_actor(act).then(move |cgroup, act, _ctx| {
+                let Relaunch { row, folder, options, bridge } = relaunch;
+                let req = SessionLaunch { row, folder, options, bridge, resumed: true, last_seq, cgroup };
+                act.launch_cli(req, false).map(|launched, _, _| launched.map_err(ResumeError::from))
+            })) as ResumeFuture
+        })))
+    }
+}

@@ -1,0 +1,115 @@
+//! The process half of a supervised CLI ([`Cli`]): its pid and tree, its adapter and input,
+//! where it is in its [`Life`], and the requests in flight both ways. The actor
+//! ([`super::process::CliProcess`]) drives the transitions; conversations read it and write
+//! through it.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use tokio::sync::mpsc;
+
+use super::adapter::AgentAdapter;
+use super::controls::Controls;
+use super::process::{Life, ProcessGone};
+use crate::actors::bridge::BridgeHandle;
+use crate::actors::permissions::Evaluate;
+use crate::process::tree::ProcessTree;
+use crate::transport::OutLine;
+
+/// Where the supervisor sends what it cannot decide itself.
+pub struct Peers {
+    pub engine: Recipient<Evaluate>,
+    pub registry: Recipient<ProcessGone>,
+}
+
+/// The process half of the actor: everything about the CLI as a process.
+pub struct Cli<R> {
+    pub(super) id: String,
+    pub(super) pid: i32,
+    pub(super) tree: ProcessTree,
+    pub(super) adapter: Box<dyn AgentAdapter>,
+    pub(super) stdin: Option<mpsc::Sender<OutLine>>,
+    pub(super) bridge: Option<BridgeHandle>,
+    pub(super) life: Life,
+    /// Why it was asked to end (the first ask wins).
+    pub(super) asked: Option<R>,
+    /// What went wrong while it ran (the first failure wins).
+    pub(super) failure: Option<String>,
+    /// Output streams not yet at their end.
+    pub(super) outputs_open: usize,
+    pub(super) controls: Controls,
+    /// Requests of the CLI being decided; a withdrawn one is removed and gets no answer.
+    pub(super) asks: HashSet<String>,
+    pub(super) stderr_tail: String,
+    pub(super) peers: Peers,
+    pub(super) grace: Duration,
+    pub(super) started: Instant,
+    pub(super) last_activity: Instant,
+}
+
+impl<R> Cli<R> {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    pub fn life(&self) -> &Life {
+        &self.life
+    }
+
+    /// Handshaking or ready: not asked to end, not exited.
+    pub fn is_live(&self) -> bool {
+        matches!(self.life, Life::Handshaking | Life::Ready)
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.life == Life::Ready
+    }
+
+    /// Conduit's requests still waiting for an answer.
+    pub fn pending_controls(&self) -> usize {
+        self.controls.len()
+    }
+
+    /// The CLI's requests still being decided.
+    pub fn asks_in_flight(&self) -> usize {
+        self.asks.len()
+    }
+
+    /// Since the last line in either direction.
+    pub fn quiet_for(&self) -> Duration {
+        self.last_activity.elapsed()
+    }
+
+    pub fn touch(&mut self) {
+        self.last_activity = Instant::now();
+    }
+
+    pub fn ran_for(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// The adapter's line for a user turn.
+    pub fn user_turn(&mut self, content: &str) -> String {
+        self.adapter.user_turn(content)
+    }
+
+    /// Hands a line to the transport; refused when its input is closed or full.
+    pub fn write(&mut self, line: OutLine) -> Result<(), String> {
+        self.touch();
+        let tx = self.stdin.as_ref().ok_or_else(|| "the CLI's input is closed".to_string())?;
+        tx.try_send(line).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => "the CLI is not reading its input".to_string(),
+            mpsc::error::TrySendError::Closed(_) => "the CLI's input is closed".to_string(),
+        })
+    }
+
+    /// Closes the CLI's input: its cue to finish (a one-turn run after its result).
+    pub fn close_input(&mut self) {
+        self.stdin = None;
+    }
+}
