@@ -12,8 +12,8 @@ use actix_ws::{CloseCode, CloseReason, Message as WsMessage, ProtocolError};
 use serde_json::{json, Value};
 
 use super::feed::{Feed, FeedItem};
-use super::registry::{Find, SessionRegistry};
-use super::session::{Control, SendUser};
+use super::registry::{Deliver, Find, SessionRegistry};
+use super::session::Control;
 use crate::domain::validate;
 
 pub const PING_EVERY: Duration = Duration::from_secs(30);
@@ -115,13 +115,19 @@ impl Subscriber {
         };
         let (registry, session_id) = (link.registry.clone(), link.session_id.clone());
         let done = async move {
+            let control = match command {
+                // The same way in as over HTTP: a session closed as idle is resumed for it.
+                Command::Send(content) => {
+                    let delivered = registry.send(Deliver { id: session_id, content }).await;
+                    let outcome = delivered.map_err(|_| "the session registry is unavailable".to_string())?;
+                    return outcome.map(|o| json!(o)).map_err(|e| e.to_string());
+                }
+                Command::Control(control) => control,
+            };
             let Ok(Some(session)) = registry.send(Find(session_id)).await else {
                 return Err("the session is not live".to_string());
             };
-            let outcome = match command {
-                Command::Send(content) => session.send(SendUser { content }).await.map(|r| r.map(|o| json!(o))),
-                Command::Control(c) => session.send(c).await.map(|r| r.map(|row| json!({"status": row.status}))),
-            };
+            let outcome = session.send(control).await.map(|r| r.map(|row| json!({"status": row.status})));
             outcome.map_err(|_| "the session ended".to_string())?.map_err(|e| e.to_string())
         };
         ctx.spawn(done.into_actor(self).map(move |outcome, act, _| match outcome {

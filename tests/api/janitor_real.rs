@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::streams::{ws_connect, ws_next, ws_reply, ws_send};
 use crate::support::fake_api::{FakeApi, Reply};
 use crate::support::service::{real_cli, ServiceConfig, TestService};
 
@@ -202,4 +203,33 @@ async fn a_session_interrupted_by_a_service_crash_is_resumed_after_the_restart()
     assert_eq!(after["session_id"], before["session_id"]);
     let request = api.requests().into_iter().find(|r| r.contains("which number was it")).expect("the turn");
     assert!(request.contains("forty-two-answer"), "the conversation survived the restart");
+}
+
+/// The WebSocket `message` action takes the same way in as HTTP: a session the janitor closed
+/// as idle is resumed for it, same id, same conversation.
+#[actix_web::test]
+async fn a_websocket_message_resumes_a_session_closed_as_idle() {
+    let (api, service) = janitor_rig().await;
+    let project = service.project("ws-resume").await;
+    let id = idle_session(&service, &project).await;
+    api.on("remember the word heron", Reply::Text("noted, the heron-answer".into()));
+    assert_eq!(say(&service, &id, "remember the word heron").await.status().as_u16(), 202);
+    let before = service.wait_for(&id, READY, |r| r["num_turns"] == 1 && r["status"] == "idle").await;
+    let closed = service.wait_status(&id, "closed", Duration::from_secs(15)).await;
+    assert_eq!(closed["closed_reason"], "idle_timeout", "{closed}");
+
+    let mut ws = ws_connect(&service, &id).await;
+    assert_eq!(ws_next(&mut ws, Duration::from_secs(10)).await["event"], "connected");
+    api.on("which bird did I name", Reply::Text("that was the heron".into()));
+    ws_send(&mut ws, json!({"action": "message", "content": "which bird did I name"}).to_string()).await;
+    let (reply, _) = ws_reply(&mut ws, READY).await;
+    assert_eq!(reply["event"], "ack", "the message was taken: {reply}");
+    assert_eq!(reply["data"]["queued"], true, "it waits for the resumed CLI: {reply}");
+    let after = service.wait_for(&id, READY, |r| r["num_turns"] == 2 && r["status"] == "idle").await;
+    assert!(after["closed_reason"].is_null() && after["error_message"].is_null(), "{after}");
+    assert_ne!(after["cli_pid"], before["cli_pid"], "a new CLI process");
+    assert_eq!(after["session_id"], before["session_id"], "the CLI continued its own session");
+    let request =
+        api.requests().into_iter().find(|r| r.contains("which bird did I name")).expect("the turn reached the API");
+    assert!(request.contains("heron-answer"), "the earlier turn went to the API again");
 }

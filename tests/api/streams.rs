@@ -351,7 +351,7 @@ async fn the_global_stream_sees_every_session_with_its_own_sequence() {
 // ---------------------------------------------------------------------------------------------
 // WebSocket
 
-async fn ws_connect(
+pub(crate) async fn ws_connect(
     service: &TestService,
     id: &str,
 ) -> impl Stream<Item = Result<Frame, WsProtocolError>> + Sink<Message, Error = WsProtocolError> + Unpin {
@@ -366,7 +366,7 @@ async fn ws_connect(
 }
 
 /// The next JSON text frame (pings skipped); fails on close, end or timeout.
-async fn ws_next<S>(ws: &mut S, within: Duration) -> Value
+pub(crate) async fn ws_next<S>(ws: &mut S, within: Duration) -> Value
 where
     S: Stream<Item = Result<Frame, WsProtocolError>> + Unpin,
 {
@@ -389,7 +389,7 @@ where
 }
 
 /// A reply to an action (`ack`, or `error` without a `seq`), and the events that came first.
-async fn ws_reply<S>(ws: &mut S, within: Duration) -> (Value, Vec<Value>)
+pub(crate) async fn ws_reply<S>(ws: &mut S, within: Duration) -> (Value, Vec<Value>)
 where
     S: Stream<Item = Result<Frame, WsProtocolError>> + Unpin,
 {
@@ -405,7 +405,7 @@ where
     }
 }
 
-async fn ws_send<S>(ws: &mut S, text: impl Into<String>)
+pub(crate) async fn ws_send<S>(ws: &mut S, text: impl Into<String>)
 where
     S: Sink<Message, Error = WsProtocolError> + Unpin,
 {

@@ -13,11 +13,13 @@ use std::time::Duration;
 
 use actix::prelude::*;
 
+mod deliver;
 mod launch;
 mod reaper;
 mod resume;
 mod runs;
 
+pub use self::deliver::{Deliver, DeliverError};
 pub use self::launch::{Launch, LaunchError, Launched};
 pub use self::resume::{Resume, ResumeError};
 pub use self::runs::StartRun;
