@@ -31,8 +31,13 @@ impl ProcessTree {
             } else {
                 cgroup.signal(signal);
             }
-        }
-        if self.pgid > 1 {
+            // The cgroup holds every descendant, escapees included: the group (one syscall)
+            // covers a child forked in the moment before the CLI was moved in, and no walk of
+            // `/proc` for the marker is needed.
+            if self.pgid > 1 {
+                let _ = kill::signal_group(self.pgid, signal);
+            }
+        } else if self.pgid > 1 {
             let _ = kill::signal_session(self.pgid, SESSION_MARKER_ENV, &self.marker, signal);
         }
     }
@@ -40,13 +45,21 @@ impl ProcessTree {
     /// SIGKILLs whatever is left until nothing is, for at most `within`, then removes the
     /// cgroup. Returns the pids still alive at the end (empty on success).
     pub fn end(&self, within: Duration) -> Vec<i32> {
-        let mut left = Vec::new();
         if let Some(cgroup) = &self.cgroup {
-            if let Err(e) = cgroup.kill_and_remove(within) {
-                tracing::warn!(cgroup = %cgroup.path().display(), error = %e, "a CLI's cgroup could not be emptied");
-                left = cgroup.pids();
+            match cgroup.kill_and_remove(within) {
+                Ok(()) => {
+                    // Emptied: nothing of the tree is left but what the group may still hold.
+                    if self.pgid > 1 {
+                        let _ = kill::signal_group(self.pgid, libc::SIGKILL);
+                    }
+                    return Vec::new();
+                }
+                Err(e) => {
+                    tracing::warn!(cgroup = %cgroup.path().display(), error = %e, "a CLI's cgroup could not be emptied; ending its processes one by one");
+                }
             }
         }
+        let mut left = self.cgroup.as_ref().map(Cgroup::pids).unwrap_or_default();
         if self.pgid > 1 {
             for pid in kill::kill_until_gone(self.pgid, SESSION_MARKER_ENV, &self.marker, within) {
                 if !left.contains(&pid) {

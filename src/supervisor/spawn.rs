@@ -90,6 +90,9 @@ pub fn spawn(req: SpawnRequest) -> Result<Spawned, String> {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(false);
+    if let Some(cgroup) = &cgroup {
+        cgroup.join_before_exec(&mut cmd);
+    }
     let discard = |cgroup: Option<Cgroup>| {
         if let Some(cgroup) = cgroup {
             tokio::task::spawn_blocking(move || cgroup.kill_and_remove(std::time::Duration::from_secs(1)));
@@ -106,10 +109,9 @@ pub fn spawn(req: SpawnRequest) -> Result<Spawned, String> {
         discard(cgroup);
         return Err("the CLI exited before it could be watched".to_string());
     };
-    // Into its cgroup at once, before it can start anything: a write to cgroupfs (no disk I/O,
-    // microseconds), done here rather than on the blocking pool because every moment of delay
-    // is a moment in which a child of the CLI would start outside the cgroup. Its process group
-    // and marker cover that moment and the fallback.
+    // It joined its cgroup before exec; this confirms it (a write to cgroupfs, microseconds,
+    // idempotent) and moves it if the child could not join. Its process group and marker are
+    // the fallback where there is no cgroup.
     let cgroup = cgroup.and_then(|cg| match cg.add(pid) {
         Ok(()) => Some(cg),
         Err(e) => {
