@@ -150,27 +150,20 @@ impl Cgroup {
     }
 
     /// Moves `pid` (and so everything it starts from now on) into this cgroup.
-    /// Makes a child join this cgroup itself, between fork and exec, so not even its first
-    /// instruction runs outside it (a CLI that forks at once would otherwise win the race
-    /// against [`Cgroup::add`]). The hook only makes system calls (no allocation), as code in a
-    /// forked child must; if it cannot join, the parent's `add` right after the spawn still
-    /// moves it.
-    pub fn join_before_exec(&self, cmd: &mut tokio::process::Command) {
-        use std::os::unix::ffi::OsStrExt;
-        let Ok(procs) = std::ffi::CString::new(self.path.join("cgroup.procs").as_os_str().as_bytes()) else { return };
-        // SAFETY: the closure runs in the forked child before exec and calls only open, write
-        // and close on a path prepared before the fork.
-        unsafe {
-            cmd.pre_exec(move || {
-                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                if fd >= 0 {
-                    // "0" moves the writing process: the child itself.
-                    libc::write(fd, b"0".as_ptr().cast(), 1);
-                    libc::close(fd);
-                }
-                Ok(())
-            });
+    /// Moves `pid` in, and with it whatever it started before the move: each process is moved
+    /// before its children are listed, so a child forked after that is born inside, and one
+    /// forked before is listed. (A CLI that forks in the microseconds between its spawn and the
+    /// move, as the fake CLI's escapee test does, would otherwise leave a child outside.) Only
+    /// this tree's `children` files are read: no walk of `/proc`.
+    pub fn adopt(&self, pid: i32) -> std::io::Result<()> {
+        self.add(pid)?;
+        let mut pending = super::procfs::children(pid);
+        while let Some(child) = pending.pop() {
+            if self.add(child).is_ok() {
+                pending.extend(super::procfs::children(child));
+            }
         }
+        Ok(())
     }
 
     pub fn add(&self, pid: i32) -> std::io::Result<()> {
