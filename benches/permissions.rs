@@ -10,10 +10,11 @@
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use conduit::actors::permissions::{DecisionPoint, Evaluate, PermissionEngine, Reload};
+use conduit::actors::permissions::{Evaluate, PermissionEngine, Reload};
 use conduit::db::rules::RuleRow;
 use conduit::db::writer::Writer;
 use conduit::db::Store;
+use conduit::domain::decision::{DecisionPoint, ToolCall};
 use conduit::domain::rules::{Behavior, RuleSet};
 use serde_json::{json, Value};
 
@@ -167,11 +168,13 @@ async fn latency() {
             .send(Evaluate {
                 project_id: Some(project.clone()),
                 session_id: None,
-                request_id: format!("r{i}"),
-                tool_use_id: None,
-                point: DecisionPoint::Hook,
-                tool_name: tool.clone(),
-                input: input.clone(),
+                call: ToolCall {
+                    request_id: format!("r{i}"),
+                    tool_use_id: None,
+                    point: DecisionPoint::Hook,
+                    tool_name: tool.clone(),
+                    input: input.clone(),
+                },
             })
             .await
             .expect("evaluate");
