@@ -4,6 +4,9 @@
 
 use std::time::Duration;
 
+use actix::{Actor, Addr};
+use serde_json::Value;
+
 use super::*;
 
 fn ev(session: &str, n: u32) -> Event {

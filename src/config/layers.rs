@@ -1,0 +1,69 @@
+//! The merged layers: each key's value with where it came from, read as the type a setting
+//! wants.
+
+use std::collections::BTreeMap;
+
+use toml::Value;
+
+use super::ConfigError;
+
+/// A value plus where it came from, so errors can say which layer to fix.
+pub(super) struct Entry {
+    pub(super) value: Value,
+    pub(super) origin: String,
+}
+
+pub(super) struct Layers {
+    pub(super) entries: BTreeMap<String, Entry>,
+}
+
+impl Layers {
+    pub(super) fn take(&self, key: &str) -> &Entry {
+        // Every key has a default: `load` fails early if the compiled-in file lost one.
+        &self.entries[key]
+    }
+
+    pub(super) fn err(&self, key: &str, problem: impl Into<String>) -> ConfigError {
+        ConfigError { key: key.to_string(), origin: self.take(key).origin.clone(), problem: problem.into() }
+    }
+
+    pub(super) fn string(&self, key: &str) -> Result<String, ConfigError> {
+        match &self.take(key).value {
+            Value::String(s) => Ok(s.clone()),
+            other => Err(self.err(key, format!("expected a string, got {other}"))),
+        }
+    }
+
+    pub(super) fn optional_string(&self, key: &str) -> Result<Option<String>, ConfigError> {
+        let s = self.string(key)?;
+        Ok(if s.is_empty() { None } else { Some(s) })
+    }
+
+    pub(super) fn integer(&self, key: &str, min: i64, max: i64) -> Result<i64, ConfigError> {
+        let allowed = format!("expected an integer from {min} to {max}");
+        let n = match &self.take(key).value {
+            Value::Integer(n) => *n,
+            Value::String(s) => s.trim().parse::<i64>().map_err(|_| self.err(key, format!("{allowed}, got {s:?}")))?,
+            other => return Err(self.err(key, format!("{allowed}, got {other}"))),
+        };
+        if n < min || n > max {
+            return Err(self.err(key, format!("{allowed}, got {n}")));
+        }
+        Ok(n)
+    }
+
+    pub(super) fn list(&self, key: &str) -> Result<Vec<String>, ConfigError> {
+        match &self.take(key).value {
+            // The environment carries lists comma separated.
+            Value::String(s) => Ok(s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()),
+            Value::Array(items) => items
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => Ok(s.trim().to_string()),
+                    other => Err(self.err(key, format!("expected a list of strings, got {other}"))),
+                })
+                .collect(),
+            other => Err(self.err(key, format!("expected a list of strings, got {other}"))),
+        }
+    }
+}

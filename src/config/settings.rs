@@ -1,0 +1,93 @@
+//! The settings every part of the service reads, and what they say about the bind address.
+
+use std::fmt;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+#[derive(Clone)]
+pub struct Settings {
+    pub host: String,
+    pub port: u16,
+    /// Never printed: `Debug` is implemented by hand below.
+    pub auth_token: Option<String>,
+    pub allowed_hosts: Vec<String>,
+    pub allowed_origins: Vec<String>,
+    pub db_path: PathBuf,
+    pub db_pool_size: u32,
+    pub db_busy_timeout_ms: u64,
+    pub cli_path: String,
+    /// Passed to every CLI as CLAUDE_CODE_SESSION_ACCESS_TOKEN; never shown by any endpoint.
+    pub cli_session_access_token: Option<String>,
+    pub ws_port_range_start: u16,
+    pub ws_port_range_end: u16,
+    /// The transport of a launch that names none.
+    pub transport: crate::domain::validate::Transport,
+    pub max_sessions_global: u32,
+    pub session_idle_timeout_ms: u64,
+    /// Between two sweeps of the janitor.
+    pub janitor_interval_ms: u64,
+    pub project_root: PathBuf,
+    pub scan_depth: u32,
+    pub webhook_secret: Option<String>,
+    pub webhook_retry_base_ms: u64,
+    /// Events a stream subscriber may have waiting before it catches up from the history.
+    pub subscriber_outbox: usize,
+    /// Bytes of recent events kept in memory for every stream together.
+    pub stream_history_bytes: usize,
+    /// Bytes of a session's lines read but not yet stored before its CLI is no longer read.
+    pub session_backlog_bytes: usize,
+    /// Scheduled agents allowed at once.
+    pub max_agents: u32,
+    /// Between SIGTERM and SIGKILL when an agent run times out or is cancelled (5-60 s).
+    pub agent_kill_grace_ms: u64,
+    pub log_level: String,
+    pub log_format: LogFormat,
+    /// HOME of the environment the settings came from (where the CLI keeps its transcripts).
+    /// Not a setting of its own.
+    pub home: Option<PathBuf>,
+}
+
+impl fmt::Debug for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let redact = |s: &Option<String>| s.as_ref().map(|_| "<set>").unwrap_or("<none>");
+        f.debug_struct("Settings")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("auth_token", &redact(&self.auth_token))
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("db_path", &self.db_path)
+            .field("db_pool_size", &self.db_pool_size)
+            .field("cli_path", &self.cli_path)
+            .field("cli_session_access_token", &redact(&self.cli_session_access_token))
+            .field("max_sessions_global", &self.max_sessions_global)
+            .field("project_root", &self.project_root)
+            .field("scan_depth", &self.scan_depth)
+            .field("webhook_secret", &redact(&self.webhook_secret))
+            .field("log_level", &self.log_level)
+            .field("log_format", &self.log_format)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Settings {
+    /// True when `host` is a loopback address or name: then no token is required.
+    pub fn binds_loopback(&self) -> bool {
+        is_loopback_host(&self.host)
+    }
+}
+
+/// `localhost`, `*.localhost`, 127.0.0.0/8 and ::1 (brackets allowed).
+pub fn is_loopback_host(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+    if h == "localhost" || h.ends_with(".localhost") {
+        return true;
+    }
+    h.parse::<IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false)
+}

@@ -1,0 +1,114 @@
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::*;
+
+/// An environment with HOME=/h unless the pairs set it.
+fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = [("HOME".to_string(), "/h".to_string())].into();
+    env.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    env
+}
+
+#[test]
+fn defaults_match_the_documented_values() {
+    let s = Settings::load_from(None, &env(&[("HOME", "/home/x")])).expect("defaults are valid");
+    assert_eq!(s.port, 3100);
+    assert_eq!(s.host, "127.0.0.1");
+    assert_eq!(s.db_path, PathBuf::from("./data/conduit.db"));
+    assert_eq!(s.cli_path, "claude");
+    assert_eq!((s.ws_port_range_start, s.ws_port_range_end), (9000, 9100));
+    assert_eq!(s.transport, crate::domain::validate::Transport::Stdio);
+    assert_eq!((s.max_agents, s.agent_kill_grace_ms), (10, 15_000));
+    let short = Settings::load_from(None, &env(&[("CONDUIT_AGENT_KILL_GRACE_MS", "100")])).expect("valid");
+    assert_eq!(short.agent_kill_grace_ms, 5_000, "clamped to 5 s");
+    let long = Settings::load_from(None, &env(&[("CONDUIT_AGENT_KILL_GRACE_MS", "600000")])).expect("valid");
+    assert_eq!(long.agent_kill_grace_ms, 60_000, "clamped to 60 s");
+    assert_eq!(s.max_sessions_global, 20);
+    assert_eq!(s.session_idle_timeout_ms, 3_600_000);
+    assert_eq!(s.janitor_interval_ms, 60_000);
+    assert_eq!(s.project_root, PathBuf::from("/home/x"));
+    assert_eq!(s.scan_depth, 2);
+    assert_eq!(s.webhook_secret, None);
+    assert_eq!(s.auth_token, None);
+    assert_eq!(s.log_level, "info");
+    assert_eq!(s.log_format, LogFormat::Pretty);
+}
+
+#[test]
+fn environment_overrides_defaults() {
+    let s = Settings::load_from(
+        None,
+        &env(&[
+            ("CONDUIT_PORT", "4000"),
+            ("CONDUIT_SCAN_DEPTH", "5"),
+            ("CONDUIT_ALLOWED_HOSTS", "a.lan, B.lan:80"),
+            ("CONDUIT_PROJECT_ROOT", "/srv/p"),
+            ("LOG_FORMAT", "json"),
+            ("CONDUIT_WEBHOOK_SECRET", "s3"),
+            ("CONDUIT_JANITOR_INTERVAL_MS", "200"),
+            ("CONDUIT_SESSION_IDLE_TIMEOUT_MS", "1500"),
+        ]),
+    )
+    .expect("valid");
+    assert_eq!((s.janitor_interval_ms, s.session_idle_timeout_ms), (200, 1500));
+    assert_eq!(s.port, 4000);
+    assert_eq!(s.scan_depth, 5);
+    assert_eq!(s.allowed_hosts, vec!["a.lan", "b.lan:80"]);
+    assert_eq!(s.project_root, PathBuf::from("/srv/p"));
+    assert_eq!(s.log_format, LogFormat::Json);
+    assert_eq!(s.webhook_secret.as_deref(), Some("s3"));
+    let s = Settings::load_from(None, &env(&[("HOME", "/h"), ("CONDUIT_PROJECT_ROOT", "~/code")])).expect("valid");
+    assert_eq!(s.project_root, PathBuf::from("/h/code"));
+}
+
+#[test]
+fn bad_values_name_the_key_and_the_allowed_values() {
+    let cases = [
+        ("CONDUIT_PORT", "99999", "`port`", "0 to 65535"),
+        ("CONDUIT_SCAN_DEPTH", "-1", "`scan_depth`", "0 to 10"),
+        ("CONDUIT_PORT", "abc", "`port`", "integer"),
+        ("LOG_FORMAT", "xml", "`log_format`", "pretty, json"),
+        ("LOG_LEVEL", "loud[", "`log_level`", "trace, debug"),
+        ("CONDUIT_WS_PORT_RANGE_END", "10", "`ws_port_range_end`", "at least"),
+        ("CONDUIT_ALLOWED_ORIGINS", "evil.com", "`allowed_origins`", "http://"),
+        ("CONDUIT_TRANSPORT", "tcp", "`transport`", "stdio, websocket, auto"),
+        ("CONDUIT_JANITOR_INTERVAL_MS", "10", "`janitor_interval_ms`", "50 to 86400000"),
+        ("CONDUIT_JANITOR_INTERVAL_MS", "soon", "`janitor_interval_ms`", "integer"),
+        ("CONDUIT_SESSION_IDLE_TIMEOUT_MS", "999", "`session_idle_timeout_ms`", "from 1000"),
+    ];
+    for (var, value, key, allowed) in cases {
+        let err = Settings::load_from(None, &env(&[(var, value)])).expect_err(var).to_string();
+        assert!(err.contains(key) && err.contains(allowed) && err.contains(var), "{var}={value}: {err}");
+        assert!(!err.contains('\n'), "one line: {err}");
+    }
+}
+
+#[test]
+fn unknown_key_in_a_file_is_rejected() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("c.toml");
+    std::fs::write(&path, "port = 5000\nprot = 1\n").expect("write");
+    let err = Settings::load_from(Some(&path), &env(&[])).expect_err("unknown key").to_string();
+    assert!(err.contains("`prot`") && err.contains("unknown key") && err.contains("port"), "{err}");
+
+    std::fs::write(&path, "port = 5000\n").expect("write");
+    let s = Settings::load_from(Some(&path), &env(&[("HOME", "/h")])).expect("valid file");
+    assert_eq!(s.port, 5000);
+}
+
+#[test]
+fn debug_output_hides_secrets() {
+    let s = Settings::load_from(None, &env(&[("CONDUIT_AUTH_TOKEN", "hunter2"), ("HOME", "/h")])).expect("valid");
+    assert!(!format!("{s:?}").contains("hunter2"));
+}
+
+#[test]
+fn loopback_detection() {
+    for h in ["127.0.0.1", "127.1.2.3", "localhost", "app.localhost", "::1", "[::1]"] {
+        assert!(is_loopback_host(h), "{h}");
+    }
+    for h in ["0.0.0.0", "192.168.1.4", "example.com", "localhost.evil.com"] {
+        assert!(!is_loopback_host(h), "{h}");
+    }
+}

@@ -1,0 +1,108 @@
+//! Turning the merged layers into [`Settings`], checking every key once.
+
+use std::path::PathBuf;
+
+use super::layers::Layers;
+use super::{ConfigError, LogFormat, Settings};
+
+impl Settings {
+    pub(super) fn from_layers(l: &Layers, home: Option<&str>) -> Result<Settings, ConfigError> {
+        let host = l.string("host")?.trim().to_string();
+        if host.is_empty() || host.contains(char::is_whitespace) {
+            return Err(l.err("host", "expected an IP address or host name such as 127.0.0.1"));
+        }
+        let log_level = l.string("log_level")?;
+        if tracing_subscriber::EnvFilter::try_new(&log_level).is_err() || log_level.trim().is_empty() {
+            return Err(l.err(
+                "log_level",
+                format!("expected one of trace, debug, info, warn, error, or a tracing directive, got {log_level:?}"),
+            ));
+        }
+        let log_format = match l.string("log_format")?.as_str() {
+            "pretty" => LogFormat::Pretty,
+            "json" => LogFormat::Json,
+            other => return Err(l.err("log_format", format!("expected one of pretty, json, got {other:?}"))),
+        };
+        let ws_port_range_start = l.integer("ws_port_range_start", 1, 65535)? as u16;
+        let ws_port_range_end = l.integer("ws_port_range_end", 1, 65535)? as u16;
+        if ws_port_range_end < ws_port_range_start {
+            return Err(l.err(
+                "ws_port_range_end",
+                format!("must be at least ws_port_range_start ({ws_port_range_start}), got {ws_port_range_end}"),
+            ));
+        }
+        let transport = l.string("transport")?;
+        let transport = crate::domain::validate::Transport::parse(&transport).ok_or_else(|| {
+            l.err(
+                "transport",
+                format!("expected one of {}, got {transport:?}", crate::domain::validate::Transport::ALL.join(", ")),
+            )
+        })?;
+        let db_path = l.string("db_path")?;
+        if db_path.trim().is_empty() || db_path.contains('\0') {
+            return Err(l.err("db_path", "expected a file path"));
+        }
+        let cli_path = l.string("cli_path")?;
+        if cli_path.trim().is_empty() || cli_path.contains('\0') {
+            return Err(l.err("cli_path", "expected an executable name or path"));
+        }
+        let allowed_origins = l.list("allowed_origins")?;
+        if let Some(bad) = allowed_origins.iter().find(|o| !(o.starts_with("http://") || o.starts_with("https://"))) {
+            return Err(
+                l.err("allowed_origins", format!("expected origins such as http://localhost:5173, got {bad:?}"))
+            );
+        }
+        Ok(Settings {
+            host,
+            port: l.integer("port", 0, 65535)? as u16,
+            auth_token: l.optional_string("auth_token")?,
+            allowed_hosts: l.list("allowed_hosts")?.into_iter().map(|h| h.to_ascii_lowercase()).collect(),
+            allowed_origins: allowed_origins
+                .into_iter()
+                .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
+                .collect(),
+            db_path: PathBuf::from(db_path),
+            db_pool_size: l.integer("db_pool_size", 1, 64)? as u32,
+            db_busy_timeout_ms: l.integer("db_busy_timeout_ms", 0, 600_000)? as u64,
+            cli_path,
+            cli_session_access_token: l.optional_string("cli_session_access_token")?,
+            ws_port_range_start,
+            ws_port_range_end,
+            transport,
+            max_sessions_global: l.integer("max_sessions_global", 1, 100_000)? as u32,
+            session_idle_timeout_ms: l.integer("session_idle_timeout_ms", 1_000, i64::MAX)? as u64,
+            janitor_interval_ms: l.integer("janitor_interval_ms", 50, 86_400_000)? as u64,
+            project_root: expand_home(&l.string("project_root")?, home).map_err(|p| l.err("project_root", p))?,
+            scan_depth: l.integer("scan_depth", 0, 10)? as u32,
+            webhook_secret: l.optional_string("webhook_secret")?,
+            webhook_retry_base_ms: l.integer("webhook_retry_base_ms", 1, 600_000)? as u64,
+            subscriber_outbox: l.integer("subscriber_outbox", 1, 1_000_000)? as usize,
+            stream_history_bytes: l.integer("stream_history_bytes", 1 << 20, 64 << 30)? as usize,
+            session_backlog_bytes: l.integer("session_backlog_bytes", 64 << 10, 1 << 30)? as usize,
+            max_agents: l.integer("max_agents", 0, 100_000)? as u32,
+            // Clamped rather than refused: the grace only has to stay within sane bounds.
+            agent_kill_grace_ms: l.integer("agent_kill_grace_ms", 0, i64::MAX)?.clamp(5_000, 60_000) as u64,
+            log_level,
+            log_format,
+            home: home.filter(|h| !h.is_empty()).map(PathBuf::from),
+        })
+    }
+}
+
+/// `~` and `~/...` mean the home folder of the environment the settings were read from.
+fn expand_home(raw: &str, home: Option<&str>) -> Result<PathBuf, String> {
+    let raw = raw.trim();
+    if raw.is_empty() || raw.contains('\0') {
+        return Err("expected a folder path".to_string());
+    }
+    let rest = if raw == "~" { Some("") } else { raw.strip_prefix("~/") };
+    match rest {
+        Some(rest) => {
+            let home =
+                home.filter(|h| !h.is_empty()).ok_or("\"~\" needs HOME to be set; give an absolute path instead")?;
+            let home = PathBuf::from(home);
+            Ok(if rest.is_empty() { home } else { home.join(rest) })
+        }
+        None => Ok(PathBuf::from(raw)),
+    }
+}

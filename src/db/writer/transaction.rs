@@ -1,0 +1,77 @@
+//! One batch, one transaction, on the writer's own connection.
+
+use super::job::{Ack, Job, WriteOp};
+use crate::db::checkpoint::{self, WRITER_CHECKPOINT_BYTES, WRITER_PRAGMAS};
+use crate::db::messages::{self, NewMessage};
+use crate::db::{permission_log, sessions, webhooks};
+use crate::db::{DbConnection, Store, StoreError};
+
+/// The writer thread's connection, opened on first use and again after a failure (a file that
+/// went away and came back, say).
+pub(super) struct Connection {
+    pub(super) store: Store,
+    pub(super) conn: Option<DbConnection>,
+    /// Bytes committed since the writer's last checkpoint of its own.
+    pub(super) unchecked: usize,
+}
+
+impl Connection {
+    pub(super) fn transaction(&mut self, jobs: &[Job]) -> Result<Vec<Option<i64>>, StoreError> {
+        let conn = match self.conn.as_mut() {
+            Some(conn) => conn,
+            None => self.conn.insert(self.store.dedicated(WRITER_PRAGMAS)?),
+        };
+        let result = conn_transaction(conn, jobs);
+        match &result {
+            Ok(_) => {
+                self.unchecked += jobs.iter().map(Job::bytes).sum::<usize>();
+                if self.unchecked >= WRITER_CHECKPOINT_BYTES {
+                    checkpoint::checkpoint(conn);
+                    self.unchecked = 0;
+                }
+            }
+            Err(e) if !is_permanent(e) => self.conn = None,
+            Err(_) => {}
+        }
+        result
+    }
+}
+
+/// Refusals by the database itself (constraints) do not pass by retrying.
+pub(super) fn is_permanent(e: &StoreError) -> bool {
+    matches!(e, StoreError::Rejected(_) | StoreError::Conflict(_))
+}
+
+fn conn_transaction(conn: &mut DbConnection, jobs: &[Job]) -> Result<Vec<Option<i64>>, StoreError> {
+    use diesel::Connection;
+    conn.transaction(|conn| write_batch(conn, jobs))
+}
+
+/// One transaction: consecutive message lines are inserted together; everything else applies
+/// in its place, so the order of events is kept. Returns the row id of each line that asked.
+fn write_batch(conn: &mut DbConnection, jobs: &[Job]) -> Result<Vec<Option<i64>>, StoreError> {
+    let mut ids = vec![None; jobs.len()];
+    let mut lines: Vec<&NewMessage> = Vec::new();
+    for (i, job) in jobs.iter().enumerate() {
+        if let WriteOp::Message(m) = &job.op {
+            if matches!(job.ack, Some(Ack::Id(_))) {
+                messages::insert_many(conn, lines.drain(..))?;
+                ids[i] = Some(messages::insert_returning_id(conn, m)?);
+            } else {
+                lines.push(m);
+            }
+            continue;
+        }
+        messages::insert_many(conn, lines.drain(..))?;
+        match &job.op {
+            WriteOp::Message(_) | WriteOp::Flush => {}
+            WriteOp::Event(e) => messages::insert_event(conn, e)?,
+            WriteOp::Delivered { message_id, at } => messages::mark_delivered(conn, *message_id, at)?,
+            WriteOp::Session { id, patch } => sessions::apply(conn, id, patch)?,
+            WriteOp::Decision(row) => permission_log::insert(conn, row)?,
+            WriteOp::Attempt(row) => webhooks::insert_attempt(conn, row)?,
+        }
+    }
+    messages::insert_many(conn, lines)?;
+    Ok(ids)
+}

@@ -1,0 +1,12 @@
+//! Lines from the CLI. Every line is kept raw; the fields Conduit acts on are lifted out.
+//! Unknown types and unknown fields are normal (they appear between CLI versions), never errors.
+
+mod header;
+mod kinds;
+mod parse;
+
+pub use kinds::{Incoming, Kind, TurnResult};
+pub use parse::parse;
+
+#[cfg(test)]
+mod tests;
