@@ -16,7 +16,9 @@ use chrono::{DateTime, Utc};
 use super::agent_run::{AgentRun, Cancel, RunDeps, RunEnded};
 use crate::db::agents::{self, Agent, Execution};
 use crate::db::StoreError;
+use crate::domain::agent::{AgentStatus, ExecutionStatus, TriggerKind};
 use crate::domain::cron::CronSchedule;
+use crate::domain::ids::ExecutionId;
 use crate::domain::time;
 
 /// Failures in a row that put an agent in `error`.
@@ -65,7 +67,7 @@ pub struct Current;
 #[derive(Message)]
 #[rtype(result = "bool")]
 pub struct CancelRun {
-    pub execution_id: String,
+    pub execution_id: ExecutionId,
     pub reason: String,
 }
 
@@ -85,7 +87,7 @@ struct Fire;
 
 struct Running {
     addr: Addr<AgentRun>,
-    trigger: String,
+    trigger: TriggerKind,
 }
 
 pub struct ProactiveAgent {
@@ -93,7 +95,7 @@ pub struct ProactiveAgent {
     schedule: Option<CronSchedule>,
     deps: RunDeps,
     timer: Option<SpawnHandle>,
-    runs: HashMap<String, Running>,
+    runs: HashMap<ExecutionId, Running>,
     retiring: Option<Vec<tokio::sync::oneshot::Sender<()>>>,
 }
 
@@ -139,8 +141,8 @@ impl ProactiveAgent {
     /// Sleeps until the next fire time after now (while active), and stores it.
     fn arm(&mut self, ctx: &mut Context<Self>) {
         self.disarm(ctx);
-        let next = match (&self.schedule, self.agent.status.as_str()) {
-            (Some(schedule), "active") => schedule.next_after(Utc::now()),
+        let next = match (&self.schedule, self.agent.status) {
+            (Some(schedule), AgentStatus::Active) => schedule.next_after(Utc::now()),
             _ => None,
         };
         let next_text = next.map(format_time);
@@ -162,13 +164,13 @@ impl ProactiveAgent {
         });
     }
 
-    fn start_run(&mut self, trigger: &str) -> ResponseActFuture<Self, Result<Execution, StoreError>> {
+    fn start_run(&mut self, trigger: TriggerKind) -> ResponseActFuture<Self, Result<Execution, StoreError>> {
         let now = time::now();
         let exec = Execution {
-            id: uuid::Uuid::new_v4().to_string(),
+            id: ExecutionId::new(),
             agent_id: self.agent.id.clone(),
-            trigger_kind: trigger.to_string(),
-            status: "queued".to_string(),
+            trigger_kind: trigger,
+            status: ExecutionStatus::Queued,
             exit_code: None,
             started_at: None,
             finished_at: None,
@@ -187,7 +189,7 @@ impl ProactiveAgent {
                     inserted?;
                     let addr =
                         AgentRun::start(act.deps.clone(), act.agent.clone(), exec.clone(), ctx.address().recipient());
-                    act.runs.insert(exec.id.clone(), Running { addr, trigger: exec.trigger_kind.clone() });
+                    act.runs.insert(exec.id.clone(), Running { addr, trigger: exec.trigger_kind });
                     Ok(exec)
                 },
             ),
@@ -196,9 +198,9 @@ impl ProactiveAgent {
 
     fn apply(&mut self, change: Change) {
         match change {
-            Change::Pause => self.agent.status = "paused".to_string(),
+            Change::Pause => self.agent.status = AgentStatus::Paused,
             Change::Resume => {
-                self.agent.status = "active".to_string();
+                self.agent.status = AgentStatus::Active;
                 self.agent.consecutive_failures = 0;
             }
             Change::Edit(edit) => {
@@ -233,7 +235,7 @@ impl Actor for ProactiveAgent {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let missed = self.agent.status == "active"
+        let missed = self.agent.status == AgentStatus::Active
             && self.agent.next_run_at.as_deref().and_then(parse_time).is_some_and(|at| at <= Utc::now());
         if missed {
             tracing::info!(agent = %self.agent.id, "a fire time passed while the service was down; running once now");
@@ -249,13 +251,13 @@ impl Handler<Fire> for ProactiveAgent {
 
     fn handle(&mut self, _msg: Fire, ctx: &mut Context<Self>) {
         self.timer = None;
-        if self.agent.status != "active" || self.retiring.is_some() {
+        if self.agent.status != AgentStatus::Active || self.retiring.is_some() {
             return;
         }
-        if self.runs.values().any(|r| r.trigger == "cron") {
+        if self.runs.values().any(|r| r.trigger == TriggerKind::Cron) {
             tracing::info!(agent = %self.agent.id, "the previous scheduled run is still going; skipping this fire");
         } else {
-            let run = self.start_run("cron");
+            let run = self.start_run(TriggerKind::Cron);
             ctx.spawn(run.map(|started, act, _| {
                 if let Err(e) = started {
                     tracing::error!(agent = %act.agent.id, error = %e, "could not start a scheduled run");
@@ -273,7 +275,7 @@ impl Handler<TriggerNow> for ProactiveAgent {
         if self.retiring.is_some() {
             return Box::pin(actix::fut::ready(Err(StoreError::NotFound)));
         }
-        self.start_run("manual")
+        self.start_run(TriggerKind::Manual)
     }
 }
 
@@ -325,14 +327,14 @@ impl Handler<RunEnded> for ProactiveAgent {
     fn handle(&mut self, msg: RunEnded, ctx: &mut Context<Self>) {
         let exec = msg.execution;
         self.runs.remove(&exec.id);
-        match exec.status.as_str() {
-            "success" => self.agent.consecutive_failures = 0,
-            "failure" | "timeout" => self.agent.consecutive_failures += 1,
+        match exec.status {
+            ExecutionStatus::Success => self.agent.consecutive_failures = 0,
+            status if status.is_failure() => self.agent.consecutive_failures += 1,
             _ => {}
         }
-        if self.agent.consecutive_failures >= MAX_CONSECUTIVE_FAILURES && self.agent.status == "active" {
+        if self.agent.consecutive_failures >= MAX_CONSECUTIVE_FAILURES && self.agent.status == AgentStatus::Active {
             tracing::warn!(agent = %self.agent.id, failures = self.agent.consecutive_failures, "the agent failed too often in a row; it stops firing until resumed");
-            self.agent.status = "error".to_string();
+            self.agent.status = AgentStatus::Error;
             self.disarm(ctx);
             self.agent.next_run_at = None;
         }

@@ -21,6 +21,7 @@ use super::locks::{self, Acquire, DirLock};
 use super::permissions::Evaluate;
 use crate::db::agents::{self, Agent, Execution};
 use crate::db::Store;
+use crate::domain::agent::ExecutionStatus;
 use crate::domain::time;
 use crate::process::cgroup::{Cgroup, Containment};
 use crate::process::command::{stdio_args, CliOptions};
@@ -111,7 +112,7 @@ pub struct AgentRun {
 impl AgentRun {
     /// Starts a run of `agent` for `exec` (already stored, status `queued`).
     pub fn start(deps: RunDeps, agent: Agent, exec: Execution, parent: Recipient<RunEnded>) -> Addr<AgentRun> {
-        let init_request = format!("conduit-run-{}", &exec.id[..8]);
+        let init_request = format!("conduit-run-{}", &exec.id.as_str()[..8]);
         AgentRun {
             deps,
             agent,
@@ -135,7 +136,7 @@ impl AgentRun {
     }
 
     fn publish(&self, kind: &'static str, name: &str, data: String) {
-        self.deps.bus.do_send(Publish(Event::for_execution(kind, name, &self.exec.id, data)));
+        self.deps.bus.do_send(Publish(Event::for_execution(kind, name, self.exec.id.as_str(), data)));
     }
 
     /// The execution without its output, as events carry it.
@@ -163,15 +164,15 @@ impl AgentRun {
     fn on_lock(&mut self, lock: Result<DirLock, locks::LockGone>, ctx: &mut Context<Self>) {
         let lock = match lock {
             Ok(lock) => lock,
-            Err(e) => return self.finish_without_process(ctx, "failure", e.to_string()),
+            Err(e) => return self.finish_without_process(ctx, ExecutionStatus::Failure, e.to_string()),
         };
         self.lock = Some(lock);
-        self.exec.status = "running".to_string();
+        self.exec.status = ExecutionStatus::Running;
         self.exec.started_at = Some(time::now());
         self.save(ctx);
         self.publish("agent.execution.started", "execution_started", self.summary());
         // Its cgroup first (cgroupfs work, off the executor), then the CLI.
-        let (containment, id) = (self.deps.containment.clone(), self.exec.id.clone());
+        let (containment, id) = (self.deps.containment.clone(), self.exec.id.to_string());
         let cgroup =
             async move { tokio::task::spawn_blocking(move || containment.cgroup_for(&id)).await.ok().flatten() };
         ctx.wait(cgroup.into_actor(self).map(|cgroup, act, ctx| {
@@ -191,7 +192,7 @@ impl AgentRun {
         cmd.args(stdio_args(&options))
             .current_dir(&self.agent.cwd)
             .process_group(0)
-            .env(SESSION_MARKER_ENV, &self.exec.id)
+            .env(SESSION_MARKER_ENV, self.exec.id.as_str())
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -206,7 +207,7 @@ impl AgentRun {
                     tokio::task::spawn_blocking(move || cgroup.kill_and_remove(Duration::from_secs(1)));
                 }
                 let reason = format!("cannot start the CLI {:?}: {e}", self.deps.cli_path);
-                return self.finish_without_process(ctx, "failure", reason);
+                return self.finish_without_process(ctx, ExecutionStatus::Failure, reason);
             }
         };
         let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) =
@@ -216,7 +217,11 @@ impl AgentRun {
             if let Some(cgroup) = cgroup {
                 tokio::task::spawn_blocking(move || cgroup.kill_and_remove(Duration::from_secs(2)));
             }
-            return self.finish_without_process(ctx, "failure", "the CLI started without its streams".to_string());
+            return self.finish_without_process(
+                ctx,
+                ExecutionStatus::Failure,
+                "the CLI started without its streams".to_string(),
+            );
         };
         let pid = pid as i32;
         owned::own(pid);
@@ -229,7 +234,7 @@ impl AgentRun {
                 None
             }
         });
-        self.tree = Some(ProcessTree { pgid: pid, marker: self.exec.id.clone(), cgroup });
+        self.tree = Some(ProcessTree { pgid: pid, marker: self.exec.id.to_string(), cgroup });
         ctx.add_stream(stdio::stdout_stream(stdout, None));
         ctx.add_stream(stdio::stderr_stream(stderr, None));
         let addr = ctx.address();
@@ -260,9 +265,9 @@ impl AgentRun {
         let Some(tree) = self.tree.clone() else {
             // Still waiting for the folder: nothing to stop.
             let status = match ending {
-                Ending::Timeout => "timeout",
-                Ending::Cancelled => "cancelled",
-                Ending::Failed => "failure",
+                Ending::Timeout => ExecutionStatus::Timeout,
+                Ending::Cancelled => ExecutionStatus::Cancelled,
+                Ending::Failed => ExecutionStatus::Failure,
             };
             return self.finish_without_process(ctx, status, reason);
         };
@@ -356,12 +361,12 @@ impl AgentRun {
     }
 
     /// Ends a run that never started a process (spawn failure, cancel while queued).
-    fn finish_without_process(&mut self, ctx: &mut Context<Self>, status: &str, error: String) {
+    fn finish_without_process(&mut self, ctx: &mut Context<Self>, status: ExecutionStatus, error: String) {
         if self.finishing {
             return;
         }
         self.finishing = true;
-        self.exec.status = status.to_string();
+        self.exec.status = status;
         self.exec.error = Some(error);
         self.record_end(ctx);
     }
@@ -379,20 +384,20 @@ impl AgentRun {
         let with_tail = |reason: String| if tail.is_empty() { reason } else { format!("{reason}; stderr: {tail}") };
         match self.ending.clone() {
             Some((Ending::Timeout, reason)) => {
-                self.exec.status = "timeout".to_string();
+                self.exec.status = ExecutionStatus::Timeout;
                 self.exec.error = Some(reason);
             }
             Some((Ending::Cancelled, reason)) => {
-                self.exec.status = "cancelled".to_string();
+                self.exec.status = ExecutionStatus::Cancelled;
                 self.exec.error = Some(reason);
             }
             Some((Ending::Failed, reason)) => {
-                self.exec.status = "failure".to_string();
+                self.exec.status = ExecutionStatus::Failure;
                 self.exec.error = Some(with_tail(reason));
             }
-            None if code == Some(0) => self.exec.status = "success".to_string(),
+            None if code == Some(0) => self.exec.status = ExecutionStatus::Success,
             None => {
-                self.exec.status = "failure".to_string();
+                self.exec.status = ExecutionStatus::Failure;
                 self.exec.error = Some(with_tail(format!("the CLI {how}")));
             }
         }

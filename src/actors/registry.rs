@@ -16,9 +16,7 @@ use futures_util::StreamExt;
 
 use super::bus::{Event, Publish};
 use super::permissions::Evaluate;
-use super::session::{
-    CliSession, Close, CloseIfIdle, CloseReason, SessionTerminated, Snapshot, Spawned, REASON_LAUNCH_FAILED,
-};
+use super::session::{CliSession, Close, CloseIfIdle, SessionTerminated, Snapshot, Spawned};
 use super::spawn::{spawn_cli, SpawnRequest};
 use crate::config::Settings;
 use crate::db::messages::{self, NewSessionEvent};
@@ -27,7 +25,9 @@ use crate::db::sessions::{self, Session, SessionPatch};
 use crate::db::writer::{WriteError, WriteOp, Writer};
 use crate::db::{Store, StoreError};
 use crate::domain::idleness::Busy;
+use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::launch::{CliOptions, LaunchSpec};
+use crate::domain::session::{ClosedReason, SessionStatus};
 use crate::domain::validate::Transport;
 use crate::domain::{names, time};
 use crate::process::cgroup::Containment;
@@ -72,7 +72,7 @@ pub enum LaunchError {
 /// same Conduit id, history and totals. Capacity limits apply as for a launch.
 #[derive(Message)]
 #[rtype(result = "Result<Session, ResumeError>")]
-pub struct Resume(pub String);
+pub struct Resume(pub SessionId);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ResumeError {
@@ -99,7 +99,7 @@ impl From<StoreError> for ResumeError {
 #[derive(Message)]
 #[rtype(result = "Result<(), Busy>")]
 pub struct CloseIdle {
-    pub id: String,
+    pub id: SessionId,
     pub timeout: Duration,
     /// Stream clients following it, as the bus counts them.
     pub watchers: usize,
@@ -108,7 +108,7 @@ pub struct CloseIdle {
 /// The actor of a live session, if there is one.
 #[derive(Message)]
 #[rtype(result = "Option<Addr<CliSession>>")]
-pub struct Find(pub String);
+pub struct Find(pub SessionId);
 
 /// How many sessions are live.
 #[derive(Message)]
@@ -119,7 +119,7 @@ pub struct LiveCount;
 /// gone.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct CloseProject(pub String);
+pub struct CloseProject(pub ProjectId);
 
 /// Ends every session (stdin closed, SIGINT to each group, grace, SIGKILL) and refuses new
 /// launches. Answers when all are gone.
@@ -136,7 +136,7 @@ struct ChildSignal;
 
 struct Live {
     addr: Addr<CliSession>,
-    project_id: String,
+    project_id: ProjectId,
     external_key: Option<String>,
     pid: i32,
 }
@@ -147,7 +147,7 @@ pub struct SessionRegistry {
     writer: Writer,
     engine: Recipient<Evaluate>,
     bus: Recipient<Publish>,
-    live: HashMap<String, Live>,
+    live: HashMap<SessionId, Live>,
     /// The installed CLI's version, read once for the `auto` transport (`Some(None)`: it
     /// could not be read, so `auto` means stdio).
     cli_version: Option<Option<CliVersion>>,
@@ -215,12 +215,12 @@ impl SessionRegistry {
         let now = time::now();
         let o = &spec.options;
         Session {
-            id: uuid::Uuid::new_v4().to_string(),
+            id: SessionId::new(),
             project_id: project.id.clone(),
             session_id: None,
             external_key: spec.external_key.clone(),
             name: spec.name.clone().unwrap_or_else(names::friendly),
-            status: "starting".to_string(),
+            status: SessionStatus::Starting,
             model: o.model.clone(),
             permission_mode: o.permission_mode.clone(),
             system_prompt: o.system_prompt.clone(),
@@ -265,26 +265,26 @@ impl SessionRegistry {
     /// was created, as its first event).
     fn launch_failed(&self, mut row: Session, reason: String, announce: bool) -> Session {
         let now = time::now();
-        row.status = "error".to_string();
+        row.status = SessionStatus::Error;
         row.error_message = Some(reason);
         row.closed_at = Some(now);
-        row.closed_reason = Some(REASON_LAUNCH_FAILED.to_string());
+        row.closed_reason = Some(ClosedReason::LaunchFailed);
         self.writer.persist(WriteOp::Session {
             id: row.id.clone(),
             patch: SessionPatch {
-                status: Some(row.status.clone()),
+                status: Some(row.status),
                 error_message: Some(row.error_message.clone()),
                 closed_at: Some(row.closed_at.clone()),
-                closed_reason: Some(row.closed_reason.clone()),
+                closed_reason: Some(row.closed_reason),
                 ..Default::default()
             },
         });
         if announce {
             let data = serde_json::to_string(&row).unwrap_or_else(|_| "null".to_string());
-            let mut event = Event::new("session.created", "session_created", Some(row.id.clone()), data.clone());
+            let mut event = Event::new("session.created", "session_created", Some(row.id.to_string()), data.clone());
             event.topic_seq = Some(1);
             self.writer.persist(WriteOp::Event(NewSessionEvent {
-                session_id: row.id.clone(),
+                session_id: row.id.to_string(),
                 seq: 1,
                 kind: event.kind.to_string(),
                 name: event.name.clone(),
@@ -446,7 +446,7 @@ impl Handler<Launch> for SessionRegistry {
             // The row, then its cgroup (cgroupfs work, off the executor).
             let prepare = async move {
                 store.run(move |conn| sessions::insert(conn, &stored)).await?;
-                let id = row.id.clone();
+                let id = row.id.to_string();
                 let cgroup = tokio::task::spawn_blocking(move || containment.cgroup_for(&id)).await.ok().flatten();
                 Ok::<_, StoreError>((row, cgroup))
             };
@@ -502,7 +502,7 @@ impl Handler<SessionTerminated> for SessionRegistry {
 }
 
 /// Sends `Close` to each session and waits for all of them.
-fn close_all(sessions: Vec<Addr<CliSession>>, signal: i32, reason: CloseReason) -> ResponseFuture<()> {
+fn close_all(sessions: Vec<Addr<CliSession>>, signal: i32, reason: ClosedReason) -> ResponseFuture<()> {
     let closing: Vec<_> = sessions.iter().map(|addr| addr.send(Close { signal, reason })).collect();
     Box::pin(async move {
         for outcome in futures_util::future::join_all(closing).await {
@@ -518,7 +518,7 @@ impl Handler<CloseProject> for SessionRegistry {
 
     fn handle(&mut self, msg: CloseProject, _ctx: &mut Context<Self>) -> Self::Result {
         let sessions = self.live.values().filter(|l| l.project_id == msg.0).map(|l| l.addr.clone()).collect();
-        close_all(sessions, libc::SIGTERM, CloseReason::ProjectDeleted)
+        close_all(sessions, libc::SIGTERM, ClosedReason::ProjectDeleted)
     }
 }
 
@@ -528,7 +528,7 @@ impl Handler<Shutdown> for SessionRegistry {
     fn handle(&mut self, _msg: Shutdown, _ctx: &mut Context<Self>) -> Self::Result {
         self.shutting_down = true;
         tracing::info!(sessions = self.live.len(), "ending every session");
-        close_all(self.live.values().map(|l| l.addr.clone()).collect(), libc::SIGINT, CloseReason::Shutdown)
+        close_all(self.live.values().map(|l| l.addr.clone()).collect(), libc::SIGINT, ClosedReason::Shutdown)
     }
 }
 
@@ -559,7 +559,7 @@ impl SessionRegistry {
     /// Checks a stored row can be resumed now, and marks it starting again.
     fn relaunch(&mut self, row: Option<Session>, project: Option<Project>) -> Result<Relaunch, ResumeError> {
         let mut row = row.ok_or_else(|| ResumeError::NotFound("No such session.".to_string()))?;
-        if self.live.contains_key(&row.id) || !matches!(row.status.as_str(), "closed" | "error") {
+        if self.live.contains_key(&row.id) || !row.status.has_ended() {
             return Err(ResumeError::Conflict(format!(
                 "The session is {}; only a closed or errored session can be resumed.",
                 row.status
@@ -593,7 +593,7 @@ impl SessionRegistry {
             append_system_prompt: row.append_system_prompt.clone(),
         };
         let now = time::now();
-        row.status = "starting".to_string();
+        row.status = SessionStatus::Starting;
         row.error_message = None;
         row.closed_at = None;
         row.closed_reason = None;
@@ -605,7 +605,7 @@ impl SessionRegistry {
         self.writer.persist(WriteOp::Session {
             id: row.id.clone(),
             patch: SessionPatch {
-                status: Some(row.status.clone()),
+                status: Some(row.status),
                 error_message: Some(None),
                 closed_at: Some(None),
                 closed_reason: Some(None),
@@ -632,7 +632,7 @@ impl Handler<Resume> for SessionRegistry {
                         Some(r) => projects::find(conn, &r.project_id)?,
                         None => None,
                     };
-                    let last_seq = messages::last_seq(conn, &id)?;
+                    let last_seq = messages::last_seq(conn, id.as_str())?;
                     Ok((row, project, last_seq))
                 })
                 .await
@@ -646,7 +646,7 @@ impl Handler<Resume> for SessionRegistry {
                 Ok(checked) => checked,
                 Err(e) => return Box::pin(actix::fut::ready(Err(e))) as ResumeFuture,
             };
-            let (containment, id) = (act.containment.clone(), relaunch.row.id.clone());
+            let (containment, id) = (act.containment.clone(), relaunch.row.id.to_string());
             let cgroup =
                 async move { tokio::task::spawn_blocking(move || containment.cgroup_for(&id)).await.ok().flatten() };
             Box::pin(cgroup.into_actor(act).then(move |cgroup, act, _ctx| {

@@ -24,6 +24,8 @@ use crate::db::sessions::{Session, SessionPatch};
 use crate::db::writer::{WriteError, WriteOp, Writer};
 use crate::domain::events;
 use crate::domain::idleness::{self, Activity, Busy};
+use crate::domain::ids::SessionId;
+use crate::domain::session::{ClosedReason, SessionStatus};
 use crate::domain::time;
 use crate::process::tree::ProcessTree;
 use crate::protocol::framing::{Frame, MAX_LINE_BYTES};
@@ -80,35 +82,8 @@ pub enum Control {
 #[rtype(result = "Result<Session, SessionError>")]
 pub struct Close {
     pub signal: i32,
-    pub reason: CloseReason,
+    pub reason: ClosedReason,
 }
-
-/// Why a session was asked to end; stored as the row's `closed_reason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CloseReason {
-    /// `DELETE /api/sessions/{id}`.
-    Requested,
-    /// Closed by the janitor after the idle timeout; a message to it resumes it.
-    IdleTimeout,
-    ProjectDeleted,
-    Shutdown,
-}
-
-impl CloseReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CloseReason::Requested => "requested",
-            CloseReason::IdleTimeout => "idle_timeout",
-            CloseReason::ProjectDeleted => "project_deleted",
-            CloseReason::Shutdown => "shutdown",
-        }
-    }
-}
-
-/// `closed_reason` of a session whose CLI ended on its own (or failed).
-pub const REASON_CLI_EXITED: &str = "cli_exited";
-/// `closed_reason` of a session whose CLI could not be started.
-pub const REASON_LAUNCH_FAILED: &str = "launch_failed";
 
 /// The janitor's question: close this session if it has been truly idle for `timeout`
 /// (`watchers` is what the bus counts). Decided here, where the state lives, so nothing can
@@ -135,7 +110,7 @@ pub struct Snapshot;
 #[derive(Message, Debug)]
 #[rtype(result = "()")]
 pub struct SessionTerminated {
-    pub id: String,
+    pub id: SessionId,
     pub pid: i32,
 }
 
@@ -217,7 +192,7 @@ pub struct CliSession {
     registry_notified: bool,
     /// The WebSocket bridge this session's CLI talks through, if it uses that transport.
     bridge: Option<BridgeHandle>,
-    close_reason: Option<CloseReason>,
+    close_reason: Option<ClosedReason>,
     /// The last line in either direction, message or control traffic. The row's
     /// `last_active_at` follows it only at status changes, results and the janitor's asks.
     last_activity: Instant,
@@ -313,12 +288,12 @@ impl CliSession {
     }
 
     fn is_live(&self) -> bool {
-        !self.close_requested && !self.finishing && !matches!(self.row.status.as_str(), "closed" | "error")
+        !self.close_requested && !self.finishing && self.row.status.is_live()
     }
 
     fn request_id(&mut self) -> String {
         self.next_id += 1;
-        format!("conduit-{}-{}", &self.row.id[..8], self.next_id)
+        format!("conduit-{}-{}", &self.row.id.as_str()[..8], self.next_id)
     }
 
     /// Records a line in the messages table (write-behind), charged to the session's backlog
@@ -337,7 +312,7 @@ impl CliSession {
             None => (None, time::now()),
         };
         let line = NewMessage {
-            session_id: self.row.id.clone(),
+            session_id: self.row.id.to_string(),
             direction,
             message_type: message_type.to_string(),
             message_subtype: subtype,
@@ -367,7 +342,7 @@ impl CliSession {
     /// and time (a relayed line is stored with them).
     fn publish_numbered(&mut self, kind: &'static str, name: &str, data: String) -> (u64, String) {
         self.seq += 1;
-        let mut event = Event::new(kind, name, Some(self.row.id.clone()), data);
+        let mut event = Event::new(kind, name, Some(self.row.id.to_string()), data);
         event.topic_seq = Some(self.seq);
         let numbered = (self.seq, event.timestamp.clone());
         self.bus.do_send(Publish(event));
@@ -380,7 +355,7 @@ impl CliSession {
         let stored = data.clone();
         let (seq, timestamp) = self.publish_numbered(kind, name, data);
         self.writer.persist(WriteOp::Event(NewSessionEvent {
-            session_id: self.row.id.clone(),
+            session_id: self.row.id.to_string(),
             seq: seq as i64,
             kind: kind.to_string(),
             name: name.to_string(),
@@ -399,12 +374,12 @@ impl CliSession {
         self.writer.persist(WriteOp::Session { id: self.row.id.clone(), patch });
     }
 
-    fn set_status(&mut self, status: &str) {
+    fn set_status(&mut self, status: SessionStatus) {
         if self.row.status != status {
-            self.row.status = status.to_string();
+            self.row.status = status;
             self.row.last_active_at = time::now();
             let patch = SessionPatch {
-                status: Some(status.to_string()),
+                status: Some(status),
                 last_active_at: Some(self.row.last_active_at.clone()),
                 ..Default::default()
             };
@@ -446,7 +421,7 @@ impl CliSession {
     /// Starts the next queued turn when the CLI is ready for one. Its stored row records when
     /// the transport actually wrote it (`delivered_at`).
     fn pump(&mut self) {
-        if self.turn_running || !self.is_live() || self.row.status != "idle" {
+        if self.turn_running || !self.is_live() || self.row.status != SessionStatus::Idle {
             return;
         }
         let Some(message_id) = self.queue.front().and_then(|t| t.message_id) else { return };
@@ -457,7 +432,7 @@ impl CliSession {
             Ok(()) => {
                 self.last_activity = Instant::now();
                 self.turn_running = true;
-                self.set_status("active");
+                self.set_status(SessionStatus::Active);
                 let writer = self.writer.clone();
                 actix::spawn(async move {
                     if heard.await.is_ok() {
@@ -499,9 +474,9 @@ impl CliSession {
                     self.patch(SessionPatch { permission_mode: Some(mode), ..Default::default() });
                 }
                 match status.as_deref() {
-                    Some("compacting") => self.set_status("compacting"),
-                    _ if self.row.status == "compacting" => {
-                        self.set_status(if self.turn_running { "active" } else { "idle" })
+                    Some("compacting") => self.set_status(SessionStatus::Compacting),
+                    _ if self.row.status == SessionStatus::Compacting => {
+                        self.set_status(if self.turn_running { SessionStatus::Active } else { SessionStatus::Idle })
                     }
                     _ => {}
                 }
@@ -523,7 +498,7 @@ impl CliSession {
             Kind::ControlResponse { request_id, outcome } => match self.pending.remove(&request_id) {
                 Some(Pending::Initialize) => match outcome {
                     Ok(_) => {
-                        self.set_status("idle");
+                        self.set_status(SessionStatus::Idle);
                         self.pump();
                     }
                     Err(e) => self.fail(ctx, format!("the CLI refused initialize: {e}")),
@@ -569,8 +544,8 @@ impl CliSession {
         }
         self.row.last_active_at = now.clone();
         self.turn_running = false;
-        let status = if self.is_live() { "idle" } else { self.row.status.as_str() }.to_string();
-        self.row.status = status.clone();
+        let status = if self.is_live() { SessionStatus::Idle } else { self.row.status };
+        self.row.status = status;
         self.patch(SessionPatch {
             status: Some(status),
             total_cost_usd: Some(self.row.total_cost_usd),
@@ -678,17 +653,17 @@ impl CliSession {
             let survivors = survivors.unwrap_or_default();
             let exit = act.exit.clone().unwrap_or_default();
             let now = time::now();
-            let requested = act.close_reason.map(CloseReason::as_str);
+            let requested = act.close_reason;
             if !survivors.is_empty() {
-                act.row.status = "error".to_string();
+                act.row.status = SessionStatus::Error;
                 act.row.error_message = Some(format!("could not end processes {survivors:?} of this session"));
-                act.row.closed_reason = Some(requested.unwrap_or(REASON_CLI_EXITED).to_string());
+                act.row.closed_reason = Some(requested.unwrap_or(ClosedReason::CliExited));
             } else if act.close_requested && act.row.error_message.is_none() {
-                act.row.status = "closed".to_string();
+                act.row.status = SessionStatus::Closed;
                 act.row.closed_at = Some(now.clone());
-                act.row.closed_reason = Some(requested.unwrap_or(CloseReason::Requested.as_str()).to_string());
+                act.row.closed_reason = Some(requested.unwrap_or(ClosedReason::Requested));
             } else {
-                act.row.status = "error".to_string();
+                act.row.status = SessionStatus::Error;
                 let mut reason = act.row.error_message.take().unwrap_or_else(|| format!("the CLI {exit}"));
                 if act.resumed && act.started_at.elapsed() < RESUME_GRACE {
                     reason = format!("the CLI exited within {RESUME_GRACE:?} of resuming: {reason}");
@@ -697,16 +672,16 @@ impl CliSession {
                 act.row.error_message =
                     Some(if tail.is_empty() { reason } else { format!("{reason}; stderr: {tail}") });
                 act.row.closed_at = Some(now.clone());
-                act.row.closed_reason = Some(REASON_CLI_EXITED.to_string());
+                act.row.closed_reason = Some(ClosedReason::CliExited);
             }
             act.row.last_active_at = now.clone();
             act.turn_running = false;
             act.background_tasks.clear();
             let patch = SessionPatch {
-                status: Some(act.row.status.clone()),
+                status: Some(act.row.status),
                 error_message: Some(act.row.error_message.clone()),
                 closed_at: Some(act.row.closed_at.clone()),
-                closed_reason: Some(act.row.closed_reason.clone()),
+                closed_reason: Some(act.row.closed_reason),
                 last_active_at: Some(now),
                 ..Default::default()
             };
@@ -717,7 +692,7 @@ impl CliSession {
                     if let Err(e) = stored {
                         tracing::error!(session = %act.row.id, error = %e, "could not store the final session state");
                     }
-                    if act.row.status == "error" {
+                    if act.row.status == SessionStatus::Error {
                         let data = serde_json::json!({"message": act.row.error_message}).to_string();
                         act.publish("session.error", "error", data);
                     }
@@ -818,7 +793,7 @@ impl Handler<SendUser> for CliSession {
     fn handle(&mut self, msg: SendUser, _ctx: &mut Context<Self>) -> Self::Result {
         self.last_activity = Instant::now();
         if !self.is_live() {
-            let status = if self.close_requested { "closing".to_string() } else { self.row.status.clone() };
+            let status = if self.close_requested { "closing".to_string() } else { self.row.status.to_string() };
             return Box::pin(actix::fut::ready(Err(SessionError::NotLive(status))));
         }
         if self.queue.len() >= MAX_QUEUED_TURNS {
@@ -828,10 +803,10 @@ impl Handler<SendUser> for CliSession {
         self.next_id += 1;
         let seq = self.next_id;
         let position = self.queue.len() + usize::from(self.turn_running);
-        let queued = position > 0 || self.row.status != "idle";
+        let queued = position > 0 || self.row.status != SessionStatus::Idle;
         self.queue.push_back(QueuedTurn { seq, line: line.clone(), message_id: None });
         let row = NewMessage {
-            session_id: self.row.id.clone(),
+            session_id: self.row.id.to_string(),
             direction: "to_cli",
             message_type: "user".to_string(),
             message_subtype: None,
@@ -861,8 +836,8 @@ impl Handler<Control> for CliSession {
     type Result = ResponseActFuture<Self, Result<Session, SessionError>>;
 
     fn handle(&mut self, msg: Control, ctx: &mut Context<Self>) -> Self::Result {
-        if !self.is_live() || self.row.status == "starting" {
-            let status = if self.close_requested { "closing".to_string() } else { self.row.status.clone() };
+        if !self.is_live() || self.row.status == SessionStatus::Starting {
+            let status = if self.close_requested { "closing".to_string() } else { self.row.status.to_string() };
             return Box::pin(actix::fut::ready(Err(SessionError::NotLive(status))));
         }
         let (reply, answer) = oneshot::channel();
@@ -939,7 +914,7 @@ impl Handler<CloseIfIdle> for CliSession {
         match idleness::verdict(&activity, msg.timeout) {
             Ok(()) => {
                 tracing::info!(session = %self.row.id, quiet_for = ?activity.quiet_for, "closing an idle session");
-                self.close_reason = Some(CloseReason::IdleTimeout);
+                self.close_reason = Some(ClosedReason::IdleTimeout);
                 self.begin_close(libc::SIGTERM, ctx);
                 Ok(())
             }
@@ -962,7 +937,7 @@ impl Handler<AwaitEnd> for CliSession {
 
     fn handle(&mut self, _msg: AwaitEnd, _ctx: &mut Context<Self>) -> Self::Result {
         if self.is_live() {
-            let status = self.row.status.clone();
+            let status = self.row.status;
             return Box::pin(async move { Err(SessionError::Cli(format!("the session is {status}, not ending"))) });
         }
         let (tx, rx) = oneshot::channel();

@@ -57,7 +57,7 @@ pub fn spawn_cli(settings: &Settings, req: SpawnRequest<'_>) -> Result<Spawned, 
     };
     cmd.current_dir(folder)
         .process_group(0)
-        .env(SESSION_MARKER_ENV, &row.id)
+        .env(SESSION_MARKER_ENV, row.id.as_str())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(false);
@@ -91,7 +91,7 @@ pub fn spawn_cli(settings: &Settings, req: SpawnRequest<'_>) -> Result<Spawned, 
             None
         }
     });
-    let tree = ProcessTree { pgid: pid, marker: row.id.clone(), cgroup };
+    let tree = ProcessTree { pgid: pid, marker: row.id.to_string(), cgroup };
     let end_now = |tree: &ProcessTree| {
         // tokio reaps the dropped child; the subreaper may too.
         owned::release(tree.pgid);
@@ -114,7 +114,7 @@ pub fn spawn_cli(settings: &Settings, req: SpawnRequest<'_>) -> Result<Spawned, 
         }
         Some((listener, port)) => {
             let (outbound, inbound, handoff) = websocket::channels(stdio::STDIN_QUEUE);
-            let bridge = match BridgeSocket::start(&row.id, listener, port, &secret, handoff) {
+            let bridge = match BridgeSocket::start(row.id.as_str(), listener, port, &secret, handoff) {
                 Ok(bridge) => bridge,
                 Err(e) => {
                     end_now(&tree);

@@ -29,6 +29,7 @@ use super::permission_log::{self, NewDecision};
 use super::sessions::{self, SessionPatch};
 use super::webhooks::{self, NewAttempt};
 use super::{DbConnection, Store, StoreError};
+use crate::domain::ids::SessionId;
 
 /// Jobs per transaction at most.
 const BATCH: usize = 5_000;
@@ -54,7 +55,7 @@ pub enum WriteOp {
     /// A webhook delivery attempt.
     Attempt(NewAttempt),
     Session {
-        id: String,
+        id: SessionId,
         patch: SessionPatch,
     },
     /// Commits nothing; acknowledged once everything queued before it is committed.
