@@ -14,7 +14,8 @@ use conduit::actors::permissions::{Evaluate, PermissionEngine, Reload};
 use conduit::db::rules::RuleRow;
 use conduit::db::writer::Writer;
 use conduit::db::Store;
-use conduit::domain::decision::{DecisionPoint, ToolCall};
+use conduit::domain::decision::{Decision, DecisionPoint, ToolCall};
+use conduit::domain::ids::{ProjectId, RuleId};
 use conduit::domain::rules::{Behavior, RuleSet};
 use serde_json::{json, Value};
 
@@ -28,11 +29,11 @@ fn rows() -> Vec<RuleRow> {
         ["rm", "git push", "curl", "wget", "docker", "kubectl", "ssh", "scp", "npm publish", "cargo publish"];
     let mut push = |project: Option<String>, i: usize, tool: &str, content: String, behavior: &str| {
         rows.push(RuleRow {
-            id: format!("rule-{}-{i}", project.as_deref().unwrap_or("global")),
-            project_id: project,
+            id: RuleId::from_stored(format!("rule-{}-{i}", project.as_deref().unwrap_or("global"))),
+            project_id: project.map(ProjectId::from_stored),
             tool_name: tool.to_string(),
             rule_content: content,
-            behavior: behavior.to_string(),
+            behavior: behavior.parse::<Decision>().expect("allow or deny"),
             priority: (i % 7) as i32,
             updated_input: None,
             created_at: format!("2026-01-01T00:00:{:02}.000Z", i % 60),
@@ -166,14 +167,14 @@ async fn latency() {
         let started = Instant::now();
         engine
             .send(Evaluate {
-                project_id: Some(project.clone()),
+                project_id: Some(ProjectId::from_stored(project.clone())),
                 session_id: None,
                 call: ToolCall {
                     request_id: format!("r{i}"),
-                    tool_use_id: None,
                     point: DecisionPoint::Hook,
                     tool_name: tool.clone(),
                     input: input.clone(),
+                    tool_use_id: None,
                 },
             })
             .await

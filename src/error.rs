@@ -151,6 +151,14 @@ impl From<crate::db::StoreError> for AppError {
     }
 }
 
+impl From<crate::domain::ids::InvalidId> for AppError {
+    /// An id from the path that is not a UUID cannot name a row: the resource is not found
+    /// (404), as for a well-formed id that names nothing.
+    fn from(e: crate::domain::ids::InvalidId) -> Self {
+        AppError::not_found(format!("No {} with id {:?}.", e.kind, e.raw))
+    }
+}
+
 impl From<crate::db::writer::WriteError> for AppError {
     fn from(e: crate::db::writer::WriteError) -> Self {
         use crate::db::writer::WriteError;

@@ -17,6 +17,8 @@ use super::bus::{Event, Publish};
 use super::locks::DirLock;
 use crate::db::agents::{self, Agent, Execution};
 use crate::db::Store;
+use crate::domain::agent::ExecutionStatus;
+use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::time;
 use crate::protocol::incoming::{Incoming, Kind};
 use crate::supervisor::conversation::{Conversation, Ctx, ProcessEnd, Step};
@@ -66,7 +68,7 @@ pub struct RunRecords {
 
 impl RunRecords {
     pub fn publish(&self, kind: &'static str, name: &str, agent: &Agent, exec: &Execution) {
-        self.bus.do_send(Publish(Event::for_execution(kind, name, &exec.id, summary(agent, exec))));
+        self.bus.do_send(Publish(Event::for_execution(kind, name, exec.id.as_str(), summary(agent, exec))));
     }
 
     /// Stores the execution as it is now.
@@ -125,13 +127,13 @@ impl OneTurn {
     fn conclude(&mut self, end: &ProcessEnd<RunStop>) {
         self.exec.exit_code = end.exit.code;
         let (status, error) = match (&end.asked, &end.failure) {
-            (Some(RunStop::Timeout(reason)), _) => ("timeout", Some(reason.clone())),
-            (Some(RunStop::Cancelled(reason)), _) => ("cancelled", Some(reason.clone())),
-            (None, Some(failure)) => ("failure", Some(end.with_stderr(failure.clone()))),
-            (None, None) if end.exit.code == Some(0) => ("success", None),
-            (None, None) => ("failure", Some(end.with_stderr(format!("the CLI {}", end.exit.how)))),
+            (Some(RunStop::Timeout(reason)), _) => (ExecutionStatus::Timeout, Some(reason.clone())),
+            (Some(RunStop::Cancelled(reason)), _) => (ExecutionStatus::Cancelled, Some(reason.clone())),
+            (None, Some(failure)) => (ExecutionStatus::Failure, Some(end.with_stderr(failure.clone()))),
+            (None, None) if end.exit.code == Some(0) => (ExecutionStatus::Success, None),
+            (None, None) => (ExecutionStatus::Failure, Some(end.with_stderr(format!("the CLI {}", end.exit.how)))),
         };
-        self.exec.status = status.to_string();
+        self.exec.status = status;
         self.exec.error = error;
         if self.raw_dropped > 0 {
             self.exec.raw_output.push_str(&format!(
@@ -150,7 +152,7 @@ impl OneTurn {
 impl Conversation for OneTurn {
     type Asked = RunStop;
 
-    fn scope(&self) -> (Option<String>, Option<String>) {
+    fn scope(&self) -> (Option<ProjectId>, Option<SessionId>) {
         (self.agent.project_id.clone(), None)
     }
 
@@ -177,7 +179,7 @@ impl Conversation for OneTurn {
         run.records.bus.do_send(Publish(Event::for_execution(
             "agent.execution.output",
             &msg.message_type,
-            &run.exec.id,
+            run.exec.id.as_str(),
             data,
         )));
         match msg.kind {

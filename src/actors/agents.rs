@@ -13,6 +13,7 @@ use super::agent::RunDeps;
 use super::agent::{Apply, CancelRun, Change, Current, ProactiveAgent, Retire, TriggerNow};
 use crate::db::agents::{self, Agent, Execution};
 use crate::db::StoreError;
+use crate::domain::ids::{AgentId, ExecutionId};
 
 // ---------------------------------------------------------------------------------------------
 // Messages
@@ -20,7 +21,7 @@ use crate::db::StoreError;
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
     #[error("No agent with id {0:?}.")]
-    NotFound(String),
+    NotFound(AgentId),
     #[error("the limit of {0} agents is reached (CONDUIT_MAX_AGENTS); delete one first")]
     Limit(u32),
     #[error("the service is shutting down")]
@@ -41,30 +42,30 @@ pub struct Create(pub Agent);
 
 #[derive(Message)]
 #[rtype(result = "Result<Agent, AgentError>")]
-pub struct Get(pub String);
+pub struct Get(pub AgentId);
 
 #[derive(Message)]
 #[rtype(result = "Result<Agent, AgentError>")]
 pub struct Update {
-    pub id: String,
+    pub id: AgentId,
     pub change: Change,
 }
 
 /// Cancels the agent's runs, then deletes it with its history.
 #[derive(Message)]
 #[rtype(result = "Result<(), AgentError>")]
-pub struct Delete(pub String);
+pub struct Delete(pub AgentId);
 
 #[derive(Message)]
 #[rtype(result = "Result<Execution, AgentError>")]
-pub struct Trigger(pub String);
+pub struct Trigger(pub AgentId);
 
 /// Answers whether a live run was found and told to stop.
 #[derive(Message)]
 #[rtype(result = "Result<bool, AgentError>")]
 pub struct CancelExecution {
-    pub agent_id: String,
-    pub execution_id: String,
+    pub agent_id: AgentId,
+    pub execution_id: ExecutionId,
 }
 
 /// Cancels every run ("service shut down") and waits for them to be recorded.
@@ -78,7 +79,7 @@ pub struct ShutdownAgents;
 pub struct AgentRegistry {
     deps: RunDeps,
     max_agents: u32,
-    agents: HashMap<String, Addr<ProactiveAgent>>,
+    agents: HashMap<AgentId, Addr<ProactiveAgent>>,
     shutting_down: bool,
 }
 
@@ -87,8 +88,8 @@ impl AgentRegistry {
         AgentRegistry { deps, max_agents, agents: HashMap::new(), shutting_down: false }
     }
 
-    fn find(&self, id: &str) -> Result<Addr<ProactiveAgent>, AgentError> {
-        self.agents.get(id).cloned().ok_or_else(|| AgentError::NotFound(id.to_string()))
+    fn find(&self, id: &AgentId) -> Result<Addr<ProactiveAgent>, AgentError> {
+        self.agents.get(id).cloned().ok_or_else(|| AgentError::NotFound(id.clone()))
     }
 
     fn launch(&mut self, agent: Agent) {

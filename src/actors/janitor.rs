@@ -114,7 +114,7 @@ async fn close_idle_sessions(
     };
     for id in ids {
         report.checked += 1;
-        let watchers = match bus.send(WatcherCount(id.clone())).await {
+        let watchers = match bus.send(WatcherCount(id.to_string())).await {
             Ok(n) => n,
             Err(e) => {
                 tracing::warn!(session = %id, error = %e, "janitor: the event bus did not answer");

@@ -11,7 +11,8 @@ use crate::db::permission_log::NewDecision;
 use crate::db::rules::{self as rule_rows, RuleRow};
 use crate::db::writer::{WriteOp, Writer};
 use crate::db::{Store, StoreError};
-use crate::domain::decision::{ToolCall, Verdict};
+use crate::domain::decision::{Decision, DecisionSource, ToolCall, Verdict};
+use crate::domain::ids::{ProjectId, RuleId, SessionId};
 use crate::domain::rules::{self, Behavior, CompiledRule, RuleSet};
 use crate::domain::time;
 
@@ -21,8 +22,8 @@ use crate::domain::time;
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "Verdict")]
 pub struct Evaluate {
-    pub project_id: Option<String>,
-    pub session_id: Option<String>,
+    pub project_id: Option<ProjectId>,
+    pub session_id: Option<SessionId>,
     pub call: ToolCall,
 }
 
@@ -61,10 +62,10 @@ pub fn compile_rows(rows: Vec<RuleRow>) -> Vec<CompiledRule> {
                 }
             };
             Some(CompiledRule {
-                behavior: if row.behavior == "deny" { Behavior::Deny } else { Behavior::Allow },
+                behavior: Behavior::from(row.behavior),
                 updated_input: row.updated_input.as_deref().and_then(|t| serde_json::from_str(t).ok()),
-                id: row.id,
-                project_id: row.project_id,
+                id: row.id.into(),
+                project_id: row.project_id.map(String::from),
                 tool_name: row.tool_name,
                 content: row.rule_content,
                 pattern,
@@ -94,7 +95,7 @@ impl Handler<Evaluate> for PermissionEngine {
 
     fn handle(&mut self, msg: Evaluate, _ctx: &mut Context<Self>) -> Self::Result {
         let Evaluate { project_id, session_id, call } = msg;
-        let decided = self.rules.evaluate(project_id.as_deref(), &call.tool_name, &call.input);
+        let decided = self.rules.evaluate(project_id.as_ref().map(ProjectId::as_str), &call.tool_name, &call.input);
         let allow = decided.behavior == Behavior::Allow;
         let (reason, rule_id, updated_input) = match decided.rule {
             Some(rule) => {
@@ -109,12 +110,12 @@ impl Handler<Evaluate> for PermissionEngine {
             session_id,
             request_id: call.request_id,
             tool_use_id: call.tool_use_id,
-            decision_point: call.point.as_str(),
+            decision_point: call.point,
             tool_name: call.tool_name,
             tool_input: rules::redact(&call.input).to_string(),
-            decision: if allow { "allow" } else { "deny" },
-            decision_source: if rule_id.is_some() { "auto_rule" } else { "auto_default" },
-            rule_id: rule_id.clone(),
+            decision: Decision::from(decided.behavior),
+            decision_source: if rule_id.is_some() { DecisionSource::AutoRule } else { DecisionSource::AutoDefault },
+            rule_id: rule_id.clone().map(RuleId::from_stored),
             reason: Some(reason.clone()),
             decided_at: time::now(),
         };

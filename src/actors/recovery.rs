@@ -56,12 +56,12 @@ pub async fn recover_after_restart(
         }
         let mut processes = 0;
         for row in &rows {
-            processes += end_marked(&row.id);
+            processes += end_marked(row.id.as_str());
             let (Some(pid), Some(started)) = (row.cli_pid, row.cli_started_at.as_deref()) else { continue };
             let same = procfs::stat(pid).is_some_and(|s| s.start_time.to_string() == started && s.state != 'Z');
             if same {
                 tracing::warn!(session = %row.id, pid, "ending a CLI left over from before the restart");
-                let left = kill::kill_until_gone(pid, SESSION_MARKER_ENV, &row.id, Duration::from_secs(2));
+                let left = kill::kill_until_gone(pid, SESSION_MARKER_ENV, row.id.as_str(), Duration::from_secs(2));
                 if !left.is_empty() {
                     tracing::error!(session = %row.id, pids = ?left, "leftover processes survived SIGKILL");
                 }
@@ -69,7 +69,7 @@ pub async fn recover_after_restart(
             }
         }
         for id in &executions {
-            processes += end_marked(id);
+            processes += end_marked(id.as_str());
         }
         (cgroups, processes)
     })

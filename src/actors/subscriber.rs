@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use super::feed::{Feed, FeedItem};
 use super::registry::{Deliver, Find, SessionRegistry};
 use super::session::Control;
+use crate::domain::ids::SessionId;
 use crate::domain::validate;
 
 pub const PING_EVERY: Duration = Duration::from_secs(30);
@@ -27,7 +28,7 @@ const SIDE_SEND_WAIT: Duration = Duration::from_secs(10);
 /// A WebSocket client's link: its socket and the session it follows.
 pub struct WsLink {
     pub socket: actix_ws::Session,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub registry: Addr<SessionRegistry>,
 }
 

@@ -18,6 +18,7 @@ use super::feed::{Feed, FeedItem};
 use crate::db::webhooks::{self as rows, NewAttempt, WebhookRow};
 use crate::db::writer::{WriteOp, Writer};
 use crate::db::{Store, StoreError};
+use crate::domain::ids::WebhookId;
 use crate::domain::time;
 use actix::prelude::*;
 use hmac::{Hmac, Mac};
@@ -60,7 +61,7 @@ pub struct ReloadWebhooks;
 /// Events each webhook missed (they left the bus's history before it could deliver them),
 /// since the service started.
 #[derive(Message)]
-#[rtype(result = "HashMap<String, u64>")]
+#[rtype(result = "HashMap<WebhookId, u64>")]
 pub struct DroppedCounts;
 
 // ---------------------------------------------------------------------------------------------
@@ -79,7 +80,7 @@ pub struct WebhookDispatcher {
     client: reqwest::Client,
     default_secret: Option<String>,
     retry_base: Duration,
-    workers: HashMap<String, Worker>,
+    workers: HashMap<WebhookId, Worker>,
 }
 
 impl Drop for WebhookDispatcher {
@@ -134,7 +135,7 @@ impl WebhookDispatcher {
 
 /// One webhook's delivery loop, in event order.
 struct Target {
-    id: String,
+    id: WebhookId,
     url: String,
     secret: Option<String>,
     events: Vec<String>,

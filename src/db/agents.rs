@@ -6,6 +6,8 @@ use utoipa::ToSchema;
 
 use super::schema::{agent_executions, agents};
 use super::{DbConnection, StoreError};
+use crate::domain::agent::{AgentStatus, ExecutionStatus, TriggerKind};
+use crate::domain::ids::{AgentId, ExecutionId, ProjectId};
 
 /// Executions kept per agent; older ones are deleted as new ones finish.
 pub const HISTORY_PER_AGENT: i64 = 100;
@@ -15,9 +17,11 @@ pub const HISTORY_PER_AGENT: i64 = 100;
 #[diesel(table_name = agents, treat_none_as_null = true)]
 pub struct Agent {
     /// UUID.
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: AgentId,
     /// The project it belongs to, if any.
-    pub project_id: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub project_id: Option<ProjectId>,
     pub name: String,
     /// The one user turn each run sends.
     pub objective: String,
@@ -29,7 +33,7 @@ pub struct Agent {
     /// A run longer than this is ended and recorded as `timeout`.
     pub timeout_ms: i64,
     /// `active`, `paused`, or `error` (after 5 failures in a row; resume to fire again).
-    pub status: String,
+    pub status: AgentStatus,
     pub consecutive_failures: i32,
     /// When the schedule fires next (while active).
     pub next_run_at: Option<String>,
@@ -42,13 +46,15 @@ pub struct Agent {
 #[diesel(table_name = agent_executions, treat_none_as_null = true)]
 pub struct Execution {
     /// UUID.
-    pub id: String,
-    pub agent_id: String,
+    #[schema(value_type = String)]
+    pub id: ExecutionId,
+    #[schema(value_type = String)]
+    pub agent_id: AgentId,
     /// `cron` or `manual`.
     #[serde(rename = "trigger")]
-    pub trigger_kind: String,
+    pub trigger_kind: TriggerKind,
     /// queued, running, success, failure, timeout or cancelled.
-    pub status: String,
+    pub status: ExecutionStatus,
     pub exit_code: Option<i32>,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
@@ -67,11 +73,13 @@ pub struct Execution {
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Serialize, ToSchema)]
 #[diesel(table_name = agent_executions)]
 pub struct ExecutionSummary {
-    pub id: String,
-    pub agent_id: String,
+    #[schema(value_type = String)]
+    pub id: ExecutionId,
+    #[schema(value_type = String)]
+    pub agent_id: AgentId,
     #[serde(rename = "trigger")]
-    pub trigger_kind: String,
-    pub status: String,
+    pub trigger_kind: TriggerKind,
+    pub status: ExecutionStatus,
     pub exit_code: Option<i32>,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
@@ -82,14 +90,12 @@ pub struct ExecutionSummary {
     pub created_at: String,
 }
 
-pub const LIVE_EXECUTION_STATUSES: [&str; 2] = ["queued", "running"];
-
 pub fn insert(conn: &mut DbConnection, agent: &Agent) -> Result<(), StoreError> {
     diesel::insert_into(agents::table).values(agent).execute(conn)?;
     Ok(())
 }
 
-pub fn find(conn: &mut DbConnection, id: &str) -> Result<Option<Agent>, StoreError> {
+pub fn find(conn: &mut DbConnection, id: &AgentId) -> Result<Option<Agent>, StoreError> {
     Ok(agents::table.find(id).select(Agent::as_select()).first(conn).optional()?)
 }
 
@@ -98,7 +104,7 @@ pub fn save(conn: &mut DbConnection, agent: &Agent) -> Result<(), StoreError> {
     Ok(())
 }
 
-pub fn delete(conn: &mut DbConnection, id: &str) -> Result<bool, StoreError> {
+pub fn delete(conn: &mut DbConnection, id: &AgentId) -> Result<bool, StoreError> {
     Ok(diesel::delete(agents::table.find(id)).execute(conn)? > 0)
 }
 
@@ -130,12 +136,16 @@ pub fn save_execution(conn: &mut DbConnection, e: &Execution) -> Result<(), Stor
     Ok(())
 }
 
-pub fn find_execution(conn: &mut DbConnection, id: &str) -> Result<Option<Execution>, StoreError> {
+pub fn find_execution(conn: &mut DbConnection, id: &ExecutionId) -> Result<Option<Execution>, StoreError> {
     Ok(agent_executions::table.find(id).select(Execution::as_select()).first(conn).optional()?)
 }
 
 /// An agent's executions, newest first.
-pub fn executions(conn: &mut DbConnection, agent_id: &str, limit: i64) -> Result<Vec<ExecutionSummary>, StoreError> {
+pub fn executions(
+    conn: &mut DbConnection,
+    agent_id: &AgentId,
+    limit: i64,
+) -> Result<Vec<ExecutionSummary>, StoreError> {
     Ok(agent_executions::table
         .filter(agent_executions::agent_id.eq(agent_id))
         .order((agent_executions::created_at.desc(), agent_executions::id.desc()))
@@ -145,8 +155,8 @@ pub fn executions(conn: &mut DbConnection, agent_id: &str, limit: i64) -> Result
 }
 
 /// Deletes an agent's finished executions beyond the newest [`HISTORY_PER_AGENT`].
-pub fn prune_history(conn: &mut DbConnection, agent_id: &str) -> Result<usize, StoreError> {
-    let keep: Vec<String> = agent_executions::table
+pub fn prune_history(conn: &mut DbConnection, agent_id: &AgentId) -> Result<usize, StoreError> {
+    let keep: Vec<ExecutionId> = agent_executions::table
         .filter(agent_executions::agent_id.eq(agent_id))
         .order((agent_executions::created_at.desc(), agent_executions::id.desc()))
         .limit(HISTORY_PER_AGENT)
@@ -156,20 +166,20 @@ pub fn prune_history(conn: &mut DbConnection, agent_id: &str) -> Result<usize, S
         agent_executions::table
             .filter(agent_executions::agent_id.eq(agent_id))
             .filter(agent_executions::id.ne_all(keep))
-            .filter(agent_executions::status.ne_all(LIVE_EXECUTION_STATUSES)),
+            .filter(agent_executions::status.ne_all(ExecutionStatus::LIVE)),
     )
     .execute(conn)?)
 }
 
 /// After a crash of the service: executions it left queued or running can never finish.
 /// Returns their ids (their processes may still be running).
-pub fn fail_interrupted(conn: &mut DbConnection, now: &str) -> Result<Vec<String>, StoreError> {
+pub fn fail_interrupted(conn: &mut DbConnection, now: &str) -> Result<Vec<ExecutionId>, StoreError> {
     conn.transaction(|conn| {
-        let live = agent_executions::table.filter(agent_executions::status.eq_any(LIVE_EXECUTION_STATUSES));
-        let ids: Vec<String> = live.clone().select(agent_executions::id).load(conn)?;
+        let live = agent_executions::table.filter(agent_executions::status.eq_any(ExecutionStatus::LIVE));
+        let ids: Vec<ExecutionId> = live.clone().select(agent_executions::id).load(conn)?;
         diesel::update(live)
             .set((
-                agent_executions::status.eq("failure"),
+                agent_executions::status.eq(ExecutionStatus::Failure),
                 agent_executions::error.eq("service restarted"),
                 agent_executions::finished_at.eq(now),
             ))
@@ -181,17 +191,17 @@ pub fn fail_interrupted(conn: &mut DbConnection, now: &str) -> Result<Vec<String
 
 /// A running execution, with what the janitor needs to judge whether it is stuck.
 pub struct RunningExecution {
-    pub id: String,
-    pub agent_id: String,
+    pub id: ExecutionId,
+    pub agent_id: AgentId,
     pub started_at: String,
     pub timeout_ms: i64,
 }
 
 /// Every execution still `running` (indexed on status), with its agent's timeout.
 pub fn running(conn: &mut DbConnection) -> Result<Vec<RunningExecution>, StoreError> {
-    let rows: Vec<(String, String, Option<String>, i64)> = agent_executions::table
+    let rows: Vec<(ExecutionId, AgentId, Option<String>, i64)> = agent_executions::table
         .inner_join(agents::table)
-        .filter(agent_executions::status.eq("running"))
+        .filter(agent_executions::status.eq(ExecutionStatus::Running))
         .select((agent_executions::id, agent_executions::agent_id, agent_executions::started_at, agents::timeout_ms))
         .load(conn)?;
     Ok(rows
@@ -206,10 +216,10 @@ pub fn running(conn: &mut DbConnection) -> Result<Vec<RunningExecution>, StoreEr
 }
 
 /// Ends an execution no run actor owns any more, if it is still marked running.
-pub fn fail_orphan(conn: &mut DbConnection, id: &str, error: &str, now: &str) -> Result<bool, StoreError> {
-    Ok(diesel::update(agent_executions::table.find(id).filter(agent_executions::status.eq("running")))
+pub fn fail_orphan(conn: &mut DbConnection, id: &ExecutionId, error: &str, now: &str) -> Result<bool, StoreError> {
+    Ok(diesel::update(agent_executions::table.find(id).filter(agent_executions::status.eq(ExecutionStatus::Running)))
         .set((
-            agent_executions::status.eq("failure"),
+            agent_executions::status.eq(ExecutionStatus::Failure),
             agent_executions::error.eq(error),
             agent_executions::finished_at.eq(now),
         ))

@@ -17,6 +17,7 @@ pub mod projects;
 pub mod rules;
 pub mod schema;
 pub mod sessions;
+pub mod types;
 pub mod webhooks;
 pub mod writer;
 

@@ -6,20 +6,22 @@ use utoipa::ToSchema;
 
 use super::schema::permission_log;
 use super::{DbConnection, StoreError};
+use crate::domain::decision::{self, DecisionPoint, DecisionSource};
+use crate::domain::ids::{ProjectId, RuleId, SessionId};
 
 #[derive(Debug, Clone, PartialEq, Insertable)]
 #[diesel(table_name = permission_log)]
 pub struct NewDecision {
-    pub project_id: Option<String>,
-    pub session_id: Option<String>,
+    pub project_id: Option<ProjectId>,
+    pub session_id: Option<SessionId>,
     pub request_id: String,
     pub tool_use_id: Option<String>,
-    pub decision_point: &'static str,
+    pub decision_point: DecisionPoint,
     pub tool_name: String,
     pub tool_input: String,
-    pub decision: &'static str,
-    pub decision_source: &'static str,
-    pub rule_id: Option<String>,
+    pub decision: decision::Decision,
+    pub decision_source: DecisionSource,
+    pub rule_id: Option<RuleId>,
     pub reason: Option<String>,
     pub decided_at: String,
 }
@@ -29,31 +31,34 @@ pub struct NewDecision {
 #[diesel(table_name = permission_log)]
 pub struct Decision {
     pub id: i64,
-    pub project_id: Option<String>,
-    pub session_id: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub project_id: Option<ProjectId>,
+    #[schema(value_type = Option<String>)]
+    pub session_id: Option<SessionId>,
     /// The CLI's control request id.
     pub request_id: String,
     /// Links the hook decision and a later `can_use_tool` for the same call.
     pub tool_use_id: Option<String>,
     /// `hook` (PreToolUse) or `can_use_tool`.
-    pub decision_point: String,
+    pub decision_point: DecisionPoint,
     pub tool_name: String,
     /// The tool input as JSON text, secrets redacted.
     pub tool_input: String,
     /// `allow` or `deny`.
-    pub decision: String,
+    pub decision: decision::Decision,
     /// `auto_rule` when a rule matched, `auto_default` otherwise.
-    pub decision_source: String,
-    pub rule_id: Option<String>,
+    pub decision_source: DecisionSource,
+    #[schema(value_type = Option<String>)]
+    pub rule_id: Option<RuleId>,
     pub reason: Option<String>,
     pub decided_at: String,
 }
 
 #[derive(Debug, Default, Clone)]
 pub struct LogFilter {
-    pub session_id: Option<String>,
-    pub project_id: Option<String>,
-    pub decision: Option<String>,
+    pub session_id: Option<SessionId>,
+    pub project_id: Option<ProjectId>,
+    pub decision: Option<decision::Decision>,
 }
 
 pub fn insert(conn: &mut DbConnection, row: &NewDecision) -> Result<(), StoreError> {
@@ -71,7 +76,7 @@ pub fn list(conn: &mut DbConnection, filter: &LogFilter, limit: i64, offset: i64
         query = query.filter(permission_log::project_id.eq(p.clone()));
     }
     if let Some(d) = &filter.decision {
-        query = query.filter(permission_log::decision.eq(d.clone()));
+        query = query.filter(permission_log::decision.eq(*d));
     }
     Ok(query.order(permission_log::id.desc()).limit(limit).offset(offset).select(Decision::as_select()).load(conn)?)
 }

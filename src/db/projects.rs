@@ -6,13 +6,15 @@ use utoipa::ToSchema;
 
 use super::schema::projects;
 use super::{DbConnection, StoreError};
+use crate::domain::ids::ProjectId;
 
 /// A project: a folder on disk where sessions run, with defaults for the sessions it launches.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, AsChangeset, Serialize, ToSchema)]
 #[diesel(table_name = projects, treat_none_as_null = true)]
 pub struct Project {
     /// UUID.
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: ProjectId,
     pub name: String,
     /// Canonical absolute path of the project folder.
     pub folder_path: String,
@@ -36,7 +38,7 @@ pub fn insert(conn: &mut DbConnection, project: &Project) -> Result<(), StoreErr
     Ok(())
 }
 
-pub fn find(conn: &mut DbConnection, id: &str) -> Result<Option<Project>, StoreError> {
+pub fn find(conn: &mut DbConnection, id: &ProjectId) -> Result<Option<Project>, StoreError> {
     Ok(projects::table.find(id).select(Project::as_select()).first(conn).optional()?)
 }
 
@@ -45,7 +47,7 @@ pub fn find_by_folder(conn: &mut DbConnection, folder: &str) -> Result<Option<Pr
 }
 
 /// Projects whose folder is one of `folders`: (folder_path, id) pairs.
-pub fn ids_by_folder(conn: &mut DbConnection, folders: Vec<String>) -> Result<Vec<(String, String)>, StoreError> {
+pub fn ids_by_folder(conn: &mut DbConnection, folders: Vec<String>) -> Result<Vec<(String, ProjectId)>, StoreError> {
     Ok(projects::table
         .filter(projects::folder_path.eq_any(folders))
         .select((projects::folder_path, projects::id))
@@ -72,7 +74,7 @@ pub fn update(conn: &mut DbConnection, project: &Project) -> Result<(), StoreErr
 }
 
 /// Deletes the project; its rules, sessions, messages and audit rows go with it (cascade).
-pub fn delete(conn: &mut DbConnection, id: &str) -> Result<bool, StoreError> {
+pub fn delete(conn: &mut DbConnection, id: &ProjectId) -> Result<bool, StoreError> {
     Ok(diesel::delete(projects::table.find(id)).execute(conn)? > 0)
 }
 

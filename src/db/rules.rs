@@ -4,15 +4,17 @@ use diesel::prelude::*;
 
 use super::schema::permission_rules;
 use super::{DbConnection, StoreError};
+use crate::domain::decision::Decision;
+use crate::domain::ids::{ProjectId, RuleId};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, AsChangeset)]
 #[diesel(table_name = permission_rules, treat_none_as_null = true)]
 pub struct RuleRow {
-    pub id: String,
-    pub project_id: Option<String>,
+    pub id: RuleId,
+    pub project_id: Option<ProjectId>,
     pub tool_name: String,
     pub rule_content: String,
-    pub behavior: String,
+    pub behavior: Decision,
     pub priority: i32,
     /// A JSON object, as text.
     pub updated_input: Option<String>,
@@ -25,7 +27,7 @@ pub fn insert(conn: &mut DbConnection, rule: &RuleRow) -> Result<(), StoreError>
     Ok(())
 }
 
-pub fn find(conn: &mut DbConnection, id: &str) -> Result<Option<RuleRow>, StoreError> {
+pub fn find(conn: &mut DbConnection, id: &RuleId) -> Result<Option<RuleRow>, StoreError> {
     Ok(permission_rules::table.find(id).select(RuleRow::as_select()).first(conn).optional()?)
 }
 
@@ -33,7 +35,7 @@ pub fn find(conn: &mut DbConnection, id: &str) -> Result<Option<RuleRow>, StoreE
 /// higher priority first, older first.
 pub fn list(
     conn: &mut DbConnection,
-    project_id: Option<&str>,
+    project_id: Option<&ProjectId>,
     limit: i64,
     offset: i64,
 ) -> Result<Vec<RuleRow>, StoreError> {
@@ -66,6 +68,6 @@ pub fn update(conn: &mut DbConnection, rule: &RuleRow) -> Result<(), StoreError>
     Ok(())
 }
 
-pub fn delete(conn: &mut DbConnection, id: &str) -> Result<bool, StoreError> {
+pub fn delete(conn: &mut DbConnection, id: &RuleId) -> Result<bool, StoreError> {
     Ok(diesel::delete(permission_rules::table.find(id)).execute(conn)? > 0)
 }

@@ -6,24 +6,25 @@ use utoipa::ToSchema;
 
 use super::schema::sessions;
 use super::{DbConnection, StoreError};
-
-/// Statuses of a session whose CLI process is (or should be) running.
-pub const LIVE_STATUSES: [&str; 4] = ["starting", "idle", "active", "compacting"];
+use crate::domain::ids::{ProjectId, SessionId};
+use crate::domain::session::{ClosedReason, SessionStatus};
 
 /// A session: one supervised CLI process and everything recorded about it.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Serialize, ToSchema)]
 #[diesel(table_name = sessions)]
 pub struct Session {
     /// Conduit's id (UUID).
-    pub id: String,
-    pub project_id: String,
+    #[schema(value_type = String)]
+    pub id: SessionId,
+    #[schema(value_type = String)]
+    pub project_id: ProjectId,
     /// The CLI's own session id, known after its first `system`/`init`.
     pub session_id: Option<String>,
     /// Idempotency key given at launch, if any.
     pub external_key: Option<String>,
     pub name: String,
     /// starting, idle, active, compacting, closed or error.
-    pub status: String,
+    pub status: SessionStatus,
     pub model: Option<String>,
     pub permission_mode: Option<String>,
     #[serde(skip)]
@@ -52,14 +53,14 @@ pub struct Session {
     pub closed_at: Option<String>,
     /// Why the session ended: `requested`, `idle_timeout`, `project_deleted`, `shutdown`,
     /// `cli_exited`, `launch_failed` or `service_restarted`; null while live.
-    pub closed_reason: Option<String>,
+    pub closed_reason: Option<ClosedReason>,
 }
 
 /// A change to a session row; `None` leaves a column as it is.
 #[derive(Debug, Clone, Default, PartialEq, AsChangeset)]
 #[diesel(table_name = sessions)]
 pub struct SessionPatch {
-    pub status: Option<String>,
+    pub status: Option<SessionStatus>,
     pub session_id: Option<String>,
     pub model: Option<String>,
     pub permission_mode: Option<String>,
@@ -73,7 +74,7 @@ pub struct SessionPatch {
     pub error_message: Option<Option<String>>,
     pub last_active_at: Option<String>,
     pub closed_at: Option<Option<String>>,
-    pub closed_reason: Option<Option<String>>,
+    pub closed_reason: Option<Option<ClosedReason>>,
 }
 
 impl SessionPatch {
@@ -87,11 +88,11 @@ pub fn insert(conn: &mut DbConnection, session: &Session) -> Result<(), StoreErr
     Ok(())
 }
 
-pub fn find(conn: &mut DbConnection, id: &str) -> Result<Option<Session>, StoreError> {
+pub fn find(conn: &mut DbConnection, id: &SessionId) -> Result<Option<Session>, StoreError> {
     Ok(sessions::table.find(id).select(Session::as_select()).first(conn).optional()?)
 }
 
-pub fn apply(conn: &mut DbConnection, id: &str, patch: &SessionPatch) -> Result<(), StoreError> {
+pub fn apply(conn: &mut DbConnection, id: &SessionId, patch: &SessionPatch) -> Result<(), StoreError> {
     if !patch.is_empty() {
         diesel::update(sessions::table.find(id)).set(patch).execute(conn)?;
     }
@@ -101,7 +102,7 @@ pub fn apply(conn: &mut DbConnection, id: &str, patch: &SessionPatch) -> Result<
 /// A project's sessions, newest first.
 pub fn list_for_project(
     conn: &mut DbConnection,
-    project_id: &str,
+    project_id: &ProjectId,
     limit: i64,
     offset: i64,
 ) -> Result<Vec<Session>, StoreError> {
@@ -117,7 +118,7 @@ pub fn list_for_project(
 /// Sessions whose status says their CLI is running, oldest first.
 pub fn list_live(conn: &mut DbConnection, limit: i64, offset: i64) -> Result<Vec<Session>, StoreError> {
     Ok(sessions::table
-        .filter(sessions::status.eq_any(LIVE_STATUSES))
+        .filter(sessions::status.eq_any(SessionStatus::LIVE))
         .order((sessions::created_at.asc(), sessions::id.asc()))
         .limit(limit)
         .offset(offset)
@@ -129,9 +130,9 @@ pub fn list_live(conn: &mut DbConnection, limit: i64, offset: i64) -> Result<Vec
 /// janitor's candidates (the actor itself decides whether one is truly idle). The stored time
 /// only ever lags the actor's own, so this never misses an idle session. Uses
 /// `sessions_status_last_active_idx`: one index range per live status, no table scan.
-pub fn quiet_since(conn: &mut DbConnection, cutoff: &str, limit: i64) -> Result<Vec<String>, StoreError> {
+pub fn quiet_since(conn: &mut DbConnection, cutoff: &str, limit: i64) -> Result<Vec<SessionId>, StoreError> {
     Ok(sessions::table
-        .filter(sessions::status.eq_any(LIVE_STATUSES))
+        .filter(sessions::status.eq_any(SessionStatus::LIVE))
         .filter(sessions::last_active_at.lt(cutoff))
         .order(sessions::last_active_at.asc())
         .limit(limit)
@@ -140,21 +141,23 @@ pub fn quiet_since(conn: &mut DbConnection, cutoff: &str, limit: i64) -> Result<
 }
 
 pub fn count_live(conn: &mut DbConnection) -> Result<i64, StoreError> {
-    Ok(sessions::table.filter(sessions::status.eq_any(LIVE_STATUSES)).count().get_result(conn)?)
+    Ok(sessions::table.filter(sessions::status.eq_any(SessionStatus::LIVE)).count().get_result(conn)?)
 }
 
 /// After a crash of the service: every session still marked live is now `error`. Returns the
 /// rows as they were, so their processes can be looked for.
 pub fn fail_interrupted(conn: &mut DbConnection, now: &str) -> Result<Vec<Session>, StoreError> {
     conn.transaction(|conn| {
-        let rows: Vec<Session> =
-            sessions::table.filter(sessions::status.eq_any(LIVE_STATUSES)).select(Session::as_select()).load(conn)?;
-        diesel::update(sessions::table.filter(sessions::status.eq_any(LIVE_STATUSES)))
+        let rows: Vec<Session> = sessions::table
+            .filter(sessions::status.eq_any(SessionStatus::LIVE))
+            .select(Session::as_select())
+            .load(conn)?;
+        diesel::update(sessions::table.filter(sessions::status.eq_any(SessionStatus::LIVE)))
             .set((
-                sessions::status.eq("error"),
+                sessions::status.eq(SessionStatus::Error),
                 sessions::error_message.eq("service restarted"),
                 sessions::closed_at.eq(now),
-                sessions::closed_reason.eq("service_restarted"),
+                sessions::closed_reason.eq(ClosedReason::ServiceRestarted),
             ))
             .execute(conn)?;
         Ok::<_, diesel::result::Error>(rows)

@@ -6,11 +6,12 @@ use utoipa::ToSchema;
 
 use super::schema::{webhook_deliveries, webhooks};
 use super::{DbConnection, StoreError};
+use crate::domain::ids::WebhookId;
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = webhooks)]
 pub struct WebhookRow {
-    pub id: String,
+    pub id: WebhookId,
     pub name: String,
     pub url: String,
     /// A JSON array of event types (`*` for all).
@@ -25,7 +26,7 @@ pub struct WebhookRow {
 #[diesel(table_name = webhook_deliveries)]
 pub struct NewAttempt {
     pub delivery_id: String,
-    pub webhook_id: String,
+    pub webhook_id: WebhookId,
     pub event_type: String,
     pub attempt: i32,
     pub status_code: Option<i32>,
@@ -42,7 +43,8 @@ pub struct Attempt {
     pub id: i64,
     /// The `X-Conduit-Delivery` header; shared by the retries of one delivery.
     pub delivery_id: String,
-    pub webhook_id: String,
+    #[schema(value_type = String)]
+    pub webhook_id: WebhookId,
     pub event_type: String,
     /// 1 for the first try, up to 4 (three retries).
     pub attempt: i32,
@@ -60,7 +62,7 @@ pub fn insert(conn: &mut DbConnection, row: &WebhookRow) -> Result<(), StoreErro
     Ok(())
 }
 
-pub fn find(conn: &mut DbConnection, id: &str) -> Result<Option<WebhookRow>, StoreError> {
+pub fn find(conn: &mut DbConnection, id: &WebhookId) -> Result<Option<WebhookRow>, StoreError> {
     Ok(webhooks::table.find(id).select(WebhookRow::as_select()).first(conn).optional()?)
 }
 
@@ -77,7 +79,7 @@ pub fn all_active(conn: &mut DbConnection) -> Result<Vec<WebhookRow>, StoreError
     Ok(webhooks::table.filter(webhooks::active.eq(true)).select(WebhookRow::as_select()).load(conn)?)
 }
 
-pub fn delete(conn: &mut DbConnection, id: &str) -> Result<bool, StoreError> {
+pub fn delete(conn: &mut DbConnection, id: &WebhookId) -> Result<bool, StoreError> {
     Ok(diesel::delete(webhooks::table.find(id)).execute(conn)? > 0)
 }
 
@@ -89,7 +91,7 @@ pub fn insert_attempt(conn: &mut DbConnection, row: &NewAttempt) -> Result<(), S
 /// A webhook's attempts, newest first.
 pub fn attempts(
     conn: &mut DbConnection,
-    webhook_id: &str,
+    webhook_id: &WebhookId,
     limit: i64,
     offset: i64,
 ) -> Result<Vec<Attempt>, StoreError> {

@@ -1,11 +1,17 @@
 //! Permission decisions as the product speaks of them: where a decision is asked for, the
-//! question (one tool call), and the engine's answer. Plain data: the wire format builds the
-//! question and encodes the answer, the permission engine decides, and neither knows the other.
+//! question (one tool call), and the engine's answer, and how the audit log names each. Plain
+//! data: the wire format builds the question and encodes the answer, the permission engine
+//! decides, and neither knows the other.
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::rules::Behavior;
 
 /// Where in the CLI's flow a decision is asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum DecisionPoint {
     /// The `PreToolUse` hook: sees every tool call.
     Hook,
@@ -13,14 +19,63 @@ pub enum DecisionPoint {
     CanUseTool,
 }
 
-impl DecisionPoint {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DecisionPoint::Hook => "hook",
-            DecisionPoint::CanUseTool => "can_use_tool",
+text_enum!(DecisionPoint, "decision point", {
+    Hook => "hook",
+    CanUseTool => "can_use_tool",
+});
+
+/// A tool call allowed or denied: what a rule says (its `behavior`) and what the audit log
+/// records (its `decision`).
+// Its schema is named `AllowOrDeny`: in the API, `Decision` names an audit log row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = AllowOrDeny)]
+pub enum Decision {
+    Allow,
+    Deny,
+}
+
+text_enum!(Decision, "decision", {
+    Allow => "allow",
+    Deny => "deny",
+});
+
+impl Decision {
+    pub const fn allows(self) -> bool {
+        matches!(self, Decision::Allow)
+    }
+}
+
+impl From<Decision> for Behavior {
+    fn from(d: Decision) -> Behavior {
+        match d {
+            Decision::Allow => Behavior::Allow,
+            Decision::Deny => Behavior::Deny,
         }
     }
 }
+
+impl From<Behavior> for Decision {
+    fn from(b: Behavior) -> Decision {
+        match b {
+            Behavior::Allow => Decision::Allow,
+            Behavior::Deny => Decision::Deny,
+        }
+    }
+}
+
+/// What decided: a rule that matched, or the default (allow) when none did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionSource {
+    AutoRule,
+    AutoDefault,
+}
+
+text_enum!(DecisionSource, "decision source", {
+    AutoRule => "auto_rule",
+    AutoDefault => "auto_default",
+});
 
 /// One tool call the CLI asks about.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,5 +113,37 @@ impl Verdict {
             updated_input: None,
             event: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::check_text_enum;
+
+    #[test]
+    fn decision_points_round_trip_as_text() {
+        check_text_enum(DecisionPoint::ALL, &["hook", "can_use_tool"]);
+    }
+
+    #[test]
+    fn decisions_round_trip_as_text_and_as_rule_behaviors() {
+        check_text_enum(Decision::ALL, &["allow", "deny"]);
+        for d in Decision::ALL {
+            assert_eq!(Decision::from(Behavior::from(*d)), *d);
+        }
+        assert!(Decision::Allow.allows() && !Decision::Deny.allows());
+    }
+
+    #[test]
+    fn decision_sources_round_trip_as_text() {
+        check_text_enum(DecisionSource::ALL, &["auto_rule", "auto_default"]);
+    }
+
+    #[test]
+    fn unknown_stored_text_is_an_error() {
+        assert_eq!("ask".parse::<Decision>().unwrap_err().to_string(), "unknown decision \"ask\"");
+        assert!("PreToolUse".parse::<DecisionPoint>().is_err());
+        assert!("manual".parse::<DecisionSource>().is_err());
     }
 }

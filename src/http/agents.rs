@@ -6,7 +6,6 @@ use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::errors::parse_id;
 use super::pagination::Page;
 use super::projects::{present, required, resolve_dir_field, vanished};
 use super::streams::{self, StreamQuery};
@@ -15,7 +14,9 @@ use crate::actors::agent::{AgentEdit, Change};
 use crate::actors::agents::{self as registry, AgentError};
 use crate::actors::locks::{LockState, Snapshot};
 use crate::db::agents::{self, Agent, Execution, ExecutionSummary};
+use crate::domain::agent::AgentStatus;
 use crate::domain::cron::CronSchedule;
+use crate::domain::ids::{AgentId, ExecutionId, ProjectId};
 use crate::domain::{time, validate};
 use crate::error::{AppError, AppResult, ErrorBody};
 
@@ -101,7 +102,7 @@ fn view(agent: Agent) -> AgentView {
 }
 
 /// Whether a failed write failed because the agent's project was deleted meanwhile.
-async fn vanishing(state: &AppState, error: &crate::db::StoreError, project_id: Option<&str>) -> bool {
+async fn vanishing(state: &AppState, error: &crate::db::StoreError, project_id: Option<&ProjectId>) -> bool {
     match project_id {
         Some(id) => vanished(state, error, id).await,
         None => false,
@@ -172,7 +173,7 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateAgent>) ->
     let timeout_ms = timeout(b.timeout_ms.unwrap_or(300_000))?;
     let project = match &b.project_id {
         Some(raw) => {
-            let id = parse_id("project", raw)?;
+            let id: ProjectId = raw.parse()?;
             let lookup = id.clone();
             let project = state.store.run(move |conn| crate::db::projects::find(conn, &lookup)).await?;
             Some(project.ok_or_else(|| AppError::not_found(format!("No project with id {id:?}.")))?)
@@ -186,7 +187,7 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateAgent>) ->
     };
     let now = time::now();
     let agent = Agent {
-        id: uuid::Uuid::new_v4().to_string(),
+        id: AgentId::new(),
         project_id: project.map(|p| p.id),
         name,
         objective,
@@ -194,7 +195,7 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateAgent>) ->
         cwd,
         model,
         timeout_ms,
-        status: "active".to_string(),
+        status: AgentStatus::Active,
         consecutive_failures: 0,
         next_run_at: None,
         created_at: now.clone(),
@@ -203,8 +204,9 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateAgent>) ->
     let project_id = agent.project_id.clone();
     let created = match ask(&state, registry::Create(agent)).await? {
         Ok(created) => created,
-        Err(AgentError::Store(e)) if vanishing(&state, &e, project_id.as_deref()).await => {
-            return Err(AppError::not_found(format!("No project with id {:?}.", project_id.unwrap_or_default())));
+        Err(AgentError::Store(e)) if vanishing(&state, &e, project_id.as_ref()).await => {
+            let project_id = project_id.map(String::from).unwrap_or_default();
+            return Err(AppError::not_found(format!("No project with id {project_id:?}.")));
         }
         Err(e) => return Err(agent_error(e)),
     };
@@ -241,7 +243,7 @@ pub async fn list(state: web::Data<AppState>, page: web::Query<Page>) -> AppResu
         (status = 404, description = "No such agent", body = ErrorBody),
     ))]
 pub async fn get(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
-    let id = parse_id("agent", &id)?;
+    let id: AgentId = id.parse()?;
     let agent = ask(&state, registry::Get(id)).await?.map_err(agent_error)?;
     Ok(HttpResponse::Ok().json(view(agent)))
 }
@@ -262,7 +264,7 @@ pub async fn update(
     id: web::Path<String>,
     body: web::Json<UpdateAgent>,
 ) -> AppResult<HttpResponse> {
-    let id = parse_id("agent", &id)?;
+    let id: AgentId = id.parse()?;
     let b = body.into_inner();
     let mut edit = AgentEdit::default();
     if let Some(name) = required("name", b.name)? {
@@ -299,13 +301,13 @@ pub async fn update(
         (status = 404, description = "No such agent", body = ErrorBody),
     ))]
 pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
-    let id = parse_id("agent", &id)?;
+    let id: AgentId = id.parse()?;
     ask(&state, registry::Delete(id)).await?.map_err(agent_error)?;
     Ok(HttpResponse::NoContent().finish())
 }
 
 async fn change(state: &AppState, id: &str, change: Change) -> AppResult<HttpResponse> {
-    let id = parse_id("agent", id)?;
+    let id: AgentId = id.parse()?;
     let agent = ask(state, registry::Update { id, change }).await?.map_err(agent_error)?;
     Ok(HttpResponse::Ok().json(view(agent)))
 }
@@ -341,7 +343,7 @@ pub async fn resume(state: web::Data<AppState>, id: web::Path<String>) -> AppRes
         (status = 503, description = "The service is shutting down", body = ErrorBody),
     ))]
 pub async fn trigger(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
-    let id = parse_id("agent", &id)?;
+    let id: AgentId = id.parse()?;
     let exec = ask(&state, registry::Trigger(id)).await?.map_err(agent_error)?;
     Ok(HttpResponse::Accepted()
         .insert_header((header::LOCATION, format!("/api/executions/{}", exec.id)))
@@ -379,7 +381,7 @@ pub async fn executions(
     id: web::Path<String>,
     query: web::Query<ExecutionsQuery>,
 ) -> AppResult<HttpResponse> {
-    let id = parse_id("agent", &id)?;
+    let id: AgentId = id.parse()?;
     let limit = query.limit.unwrap_or(20);
     if !(1..=agents::HISTORY_PER_AGENT).contains(&limit) {
         return Err(AppError::validation(format!(
@@ -396,7 +398,7 @@ pub async fn executions(
 }
 
 async fn load_execution(state: &AppState, raw: &str) -> AppResult<Execution> {
-    let id = parse_id("execution", raw)?;
+    let id: ExecutionId = raw.parse()?;
     let lookup = id.clone();
     state
         .store
@@ -432,7 +434,7 @@ pub async fn execution_stream(
     req: HttpRequest,
 ) -> AppResult<HttpResponse> {
     let exec = load_execution(&state, &id).await?;
-    streams::topic_stream(&state, exec.id, &req, &query).await
+    streams::topic_stream(&state, exec.id.into(), &req, &query).await
 }
 
 /// Cancel a queued or running execution (SIGTERM to its process group, SIGKILL after the

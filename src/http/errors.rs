@@ -195,10 +195,3 @@ pub fn method_not_allowed(allowed: String) -> impl Fn(HttpRequest) -> std::futur
         std::future::ready(response)
     }
 }
-
-/// Parses an id taken from the path. Anything that is not a UUID cannot name a row: 404.
-pub fn parse_id(kind: &str, raw: &str) -> Result<String, AppError> {
-    uuid::Uuid::try_parse(raw)
-        .map(|u| u.hyphenated().to_string())
-        .map_err(|_| AppError::not_found(format!("No {kind} with id {raw:?}.")))
-}

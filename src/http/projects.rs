@@ -6,12 +6,12 @@ use diesel::Connection;
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::errors::parse_id;
 use super::folders::path_error;
 use super::pagination::Page;
 use super::AppState;
 use crate::actors::registry::CloseProject;
 use crate::db::{self, projects::Project, StoreError};
+use crate::domain::ids::{AgentId, ProjectId};
 use crate::domain::validate::PermissionMode;
 use crate::domain::{folders, time, validate};
 use crate::error::{AppError, AppResult, ErrorBody};
@@ -182,7 +182,7 @@ async fn insert_project(state: &AppState, project: Project) -> AppResult<HttpRes
         .store
         .run(move |conn| {
             if let Some(existing) = db::projects::find_by_folder(conn, &stored.folder_path)? {
-                return Err(StoreError::Conflict(existing.id));
+                return Err(StoreError::Conflict(existing.id.to_string()));
             }
             db::projects::insert(conn, &stored)
         })
@@ -194,7 +194,7 @@ async fn insert_project(state: &AppState, project: Project) -> AppResult<HttpRes
 fn new_project(name: String, folder_path: String, source: &str, d: &Defaults<'_>) -> Project {
     let now = time::now();
     Project {
-        id: uuid::Uuid::new_v4().to_string(),
+        id: ProjectId::new(),
         name,
         project_type: folders::project_type(std::path::Path::new(&folder_path)).to_string(),
         folder_path,
@@ -286,15 +286,15 @@ pub async fn list(state: web::Data<AppState>, page: web::Query<Page>) -> AppResu
 
 /// After a write that names a project failed: whether the project is gone (deleted meanwhile,
 /// so the row's foreign key failed). That is the client's 404, not the service's failure.
-pub(super) async fn vanished(state: &AppState, error: &StoreError, project_id: &str) -> bool {
+pub(super) async fn vanished(state: &AppState, error: &StoreError, project_id: &ProjectId) -> bool {
     if matches!(error, StoreError::Busy(_)) {
         return false;
     }
-    let lookup = project_id.to_string();
+    let lookup = project_id.clone();
     matches!(state.store.run(move |conn| db::projects::find(conn, &lookup)).await, Ok(None))
 }
 
-async fn load(state: &AppState, id: String) -> AppResult<Project> {
+async fn load(state: &AppState, id: ProjectId) -> AppResult<Project> {
     let lookup = id.clone();
     state
         .store
@@ -311,7 +311,7 @@ async fn load(state: &AppState, id: String) -> AppResult<Project> {
         (status = 404, description = "No such project", body = ErrorBody),
     ))]
 pub async fn get(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
-    let id = parse_id("project", &id)?;
+    let id: ProjectId = id.parse()?;
     Ok(HttpResponse::Ok().json(load(&state, id).await?))
 }
 
@@ -333,7 +333,7 @@ pub async fn update(
     id: web::Path<String>,
     body: web::Json<UpdateProject>,
 ) -> AppResult<HttpResponse> {
-    let id = parse_id("project", &id)?;
+    let id: ProjectId = id.parse()?;
     let b = body.into_inner();
     let name =
         required("name", b.name)?.map(|n| validate::name("name", &n)).transpose().map_err(AppError::validation)?;
@@ -385,7 +385,7 @@ pub async fn update(
         .run(move |conn| {
             if let Some(other) = db::projects::find_by_folder(conn, &stored.folder_path)? {
                 if other.id != stored.id {
-                    return Err(StoreError::Conflict(other.id));
+                    return Err(StoreError::Conflict(other.id.to_string()));
                 }
             }
             db::projects::update(conn, &stored)
@@ -406,7 +406,7 @@ pub async fn update(
         (status = 404, description = "No such project", body = ErrorBody),
     ))]
 pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
-    let id = parse_id("project", &id)?;
+    let id: ProjectId = id.parse()?;
     let project = load(&state, id.clone()).await?;
     state
         .registry
@@ -431,9 +431,9 @@ pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppRes
         .run(move |conn| {
             conn.transaction(|conn| {
                 db::projects::update(conn, &project)?;
-                let agents: Vec<String> = db::agents::all(conn)?
+                let agents: Vec<AgentId> = db::agents::all(conn)?
                     .into_iter()
-                    .filter(|a| a.project_id.as_deref() == Some(target.as_str()))
+                    .filter(|a| a.project_id.as_ref() == Some(&target))
                     .map(|a| a.id)
                     .collect();
                 db::projects::delete(conn, &target)?;
@@ -476,7 +476,8 @@ pub struct DiscoveredProject {
     /// A `.claude/` folder, or CLI transcripts for this folder under `~/.claude/projects`.
     pub has_claude_history: bool,
     /// The id of the project already registered for this folder, if any.
-    pub project_id: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub project_id: Option<ProjectId>,
 }
 
 /// Scan for project folders up to `CONDUIT_SCAN_DEPTH` levels below `path`.

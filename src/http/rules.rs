@@ -6,13 +6,14 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use super::errors::parse_id;
 use super::pagination::Page;
 use super::AppState;
 use crate::actors::permissions::Reload;
 use crate::db::permission_log::{Decision, LogFilter};
 use crate::db::rules::RuleRow;
 use crate::db::{self, StoreError};
+use crate::domain::decision::Decision as Behavior;
+use crate::domain::ids::{ProjectId, RuleId, SessionId};
 use crate::domain::{rules, time, validate};
 use crate::error::{AppError, AppResult, ErrorBody};
 
@@ -21,14 +22,16 @@ const MAX_RULE_CONTENT_BYTES: usize = 10_000;
 /// A permission rule. `project_id` null means global.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Rule {
-    pub id: String,
-    pub project_id: Option<String>,
+    #[schema(value_type = String)]
+    pub id: RuleId,
+    #[schema(value_type = Option<String>)]
+    pub project_id: Option<ProjectId>,
     /// A tool name (`Bash`, `Read`, ...) or `*`.
     pub tool_name: String,
     /// Empty (any input), `word:*` (a command that is `word` or starts with `word `), or a glob.
     pub rule_content: String,
     /// `allow` or `deny`.
-    pub behavior: String,
+    pub behavior: Behavior,
     /// Higher first within a group.
     pub priority: i32,
     /// Allow rules only: merged over the tool input.
@@ -89,32 +92,41 @@ pub struct UpdateRule {
     pub updated_input: Option<Option<Value>>,
 }
 
-/// Checks a rule as a whole; the pattern must compile for its tool.
-fn check_rule(row: &RuleRow) -> AppResult<()> {
-    let tool = row.tool_name.as_str();
+/// A rule as a request leaves it, before it is checked: `behavior` is still the client's text.
+struct Draft<'a> {
+    tool_name: &'a str,
+    rule_content: &'a str,
+    behavior: &'a str,
+    has_updated_input: bool,
+}
+
+/// Checks a rule as a whole (the pattern must compile for its tool); answers its behavior.
+fn check_rule(rule: &Draft<'_>) -> AppResult<Behavior> {
+    let tool = rule.tool_name;
     let odd = |c: char| c.is_whitespace() || c.is_control() || validate::is_format_char(c);
     if tool.is_empty() || tool.len() > 200 || tool.chars().any(odd) {
         return Err(AppError::validation("`tool_name` must be a tool name such as Bash or Read, or *, without spaces"));
     }
-    match row.behavior.as_str() {
-        "allow" | "deny" => {}
+    let behavior = match rule.behavior {
         "ask" => {
             return Err(AppError::validation(
                 "`behavior` cannot be `ask`: Conduit never waits for a human; every tool call is decided at once. Use allow or deny.",
             ))
         }
-        other => return Err(AppError::validation(format!("`behavior` must be allow or deny, got {other:?}"))),
-    }
-    if row.rule_content.len() > MAX_RULE_CONTENT_BYTES || row.rule_content.contains('\0') {
+        other => other
+            .parse::<Behavior>()
+            .map_err(|_| AppError::validation(format!("`behavior` must be allow or deny, got {other:?}")))?,
+    };
+    if rule.rule_content.len() > MAX_RULE_CONTENT_BYTES || rule.rule_content.contains('\0') {
         return Err(AppError::validation(format!(
             "`rule_content` must be at most {MAX_RULE_CONTENT_BYTES} bytes, without NUL"
         )));
     }
-    rules::compile_pattern(tool, &row.rule_content).map_err(AppError::validation)?;
-    if row.updated_input.is_some() && row.behavior != "allow" {
+    rules::compile_pattern(tool, rule.rule_content).map_err(AppError::validation)?;
+    if rule.has_updated_input && behavior != Behavior::Allow {
         return Err(AppError::validation("`updated_input` only applies to allow rules"));
     }
-    Ok(())
+    Ok(behavior)
 }
 
 fn input_text(value: Option<Value>) -> AppResult<Option<String>> {
@@ -137,28 +149,35 @@ async fn reload(state: &AppState) -> AppResult<()> {
     Ok(())
 }
 
-async fn project_exists(state: &AppState, id: &str) -> AppResult<()> {
-    let lookup = id.to_string();
+async fn project_exists(state: &AppState, id: &ProjectId) -> AppResult<()> {
+    let lookup = id.clone();
     match state.store.run(move |conn| db::projects::find(conn, &lookup)).await? {
         Some(_) => Ok(()),
         None => Err(AppError::not_found(format!("No project with id {id:?}."))),
     }
 }
 
-async fn create(state: &AppState, project_id: Option<String>, body: CreateRule) -> AppResult<HttpResponse> {
+async fn create(state: &AppState, project_id: Option<ProjectId>, body: CreateRule) -> AppResult<HttpResponse> {
     let now = time::now();
+    let tool_name = body.tool_name.trim().to_string();
+    let updated_input = input_text(body.updated_input)?;
+    let behavior = check_rule(&Draft {
+        tool_name: &tool_name,
+        rule_content: &body.rule_content,
+        behavior: &body.behavior,
+        has_updated_input: updated_input.is_some(),
+    })?;
     let row = RuleRow {
-        id: uuid::Uuid::new_v4().to_string(),
+        id: RuleId::new(),
         project_id,
-        tool_name: body.tool_name.trim().to_string(),
+        tool_name,
         rule_content: body.rule_content,
-        behavior: body.behavior,
+        behavior,
         priority: body.priority,
-        updated_input: input_text(body.updated_input)?,
+        updated_input,
         created_at: now.clone(),
         updated_at: now,
     };
-    check_rule(&row)?;
     let stored = row.clone();
     if let Err(e) = state.store.run(move |conn| db::rules::insert(conn, &stored)).await {
         if let Some(project) = &row.project_id {
@@ -174,9 +193,9 @@ async fn create(state: &AppState, project_id: Option<String>, body: CreateRule) 
         .json(Rule::from(row)))
 }
 
-async fn list(state: &AppState, project_id: Option<String>, page: &Page) -> AppResult<HttpResponse> {
+async fn list(state: &AppState, project_id: Option<ProjectId>, page: &Page) -> AppResult<HttpResponse> {
     let (limit, offset) = page.bounds()?;
-    let rows = state.store.run(move |conn| db::rules::list(conn, project_id.as_deref(), limit, offset)).await?;
+    let rows = state.store.run(move |conn| db::rules::list(conn, project_id.as_ref(), limit, offset)).await?;
     Ok(HttpResponse::Ok().json(rows.into_iter().map(Rule::from).collect::<Vec<_>>()))
 }
 
@@ -193,7 +212,7 @@ pub async fn list_project(
     id: web::Path<String>,
     page: web::Query<Page>,
 ) -> AppResult<HttpResponse> {
-    let id = parse_id("project", &id)?;
+    let id: ProjectId = id.parse()?;
     project_exists(&state, &id).await?;
     list(&state, Some(id), &page).await
 }
@@ -214,7 +233,7 @@ pub async fn create_project(
     id: web::Path<String>,
     body: web::Json<CreateRule>,
 ) -> AppResult<HttpResponse> {
-    let id = parse_id("project", &id)?;
+    let id: ProjectId = id.parse()?;
     project_exists(&state, &id).await?;
     create(&state, Some(id), body.into_inner()).await
 }
@@ -259,7 +278,7 @@ pub async fn update(
     id: web::Path<String>,
     body: web::Json<UpdateRule>,
 ) -> AppResult<HttpResponse> {
-    let id = parse_id("rule", &id)?;
+    let id: RuleId = id.parse()?;
     let b = body.into_inner();
     let lookup = id.clone();
     let mut row = state
@@ -273,9 +292,6 @@ pub async fn update(
     if let Some(c) = b.rule_content {
         row.rule_content = c;
     }
-    if let Some(behavior) = b.behavior {
-        row.behavior = behavior;
-    }
     if let Some(p) = b.priority {
         row.priority = p;
     }
@@ -283,7 +299,12 @@ pub async fn update(
         row.updated_input = input_text(u)?;
     }
     row.updated_at = time::now();
-    check_rule(&row)?;
+    row.behavior = check_rule(&Draft {
+        tool_name: &row.tool_name,
+        rule_content: &row.rule_content,
+        behavior: b.behavior.as_deref().unwrap_or(row.behavior.as_str()),
+        has_updated_input: row.updated_input.is_some(),
+    })?;
     let stored = row.clone();
     state.store.run(move |conn| db::rules::update(conn, &stored)).await.map_err(|e| match e {
         StoreError::NotFound => AppError::not_found("No such rule."),
@@ -301,7 +322,7 @@ pub async fn update(
         (status = 404, description = "No such rule", body = ErrorBody),
     ))]
 pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
-    let id = parse_id("rule", &id)?;
+    let id: RuleId = id.parse()?;
     let target = id.clone();
     if !state.store.run(move |conn| db::rules::delete(conn, &target)).await? {
         return Err(AppError::not_found(format!("No rule with id {id:?}.")));
@@ -340,23 +361,15 @@ pub async fn log(state: web::Data<AppState>, query: web::Query<LogQuery>) -> App
     }
     let q = query.into_inner();
     let (limit, offset) = Page { limit: q.limit, offset: q.offset }.bounds()?;
-    let uuid = |field: &str, v: Option<String>| -> AppResult<Option<String>> {
-        v.map(|s| {
-            uuid::Uuid::try_parse(&s)
-                .map(|u| u.hyphenated().to_string())
-                .map_err(|_| AppError::validation(format!("`{field}` must be a UUID")))
-        })
-        .transpose()
-    };
-    if let Some(d) = &q.decision {
-        if d != "allow" && d != "deny" {
-            return Err(AppError::validation("`decision` must be allow or deny"));
-        }
-    }
+    let must_be_uuid = |field: &str| AppError::validation(format!("`{field}` must be a UUID"));
+    let decision = q
+        .decision
+        .map(|d| d.parse::<Behavior>().map_err(|_| AppError::validation("`decision` must be allow or deny")))
+        .transpose()?;
     let filter = LogFilter {
-        session_id: uuid("session_id", q.session_id)?,
-        project_id: uuid("project_id", q.project_id)?,
-        decision: q.decision,
+        session_id: q.session_id.map(|s| SessionId::parse(&s).map_err(|_| must_be_uuid("session_id"))).transpose()?,
+        project_id: q.project_id.map(|p| ProjectId::parse(&p).map_err(|_| must_be_uuid("project_id"))).transpose()?,
+        decision,
     };
     let rows = state.store.run(move |conn| db::permission_log::list(conn, &filter, limit, offset)).await?;
     Ok(HttpResponse::Ok().json(rows))

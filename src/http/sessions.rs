@@ -6,17 +6,16 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::errors::parse_id;
 use super::pagination::Page;
 use super::{projects, AppState};
 use crate::actors::registry::{Find, Launch, LaunchError, Resume, ResumeError};
-use crate::actors::session::{
-    AwaitEnd, CliSession, Close, CloseReason, Control, SendOutcome, SendUser, SessionError, Snapshot,
-};
+use crate::actors::session::{AwaitEnd, CliSession, Close, Control, SendOutcome, SendUser, SessionError, Snapshot};
 use crate::db;
 use crate::db::messages::Message;
 use crate::db::sessions::Session;
+use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::launch::{CliOptions, LaunchSpec};
+use crate::domain::session::ClosedReason;
 use crate::domain::validate::{self, PermissionMode, Transport};
 use crate::error::{AppError, AppResult, ErrorBody};
 
@@ -103,17 +102,17 @@ fn resume_error(e: ResumeError) -> AppError {
     }
 }
 
-async fn resume_session(state: &AppState, id: &str) -> Result<Session, ResumeError> {
-    state.registry.send(Resume(id.to_string())).await.map_err(|e| {
+async fn resume_session(state: &AppState, id: &SessionId) -> Result<Session, ResumeError> {
+    state.registry.send(Resume(id.clone())).await.map_err(|e| {
         ResumeError::Launch(LaunchError::Store(db::StoreError::Other(format!("session registry unavailable: {e}"))))
     })?
 }
 
 /// For a session that is not live: resumes it when the janitor closed it as idle (and answers
 /// with the new actor); any other ended session gets `not_live`.
-async fn resume_if_idle_closed(state: &AppState, id: &str, not_live: AppError) -> AppResult<Addr<CliSession>> {
+async fn resume_if_idle_closed(state: &AppState, id: &SessionId, not_live: AppError) -> AppResult<Addr<CliSession>> {
     let row = load_row(state, id).await?;
-    if row.closed_reason.as_deref() != Some(CloseReason::IdleTimeout.as_str()) {
+    if row.closed_reason != Some(ClosedReason::IdleTimeout) {
         return Err(not_live);
     }
     match resume_session(state, id).await {
@@ -127,8 +126,8 @@ fn check<T>(r: Result<T, String>) -> AppResult<T> {
     r.map_err(AppError::validation)
 }
 
-async fn load_row(state: &AppState, id: &str) -> AppResult<Session> {
-    let lookup = id.to_string();
+async fn load_row(state: &AppState, id: &SessionId) -> AppResult<Session> {
+    let lookup = id.clone();
     state
         .store
         .run(move |conn| db::sessions::find(conn, &lookup))
@@ -137,8 +136,8 @@ async fn load_row(state: &AppState, id: &str) -> AppResult<Session> {
 }
 
 /// The live actor, or why there is none: 409 for an ended session, 404 for an unknown one.
-async fn live(state: &AppState, id: &str) -> AppResult<Addr<CliSession>> {
-    match state.registry.send(Find(id.to_string())).await {
+async fn live(state: &AppState, id: &SessionId) -> AppResult<Addr<CliSession>> {
+    match state.registry.send(Find(id.clone())).await {
         Ok(Some(addr)) => Ok(addr),
         Ok(None) => {
             let row = load_row(state, id).await?;
@@ -149,8 +148,8 @@ async fn live(state: &AppState, id: &str) -> AppResult<Addr<CliSession>> {
 }
 
 /// Current view of a session: the actor's own row while live, the database's afterwards.
-async fn current(state: &AppState, id: &str) -> AppResult<Session> {
-    if let Ok(Some(addr)) = state.registry.send(Find(id.to_string())).await {
+async fn current(state: &AppState, id: &SessionId) -> AppResult<Session> {
+    if let Ok(Some(addr)) = state.registry.send(Find(id.clone())).await {
         if let Ok(row) = addr.send(Snapshot).await {
             return Ok(row);
         }
@@ -177,7 +176,7 @@ pub async fn launch(
     id: web::Path<String>,
     body: web::Json<LaunchSession>,
 ) -> AppResult<HttpResponse> {
-    let project_id = parse_id("project", &id)?;
+    let project_id: ProjectId = id.parse()?;
     let b = body.into_inner();
     let name = b.name.as_deref().map(|n| validate::name("name", n)).transpose().map_err(AppError::validation)?;
     let external_key = b
@@ -253,7 +252,7 @@ pub async fn list_for_project(
     id: web::Path<String>,
     page: web::Query<Page>,
 ) -> AppResult<HttpResponse> {
-    let project_id = parse_id("project", &id)?;
+    let project_id: ProjectId = id.parse()?;
     let rows = list_under(
         &state,
         "project",
@@ -267,16 +266,16 @@ pub async fn list_for_project(
 }
 
 /// A query listing `limit` rows from `offset` under a parent id.
-type ListPage<T> = fn(&mut db::DbConnection, &str, i64, i64) -> Result<Vec<T>, db::StoreError>;
+type ListPage<I, T> = fn(&mut db::DbConnection, &I, i64, i64) -> Result<Vec<T>, db::StoreError>;
 
 /// A page of rows belonging to a parent that must exist (404 naming `kind` when it does not).
-async fn list_under<T: Send + 'static>(
+async fn list_under<I: std::fmt::Debug + Clone + Send + 'static, T: Send + 'static>(
     state: &AppState,
     kind: &'static str,
-    parent: String,
+    parent: I,
     page: &Page,
-    exists: fn(&mut db::DbConnection, &str) -> Result<bool, db::StoreError>,
-    list: ListPage<T>,
+    exists: fn(&mut db::DbConnection, &I) -> Result<bool, db::StoreError>,
+    list: ListPage<I, T>,
 ) -> AppResult<Vec<T>> {
     let (limit, offset) = page.bounds()?;
     let lookup = parent.clone();
@@ -307,7 +306,7 @@ pub async fn list_active(state: web::Data<AppState>, page: web::Query<Page>) -> 
         (status = 404, description = "No such session", body = ErrorBody),
     ))]
 pub async fn get(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
-    let id = parse_id("session", &id)?;
+    let id: SessionId = id.parse()?;
     Ok(HttpResponse::Ok().json(current(&state, &id).await?))
 }
 
@@ -324,7 +323,7 @@ pub async fn messages(
     id: web::Path<String>,
     page: web::Query<Page>,
 ) -> AppResult<HttpResponse> {
-    let id = parse_id("session", &id)?;
+    let id: SessionId = id.parse()?;
     // Lines are written behind: whatever a client has already seen happen (a turn's result in
     // the session row, an event) is stored before it is read back.
     if let Err(e) = state.writer.flush().await {
@@ -336,7 +335,7 @@ pub async fn messages(
         id,
         &page,
         |conn, id| Ok(db::sessions::find(conn, id)?.is_some()),
-        db::messages::list,
+        |conn, id, limit, offset| db::messages::list(conn, id.as_str(), limit, offset),
     )
     .await?;
     Ok(HttpResponse::Ok().json(rows))
@@ -363,7 +362,7 @@ pub async fn send_message(
     id: web::Path<String>,
     body: web::Json<SendMessage>,
 ) -> AppResult<HttpResponse> {
-    let id = parse_id("session", &id)?;
+    let id: SessionId = id.parse()?;
     let content = body.into_inner().content;
     if content.trim().is_empty() {
         return Err(AppError::validation("`content` must not be empty"));
@@ -389,7 +388,7 @@ pub async fn send_message(
     Ok(HttpResponse::Accepted().json(outcome))
 }
 
-async fn control(state: &AppState, id: &str, command: Control) -> AppResult<HttpResponse> {
+async fn control(state: &AppState, id: &SessionId, command: Control) -> AppResult<HttpResponse> {
     let addr = live(state, id).await?;
     let row = addr
         .send(command)
@@ -410,7 +409,7 @@ async fn control(state: &AppState, id: &str, command: Control) -> AppResult<Http
         (status = 504, description = "The CLI did not answer within 30 s", body = ErrorBody),
     ))]
 pub async fn interrupt(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
-    let id = parse_id("session", &id)?;
+    let id: SessionId = id.parse()?;
     control(&state, &id, Control::Interrupt).await
 }
 
@@ -433,7 +432,7 @@ pub async fn set_model(
     id: web::Path<String>,
     body: web::Json<SetModel>,
 ) -> AppResult<HttpResponse> {
-    let id = parse_id("session", &id)?;
+    let id: SessionId = id.parse()?;
     let model = check(validate::identifier("model", &body.model))?;
     control(&state, &id, Control::SetModel(model)).await
 }
@@ -457,7 +456,7 @@ pub async fn set_permission_mode(
     id: web::Path<String>,
     body: web::Json<SetPermissionMode>,
 ) -> AppResult<HttpResponse> {
-    let id = parse_id("session", &id)?;
+    let id: SessionId = id.parse()?;
     control(&state, &id, Control::SetPermissionMode(body.mode.as_str().to_string())).await
 }
 
@@ -470,9 +469,9 @@ pub async fn set_permission_mode(
         (status = 404, description = "No such session", body = ErrorBody),
     ))]
 pub async fn close(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
-    let id = parse_id("session", &id)?;
+    let id: SessionId = id.parse()?;
     if let Ok(Some(addr)) = state.registry.send(Find(id.clone())).await {
-        if let Ok(Ok(row)) = addr.send(Close { signal: libc::SIGTERM, reason: CloseReason::Requested }).await {
+        if let Ok(Ok(row)) = addr.send(Close { signal: libc::SIGTERM, reason: ClosedReason::Requested }).await {
             return Ok(HttpResponse::Ok().json(row));
         }
     }
@@ -494,7 +493,7 @@ pub async fn close(state: web::Data<AppState>, id: web::Path<String>) -> AppResu
         (status = 503, description = "The service is shutting down, or no port is free for a WebSocket bridge", body = ErrorBody),
     ))]
 pub async fn resume(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
-    let id = parse_id("session", &id)?;
+    let id: SessionId = id.parse()?;
     let row = resume_session(&state, &id).await.map_err(resume_error)?;
     Ok(HttpResponse::Ok().json(row))
 }

@@ -8,12 +8,12 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::errors::parse_id;
 use super::AppState;
 use crate::actors::bus::{Follow, Subscribe};
 use crate::actors::feed::{Feed, FeedItem, StoredLog};
 use crate::actors::subscriber::{Subscriber, WsLink, MAX_FRAME_BYTES};
 use crate::db;
+use crate::domain::ids::SessionId;
 use crate::error::{AppError, AppResult, ErrorBody};
 
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -30,13 +30,13 @@ pub struct StreamQuery {
 
 /// What a session's stream follows: the session (404 if there is none), from where its stored
 /// log ends.
-async fn session_follow(state: &AppState, id: &str) -> AppResult<Follow> {
-    let lookup = id.to_string();
+async fn session_follow(state: &AppState, id: &SessionId) -> AppResult<Follow> {
+    let lookup = id.clone();
     let found = state
         .store
         .run(move |conn| {
             let Some(_) = db::sessions::find(conn, &lookup)? else { return Ok(None) };
-            Ok(Some(db::messages::last_seq(conn, &lookup)?))
+            Ok(Some(db::messages::last_seq(conn, lookup.as_str())?))
         })
         .await?;
     match found {
@@ -125,7 +125,7 @@ pub async fn session_stream(
     query: web::Query<StreamQuery>,
     req: HttpRequest,
 ) -> AppResult<HttpResponse> {
-    let id = parse_id("session", &id)?;
+    let id: SessionId = id.parse()?;
     let since = resume_point(&req, &query)?;
     let follow = session_follow(&state, &id).await?;
     Ok(sse(feed(&state, follow, since).await?))
@@ -174,7 +174,7 @@ pub async fn session_ws(
     req: HttpRequest,
     body: web::Payload,
 ) -> AppResult<HttpResponse> {
-    let id = parse_id("session", &id)?;
+    let id: SessionId = id.parse()?;
     let follow = session_follow(&state, &id).await?;
     let (response, socket, frames) = actix_ws::handle(&req, body)
         .map_err(|e| AppError::bad_request("not_a_websocket", format!("This endpoint speaks WebSocket: {e}")))?;

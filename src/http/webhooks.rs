@@ -5,12 +5,12 @@ use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::errors::parse_id;
 use super::pagination::Page;
 use super::AppState;
 use crate::actors::webhooks::{DroppedCounts, ReloadWebhooks, EVENT_TYPES};
 use crate::db::webhooks::{Attempt, WebhookRow};
 use crate::db::{self};
+use crate::domain::ids::WebhookId;
 use crate::domain::{time, validate};
 use crate::error::{AppError, AppResult, ErrorBody};
 
@@ -37,7 +37,8 @@ pub struct CreateWebhook {
 /// A webhook as shown: the secret never is.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Webhook {
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: WebhookId,
     pub name: String,
     pub url: String,
     pub events: Vec<String>,
@@ -109,7 +110,7 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateWebhook>) 
     }
     let now = time::now();
     let row = WebhookRow {
-        id: uuid::Uuid::new_v4().to_string(),
+        id: WebhookId::new(),
         name,
         url: url.to_string(),
         events: serde_json::to_string(&b.events).unwrap_or_else(|_| "[]".to_string()),
@@ -159,7 +160,7 @@ pub async fn list(state: web::Data<AppState>, page: web::Query<Page>) -> AppResu
         (status = 404, description = "No such webhook", body = ErrorBody),
     ))]
 pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
-    let id = parse_id("webhook", &id)?;
+    let id: WebhookId = id.parse()?;
     let target = id.clone();
     if !state.store.run(move |conn| db::webhooks::delete(conn, &target)).await? {
         return Err(AppError::not_found(format!("No webhook with id {id:?}.")));
@@ -182,7 +183,7 @@ pub async fn deliveries(
     id: web::Path<String>,
     page: web::Query<Page>,
 ) -> AppResult<HttpResponse> {
-    let id = parse_id("webhook", &id)?;
+    let id: WebhookId = id.parse()?;
     let (limit, offset) = page.bounds()?;
     let lookup = id.clone();
     let rows = state

@@ -11,6 +11,8 @@ use actix::prelude::*;
 use super::process::CliProcess;
 use super::spawn::Exit;
 use crate::domain::decision::Verdict;
+use crate::domain::ids::{ProjectId, SessionId};
+use crate::domain::session::ClosedReason;
 use crate::protocol::incoming::Incoming;
 
 pub type Ctx<C> = Context<CliProcess<C>>;
@@ -48,7 +50,7 @@ pub trait Conversation: Sized + Unpin + 'static {
     type Asked: Clone + Unpin + 'static;
 
     /// Whose tool calls these are: (project, session), for the permission engine.
-    fn scope(&self) -> (Option<String>, Option<String>);
+    fn scope(&self) -> (Option<ProjectId>, Option<SessionId>);
 
     /// The actor runs; the handshake is sent right after.
     fn started(p: &mut CliProcess<Self>, ctx: &mut Ctx<Self>);
@@ -76,6 +78,11 @@ pub trait Conversation: Sized + Unpin + 'static {
     /// The process is gone and its leftovers are ended: record the end. The registry hears of
     /// it when this resolves; then [`Conversation::released`] runs and the actor stops.
     fn ended(p: &mut CliProcess<Self>, end: ProcessEnd<Self::Asked>) -> Step<Self>;
+
+    /// Why the conversation ended, as the registry hears it (a session's stored reason).
+    fn closed_reason(&self) -> Option<ClosedReason> {
+        None
+    }
 
     /// The registry knows the process is gone: answer whoever waits for the end.
     fn released(_p: &mut CliProcess<Self>) {}

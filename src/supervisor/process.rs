@@ -30,6 +30,7 @@ use super::conversation::{Conversation, Ctx, ProcessEnd};
 use super::spawn::{Exit, Spawned};
 use crate::actors::permissions::Evaluate;
 use crate::domain::decision::ToolCall;
+use crate::domain::session::ClosedReason;
 use crate::protocol::framing::Frame;
 use crate::transport::{stdio, CliOutput, OutLine};
 
@@ -45,6 +46,8 @@ pub struct ProcessGone {
     /// The session or execution id.
     pub id: String,
     pub pid: i32,
+    /// Why it ended, for a session.
+    pub reason: Option<ClosedReason>,
 }
 
 #[derive(Message)]
@@ -278,7 +281,8 @@ impl<C: Conversation> CliProcess<C> {
     fn tell_registry(&mut self) {
         if self.cli.life != Life::Ended {
             self.cli.life = Life::Ended;
-            self.cli.peers.registry.do_send(ProcessGone { id: self.cli.id.clone(), pid: self.cli.pid });
+            let reason = self.conv.closed_reason();
+            self.cli.peers.registry.do_send(ProcessGone { id: self.cli.id.clone(), pid: self.cli.pid, reason });
         }
     }
 }

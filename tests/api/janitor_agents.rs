@@ -11,7 +11,9 @@ use conduit::actors::locks::Prune;
 use conduit::actors::registry::CloseIdle;
 use conduit::db::agents::{self, Agent, Execution};
 use conduit::db::Store;
+use conduit::domain::agent::{AgentStatus, ExecutionStatus, TriggerKind};
 use conduit::domain::idleness::Busy;
+use conduit::domain::ids::{AgentId, ExecutionId};
 
 /// Answers as if no run were going and every lock queue had one stale entry.
 struct NoRuns;
@@ -48,12 +50,12 @@ impl Handler<WatcherCount> for NoRuns {
     }
 }
 
-fn execution(id: &str, agent: &str, started_at: String) -> Execution {
+fn execution(id: &str, agent: &AgentId, started_at: String) -> Execution {
     Execution {
-        id: id.to_string(),
-        agent_id: agent.to_string(),
-        trigger_kind: "cron".into(),
-        status: "running".into(),
+        id: ExecutionId::parse(id).expect("a UUID"),
+        agent_id: agent.clone(),
+        trigger_kind: TriggerKind::Cron,
+        status: ExecutionStatus::Running,
         exit_code: None,
         started_at: Some(started_at.clone()),
         finished_at: None,
@@ -74,7 +76,7 @@ async fn executions_stuck_past_their_timeout_are_ended_and_locks_pruned() {
     let now = chrono::Utc::now();
     let at = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let agent = Agent {
-        id: uuid::Uuid::new_v4().to_string(),
+        id: AgentId::new(),
         project_id: None,
         name: "a".into(),
         objective: "o".into(),
@@ -82,7 +84,7 @@ async fn executions_stuck_past_their_timeout_are_ended_and_locks_pruned() {
         cwd: dir.path().display().to_string(),
         model: None,
         timeout_ms: 60_000,
-        status: "active".into(),
+        status: AgentStatus::Active,
         consecutive_failures: 0,
         next_run_at: None,
         created_at: at(now),
@@ -119,9 +121,9 @@ async fn executions_stuck_past_their_timeout_are_ended_and_locks_pruned() {
         .await
         .expect("rows");
     let stuck = stuck.expect("stuck row");
-    assert_eq!(stuck.status, "failure");
+    assert_eq!(stuck.status, ExecutionStatus::Failure);
     assert!(stuck.error.as_deref().is_some_and(|e| e.contains("reaped by the janitor")), "{stuck:?}");
-    assert_eq!(fresh.expect("fresh row").status, "running", "within its timeout");
+    assert_eq!(fresh.expect("fresh row").status, ExecutionStatus::Running, "within its timeout");
     let again = janitor.send(Sweep).await.expect("janitor");
     assert_eq!(again.executions_reaped, 0, "ended once");
 }

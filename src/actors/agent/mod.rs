@@ -19,7 +19,9 @@ use self::runs::Run;
 pub use self::runs::RunDeps;
 use crate::db::agents::{self, Agent, Execution};
 use crate::db::StoreError;
+use crate::domain::agent::{AgentStatus, TriggerKind};
 use crate::domain::cron::CronSchedule;
+use crate::domain::ids::ExecutionId;
 use crate::domain::time;
 
 /// Failures in a row that put an agent in `error`.
@@ -68,7 +70,7 @@ pub struct Current;
 #[derive(Message)]
 #[rtype(result = "bool")]
 pub struct CancelRun {
-    pub execution_id: String,
+    pub execution_id: ExecutionId,
     pub reason: String,
 }
 
@@ -91,7 +93,7 @@ pub struct ProactiveAgent {
     schedule: Option<CronSchedule>,
     deps: RunDeps,
     timer: Option<SpawnHandle>,
-    runs: HashMap<String, Run>,
+    runs: HashMap<ExecutionId, Run>,
     retiring: Option<Vec<tokio::sync::oneshot::Sender<()>>>,
 }
 
@@ -137,8 +139,8 @@ impl ProactiveAgent {
     /// Sleeps until the next fire time after now (while active), and stores it.
     fn arm(&mut self, ctx: &mut Context<Self>) {
         self.disarm(ctx);
-        let next = match (&self.schedule, self.agent.status.as_str()) {
-            (Some(schedule), "active") => schedule.next_after(Utc::now()),
+        let next = match (&self.schedule, self.agent.status) {
+            (Some(schedule), AgentStatus::Active) => schedule.next_after(Utc::now()),
             _ => None,
         };
         let next_text = next.map(format_time);
@@ -162,9 +164,9 @@ impl ProactiveAgent {
 
     fn apply(&mut self, change: Change) {
         match change {
-            Change::Pause => self.agent.status = "paused".to_string(),
+            Change::Pause => self.agent.status = AgentStatus::Paused,
             Change::Resume => {
-                self.agent.status = "active".to_string();
+                self.agent.status = AgentStatus::Active;
                 self.agent.consecutive_failures = 0;
             }
             Change::Edit(edit) => {
@@ -199,7 +201,7 @@ impl Actor for ProactiveAgent {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let missed = self.agent.status == "active"
+        let missed = self.agent.status == AgentStatus::Active
             && self.agent.next_run_at.as_deref().and_then(parse_time).is_some_and(|at| at <= Utc::now());
         if missed {
             tracing::info!(agent = %self.agent.id, "a fire time passed while the service was down; running once now");
@@ -215,13 +217,13 @@ impl Handler<Fire> for ProactiveAgent {
 
     fn handle(&mut self, _msg: Fire, ctx: &mut Context<Self>) {
         self.timer = None;
-        if self.agent.status != "active" || self.retiring.is_some() {
+        if self.agent.status != AgentStatus::Active || self.retiring.is_some() {
             return;
         }
-        if self.runs.values().any(|r| r.trigger == "cron") {
+        if self.runs.values().any(|r| r.trigger == TriggerKind::Cron) {
             tracing::info!(agent = %self.agent.id, "the previous scheduled run is still going; skipping this fire");
         } else {
-            let run = self.start_run("cron");
+            let run = self.start_run(TriggerKind::Cron);
             ctx.spawn(run.map(|started, act, _| {
                 if let Err(e) = started {
                     tracing::error!(agent = %act.agent.id, error = %e, "could not start a scheduled run");
@@ -239,7 +241,7 @@ impl Handler<TriggerNow> for ProactiveAgent {
         if self.retiring.is_some() {
             return Box::pin(actix::fut::ready(Err(StoreError::NotFound)));
         }
-        self.start_run("manual")
+        self.start_run(TriggerKind::Manual)
     }
 }
 

@@ -13,6 +13,8 @@ use crate::actors::locks::{self, Acquire, DirLock, LockGone};
 use crate::actors::registry::StartRun;
 use crate::db::agents::{self, Execution};
 use crate::db::{Store, StoreError};
+use crate::domain::agent::{AgentStatus, ExecutionStatus, TriggerKind};
+use crate::domain::ids::ExecutionId;
 use crate::domain::time;
 
 /// What an agent's runs need from the service.
@@ -46,18 +48,17 @@ enum Stage {
 
 pub(super) struct Run {
     stage: Stage,
-    /// `cron` or `manual`.
-    pub(super) trigger: String,
+    pub(super) trigger: TriggerKind,
     exec: Execution,
 }
 
 impl ProactiveAgent {
-    pub(super) fn start_run(&mut self, trigger: &str) -> ResponseActFuture<Self, Result<Execution, StoreError>> {
+    pub(super) fn start_run(&mut self, trigger: TriggerKind) -> ResponseActFuture<Self, Result<Execution, StoreError>> {
         let exec = Execution {
-            id: uuid::Uuid::new_v4().to_string(),
+            id: ExecutionId::new(),
             agent_id: self.agent.id.clone(),
-            trigger_kind: trigger.to_string(),
-            status: "queued".to_string(),
+            trigger_kind: trigger,
+            status: ExecutionStatus::Queued,
             exit_code: None,
             started_at: None,
             finished_at: None,
@@ -75,13 +76,13 @@ impl ProactiveAgent {
             inserted?;
             act.deps.records().publish("agent.execution.queued", "execution_queued", &act.agent, &exec);
             let waiting = act.wait_for_folder(exec.id.clone(), ctx);
-            let run = Run { stage: Stage::Queued(waiting), trigger: exec.trigger_kind.clone(), exec: exec.clone() };
+            let run = Run { stage: Stage::Queued(waiting), trigger: exec.trigger_kind, exec: exec.clone() };
             act.runs.insert(exec.id.clone(), run);
             Ok(exec)
         }))
     }
 
-    fn wait_for_folder(&mut self, id: String, ctx: &mut Context<Self>) -> SpawnHandle {
+    fn wait_for_folder(&mut self, id: ExecutionId, ctx: &mut Context<Self>) -> SpawnHandle {
         let holder = format!("agent {} (execution {id})", self.agent.name);
         let (queue, path) = (self.deps.locks.clone(), PathBuf::from(&self.agent.cwd));
         let waiting = async move { locks::acquire(&queue, path, holder).await };
@@ -89,14 +90,14 @@ impl ProactiveAgent {
     }
 
     /// The folder is ours: mark the run running (stored first), then have the registry start it.
-    fn on_lock(&mut self, id: String, lock: Result<DirLock, LockGone>, ctx: &mut Context<Self>) {
+    fn on_lock(&mut self, id: ExecutionId, lock: Result<DirLock, LockGone>, ctx: &mut Context<Self>) {
         let lock = match lock {
             Ok(lock) => lock,
-            Err(e) => return self.end_unstarted(&id, "failure", e.to_string(), ctx),
+            Err(e) => return self.end_unstarted(&id, ExecutionStatus::Failure, e.to_string(), ctx),
         };
         let Some(run) = self.runs.get_mut(&id) else { return };
         run.stage = Stage::Starting { cancel: None };
-        run.exec.status = "running".to_string();
+        run.exec.status = ExecutionStatus::Running;
         run.exec.started_at = Some(time::now());
         let exec = run.exec.clone();
         let records = self.deps.records();
@@ -115,18 +116,18 @@ impl ProactiveAgent {
                 }
                 run.stage = Stage::Running(cancel_to);
             }
-            Err(reason) => act.end_unstarted(&id, "failure", reason, ctx),
+            Err(reason) => act.end_unstarted(&id, ExecutionStatus::Failure, reason, ctx),
         }));
     }
 
     /// Ends a run that never got a process (cancelled while queued, no lock, spawn failure).
-    fn end_unstarted(&mut self, id: &str, status: &str, error: String, ctx: &mut Context<Self>) {
+    fn end_unstarted(&mut self, id: &ExecutionId, status: ExecutionStatus, error: String, ctx: &mut Context<Self>) {
         let Some(run) = self.runs.get_mut(id) else { return };
         if matches!(run.stage, Stage::Ending) {
             return;
         }
         run.stage = Stage::Ending;
-        run.exec.status = status.to_string();
+        run.exec.status = status;
         run.exec.error = Some(error);
         run.exec.finished_at = Some(time::now());
         let (records, exec) = (self.deps.records(), run.exec.clone());
@@ -142,12 +143,12 @@ impl ProactiveAgent {
     }
 
     /// Asks run `id` to end; false when there is no such run.
-    fn cancel(&mut self, id: &str, reason: String, ctx: &mut Context<Self>) -> bool {
+    fn cancel(&mut self, id: &ExecutionId, reason: String, ctx: &mut Context<Self>) -> bool {
         let Some(run) = self.runs.get_mut(id) else { return false };
         match &mut run.stage {
             Stage::Queued(waiting) => {
                 ctx.cancel_future(*waiting);
-                self.end_unstarted(id, "cancelled", reason, ctx);
+                self.end_unstarted(id, ExecutionStatus::Cancelled, reason, ctx);
             }
             Stage::Starting { cancel } => *cancel = Some(reason),
             Stage::Running(to) => to.do_send(Cancel { reason }),
@@ -158,14 +159,14 @@ impl ProactiveAgent {
 
     fn run_ended(&mut self, exec: Execution, ctx: &mut Context<Self>) {
         self.runs.remove(&exec.id);
-        match exec.status.as_str() {
-            "success" => self.agent.consecutive_failures = 0,
-            "failure" | "timeout" => self.agent.consecutive_failures += 1,
+        match exec.status {
+            ExecutionStatus::Success => self.agent.consecutive_failures = 0,
+            status if status.is_failure() => self.agent.consecutive_failures += 1,
             _ => {}
         }
-        if self.agent.consecutive_failures >= MAX_CONSECUTIVE_FAILURES && self.agent.status == "active" {
+        if self.agent.consecutive_failures >= MAX_CONSECUTIVE_FAILURES && self.agent.status == AgentStatus::Active {
             tracing::warn!(agent = %self.agent.id, failures = self.agent.consecutive_failures, "the agent failed too often in a row; it stops firing until resumed");
-            self.agent.status = "error".to_string();
+            self.agent.status = AgentStatus::Error;
             self.disarm(ctx);
             self.agent.next_run_at = None;
         }
@@ -215,7 +216,7 @@ impl Handler<Retire> for ProactiveAgent {
             ctx.stop();
             return Box::pin(async {});
         }
-        let ids: Vec<String> = self.runs.keys().cloned().collect();
+        let ids: Vec<ExecutionId> = self.runs.keys().cloned().collect();
         for id in ids {
             self.cancel(&id, msg.reason.clone(), ctx);
         }

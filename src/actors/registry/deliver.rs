@@ -7,24 +7,26 @@ use actix::prelude::*;
 
 use super::resume::{Resume, ResumeError};
 use super::{Find, SessionRegistry};
-use crate::actors::session::{AwaitEnd, CliSession, CloseReason, SendOutcome, SendUser, SessionError};
+use crate::actors::session::{AwaitEnd, CliSession, SendOutcome, SendUser, SessionError};
 use crate::db::{sessions, Store, StoreError};
+use crate::domain::ids::SessionId;
+use crate::domain::session::{ClosedReason, SessionStatus};
 
 /// A user turn for session `id`. Answers once the line is stored.
 #[derive(Message)]
 #[rtype(result = "Result<SendOutcome, DeliverError>")]
 pub struct Deliver {
-    pub id: String,
+    pub id: SessionId,
     pub content: String,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeliverError {
     #[error("No session with id {0:?}.")]
-    NotFound(String),
+    NotFound(SessionId),
     /// The session ended (other than by the idle timeout): its status.
     #[error("The session is {0}.")]
-    Ended(String),
+    Ended(SessionStatus),
     #[error(transparent)]
     Session(#[from] SessionError),
     #[error(transparent)]
@@ -46,7 +48,7 @@ impl Handler<Deliver> for SessionRegistry {
 struct Route {
     registry: Addr<SessionRegistry>,
     store: Store,
-    id: String,
+    id: SessionId,
 }
 
 impl Route {
@@ -72,7 +74,7 @@ impl Route {
     /// `not_live` (or, without one, the stored status).
     async fn resume_if_idle_closed(&self, not_live: Option<SessionError>) -> Result<Addr<CliSession>, DeliverError> {
         let row = self.row().await?;
-        if row.closed_reason.as_deref() != Some(CloseReason::IdleTimeout.as_str()) {
+        if row.closed_reason != Some(ClosedReason::IdleTimeout) {
             return Err(not_live.map_or(DeliverError::Ended(row.status), DeliverError::Session));
         }
         let resumed = self.registry.send(Resume(self.id.clone())).await;

@@ -6,14 +6,16 @@ use std::time::Duration;
 use actix::prelude::*;
 
 use crate::actors::bus::{Event, Publish};
-use crate::actors::session::{self, SessionDeps, Snapshot, Started, REASON_LAUNCH_FAILED};
+use crate::actors::session::{self, SessionDeps, Snapshot, Started};
 use crate::db::backlog::Backlog;
 use crate::db::messages::NewSessionEvent;
 use crate::db::projects::Project;
 use crate::db::sessions::{self, Session, SessionPatch};
 use crate::db::writer::{WriteError, WriteOp};
 use crate::db::StoreError;
+use crate::domain::ids::SessionId;
 use crate::domain::launch::{CliOptions, LaunchSpec};
+use crate::domain::session::{ClosedReason, SessionStatus};
 use crate::domain::validate::Transport;
 use crate::domain::{names, time};
 use crate::process::cgroup::Cgroup;
@@ -88,12 +90,12 @@ impl SessionRegistry {
         let now = time::now();
         let o = &spec.options;
         Session {
-            id: uuid::Uuid::new_v4().to_string(),
+            id: SessionId::new(),
             project_id: project.id.clone(),
             session_id: None,
             external_key: spec.external_key.clone(),
             name: spec.name.clone().unwrap_or_else(names::friendly),
-            status: "starting".to_string(),
+            status: SessionStatus::Starting,
             model: o.model.clone(),
             permission_mode: o.permission_mode.clone(),
             system_prompt: o.system_prompt.clone(),
@@ -137,26 +139,26 @@ impl SessionRegistry {
     /// was created, as its first event).
     pub(super) fn launch_failed(&self, mut row: Session, reason: String, announce: bool) -> Session {
         let now = time::now();
-        row.status = "error".to_string();
+        row.status = SessionStatus::Error;
         row.error_message = Some(reason);
         row.closed_at = Some(now);
-        row.closed_reason = Some(REASON_LAUNCH_FAILED.to_string());
+        row.closed_reason = Some(ClosedReason::LaunchFailed);
         self.writer.persist(WriteOp::Session {
             id: row.id.clone(),
             patch: SessionPatch {
-                status: Some(row.status.clone()),
+                status: Some(row.status),
                 error_message: Some(row.error_message.clone()),
                 closed_at: Some(row.closed_at.clone()),
-                closed_reason: Some(row.closed_reason.clone()),
+                closed_reason: Some(row.closed_reason),
                 ..Default::default()
             },
         });
         if announce {
             let data = serde_json::to_string(&row).unwrap_or_else(|_| "null".to_string());
-            let mut event = Event::new("session.created", "session_created", Some(row.id.clone()), data.clone());
+            let mut event = Event::new("session.created", "session_created", Some(row.id.to_string()), data.clone());
             event.topic_seq = Some(1);
             self.writer.persist(WriteOp::Event(NewSessionEvent {
-                session_id: row.id.clone(),
+                session_id: row.id.to_string(),
                 seq: 1,
                 kind: event.kind.to_string(),
                 name: event.name.clone(),
@@ -179,7 +181,7 @@ impl SessionRegistry {
         let SessionLaunch { mut row, folder, options, bridge, resumed, last_seq, cgroup } = launch;
         let backlog = Backlog::new(self.settings.session_backlog_bytes);
         let req = SpawnRequest {
-            marker: row.id.clone(),
+            marker: row.id.to_string(),
             program: self.settings.cli_path.clone(),
             arguments: Box::new(move |wire| ClaudeCode.arguments(&options, wire)),
             folder,
@@ -317,7 +319,7 @@ impl Handler<Launch> for SessionRegistry {
             let prepare = async move {
                 store.run(move |conn| sessions::insert(conn, &stored)).await?;
                 let id = row.id.clone();
-                let cgroup = tokio::task::spawn_blocking(move || containment.cgroup_for(&id)).await.ok().flatten();
+                let cgroup = tokio::task::spawn_blocking(move || containment.cgroup_for(id.as_str())).await.ok().flatten();
                 Ok::<_, StoreError>((row, cgroup))
             };
             let folder = msg.project.folder_path.clone();

@@ -27,11 +27,13 @@ pub use self::runs::StartRun;
 use self::reaper::Sweep;
 use super::bus::Publish;
 use super::permissions::Evaluate;
-use super::session::{CliSession, Close, CloseIfIdle, CloseReason};
+use super::session::{CliSession, Close, CloseIfIdle};
 use crate::config::Settings;
 use crate::db::writer::Writer;
 use crate::db::Store;
 use crate::domain::idleness::Busy;
+use crate::domain::ids::{ProjectId, SessionId};
+use crate::domain::session::ClosedReason;
 use crate::process::cgroup::Containment;
 use crate::process::version::CliVersion;
 use crate::supervisor::process::ProcessGone;
@@ -39,7 +41,7 @@ use crate::supervisor::process::ProcessGone;
 #[derive(Message)]
 #[rtype(result = "Result<(), Busy>")]
 pub struct CloseIdle {
-    pub id: String,
+    pub id: SessionId,
     pub timeout: Duration,
     /// Stream clients following it, as the bus counts them.
     pub watchers: usize,
@@ -48,7 +50,7 @@ pub struct CloseIdle {
 /// The actor of a live session, if there is one.
 #[derive(Message)]
 #[rtype(result = "Option<Addr<CliSession>>")]
-pub struct Find(pub String);
+pub struct Find(pub SessionId);
 
 /// How many sessions are live.
 #[derive(Message)]
@@ -59,7 +61,7 @@ pub struct LiveCount;
 /// gone.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct CloseProject(pub String);
+pub struct CloseProject(pub ProjectId);
 
 /// Ends every session (stdin closed, SIGINT to each group, grace, SIGKILL) and refuses new
 /// launches. Answers when all are gone.
@@ -72,7 +74,7 @@ pub struct Shutdown;
 
 struct Live {
     addr: Addr<CliSession>,
-    project_id: String,
+    project_id: ProjectId,
     external_key: Option<String>,
 }
 
@@ -82,7 +84,7 @@ pub struct SessionRegistry {
     writer: Writer,
     engine: Recipient<Evaluate>,
     bus: Recipient<Publish>,
-    live: HashMap<String, Live>,
+    live: HashMap<SessionId, Live>,
     /// The installed CLI's version, read once for the `auto` transport (`Some(None)`: it
     /// could not be read, so `auto` means stdio).
     cli_version: Option<Option<CliVersion>>,
@@ -155,14 +157,14 @@ impl Handler<ProcessGone> for SessionRegistry {
 
     fn handle(&mut self, msg: ProcessGone, _ctx: &mut Context<Self>) {
         self.children.remove(&msg.pid);
-        if self.live.remove(&msg.id).is_some() {
-            tracing::debug!(session = %msg.id, pid = msg.pid, "session ended");
+        if self.live.remove(msg.id.as_str()).is_some() {
+            tracing::debug!(session = %msg.id, pid = msg.pid, reason = ?msg.reason, "session ended");
         }
     }
 }
 
 /// Sends `Close` to each session and waits for all of them.
-fn close_all(sessions: Vec<Addr<CliSession>>, signal: i32, reason: CloseReason) -> ResponseFuture<()> {
+fn close_all(sessions: Vec<Addr<CliSession>>, signal: i32, reason: ClosedReason) -> ResponseFuture<()> {
     let closing: Vec<_> = sessions.iter().map(|addr| addr.send(Close { signal, reason })).collect();
     Box::pin(async move {
         for outcome in futures_util::future::join_all(closing).await {
@@ -178,7 +180,7 @@ impl Handler<CloseProject> for SessionRegistry {
 
     fn handle(&mut self, msg: CloseProject, _ctx: &mut Context<Self>) -> Self::Result {
         let sessions = self.live.values().filter(|l| l.project_id == msg.0).map(|l| l.addr.clone()).collect();
-        close_all(sessions, libc::SIGTERM, CloseReason::ProjectDeleted)
+        close_all(sessions, libc::SIGTERM, ClosedReason::ProjectDeleted)
     }
 }
 
@@ -188,7 +190,7 @@ impl Handler<Shutdown> for SessionRegistry {
     fn handle(&mut self, _msg: Shutdown, _ctx: &mut Context<Self>) -> Self::Result {
         self.shutting_down = true;
         tracing::info!(sessions = self.live.len(), "ending every session");
-        close_all(self.live.values().map(|l| l.addr.clone()).collect(), libc::SIGINT, CloseReason::Shutdown)
+        close_all(self.live.values().map(|l| l.addr.clone()).collect(), libc::SIGINT, ClosedReason::Shutdown)
     }
 }
 

@@ -14,13 +14,15 @@ use crate::transport::websocket;
 
 use super::launch::{LaunchError, SessionLaunch};
 use super::SessionRegistry;
+use crate::domain::ids::SessionId;
+use crate::domain::session::SessionStatus;
 
 /// Brings back an ended session (closed or errored): a new CLI process with
 /// `--resume=<the CLI's session id>`, in the same folder, with the same options and transport;
 /// same Conduit id, history and totals. Capacity limits apply as for a launch.
 #[derive(Message)]
 #[rtype(result = "Result<Session, ResumeError>")]
-pub struct Resume(pub String);
+pub struct Resume(pub SessionId);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ResumeError {
@@ -58,7 +60,7 @@ impl SessionRegistry {
     /// Checks a stored row can be resumed now, and marks it starting again.
     fn relaunch(&mut self, row: Option<Session>, project: Option<Project>) -> Result<Relaunch, ResumeError> {
         let mut row = row.ok_or_else(|| ResumeError::NotFound("No such session.".to_string()))?;
-        if self.live.contains_key(&row.id) || !matches!(row.status.as_str(), "closed" | "error") {
+        if self.live.contains_key(&row.id) || !row.status.has_ended() {
             return Err(ResumeError::Conflict(format!(
                 "The session is {}; only a closed or errored session can be resumed.",
                 row.status
@@ -92,7 +94,7 @@ impl SessionRegistry {
             append_system_prompt: row.append_system_prompt.clone(),
         };
         let now = time::now();
-        row.status = "starting".to_string();
+        row.status = SessionStatus::Starting;
         row.error_message = None;
         row.closed_at = None;
         row.closed_reason = None;
@@ -104,7 +106,7 @@ impl SessionRegistry {
         self.writer.persist(WriteOp::Session {
             id: row.id.clone(),
             patch: SessionPatch {
-                status: Some(row.status.clone()),
+                status: Some(row.status),
                 error_message: Some(None),
                 closed_at: Some(None),
                 closed_reason: Some(None),
@@ -131,7 +133,7 @@ impl Handler<Resume> for SessionRegistry {
                         Some(r) => projects::find(conn, &r.project_id)?,
                         None => None,
                     };
-                    let last_seq = messages::last_seq(conn, &id)?;
+                    let last_seq = messages::last_seq(conn, id.as_str())?;
                     Ok((row, project, last_seq))
                 })
                 .await
@@ -145,7 +147,7 @@ impl Handler<Resume> for SessionRegistry {
                 Ok(checked) => checked,
                 Err(e) => return Box::pin(actix::fut::ready(Err(e))) as ResumeFuture,
             };
-            let (containment, id) = (act.containment.clone(), relaunch.row.id.clone());
+            let (containment, id) = (act.containment.clone(), relaunch.row.id.to_string());
             let cgroup =
                 async move { tokio::task::spawn_blocking(move || containment.cgroup_for(&id)).await.ok().flatten() };
             Box::pin(cgroup.into_actor(act).then(move |cgroup, act, _ctx| {

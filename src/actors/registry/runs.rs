@@ -33,13 +33,14 @@ impl Handler<StartRun> for SessionRegistry {
     fn handle(&mut self, msg: StartRun, _ctx: &mut Context<Self>) -> Self::Result {
         // Its cgroup first (cgroupfs work, off the executor), then the CLI.
         let (containment, id) = (self.containment.clone(), msg.exec.id.clone());
-        let cgroup =
-            async move { tokio::task::spawn_blocking(move || containment.cgroup_for(&id)).await.ok().flatten() };
+        let cgroup = async move {
+            tokio::task::spawn_blocking(move || containment.cgroup_for(id.as_str())).await.ok().flatten()
+        };
         Box::pin(cgroup.into_actor(self).map(move |cgroup, act, ctx| {
             let StartRun { agent, exec, lock, parent } = msg;
             let options = CliOptions { model: agent.model.clone(), ..Default::default() };
             let req = SpawnRequest {
-                marker: exec.id.clone(),
+                marker: exec.id.to_string(),
                 program: act.settings.cli_path.clone(),
                 arguments: Box::new(move |wire| ClaudeCode.arguments(&options, wire)),
                 folder: agent.cwd.clone(),
@@ -55,7 +56,8 @@ impl Handler<StartRun> for SessionRegistry {
             let id = exec.id.clone();
             let run = OneTurn::new(agent, exec, records, parent, lock);
             let grace = Duration::from_millis(act.settings.agent_kill_grace_ms);
-            let addr: Addr<AgentRunProcess> = CliProcess::start(&id, spawned, Box::new(ClaudeCode), peers, grace, run);
+            let addr: Addr<AgentRunProcess> =
+                CliProcess::start(id.as_str(), spawned, Box::new(ClaudeCode), peers, grace, run);
             Ok(addr.recipient())
         }))
     }

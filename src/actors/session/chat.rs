@@ -7,12 +7,14 @@ use std::sync::Arc;
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
-use super::{CliSession, CloseReason, Closer, QueuedTurn, REASON_CLI_EXITED, RESUME_GRACE};
+use super::{CliSession, Closer, QueuedTurn, RESUME_GRACE};
 use crate::actors::bus::Publish;
 use crate::db::backlog::Backlog;
 use crate::db::sessions::{Session, SessionPatch};
 use crate::db::writer::{WriteOp, Writer};
 use crate::domain::decision::Verdict;
+use crate::domain::ids::{ProjectId, SessionId};
+use crate::domain::session::{ClosedReason, SessionStatus};
 use crate::domain::{events, time};
 use crate::protocol::framing::MAX_LINE_BYTES;
 use crate::protocol::incoming::{Incoming, Kind, TurnResult};
@@ -58,10 +60,10 @@ pub struct Chat {
 impl Chat {
     /// The status a refused request names: `closing` once the end has begun.
     pub(super) fn status_word(&self, cli_live: bool) -> String {
-        if !cli_live && !matches!(self.row.status.as_str(), "closed" | "error") {
+        if !cli_live && self.row.status.is_live() {
             "closing".to_string()
         } else {
-            self.row.status.clone()
+            self.row.status.to_string()
         }
     }
 
@@ -97,10 +99,10 @@ impl Chat {
         self.row.last_active_at = now.clone();
         self.turn_running = false;
         if live {
-            self.row.status = "idle".to_string();
+            self.row.status = SessionStatus::Idle;
         }
         self.patch(SessionPatch {
-            status: Some(self.row.status.clone()),
+            status: Some(self.row.status),
             total_cost_usd: Some(self.row.total_cost_usd),
             total_input_tokens: Some(self.row.total_input_tokens),
             total_output_tokens: Some(self.row.total_output_tokens),
@@ -112,26 +114,25 @@ impl Chat {
     }
 
     /// The final row, from how the process ended.
-    fn conclude(&mut self, end: &ProcessEnd<CloseReason>) {
+    fn conclude(&mut self, end: &ProcessEnd<ClosedReason>) {
         let now = time::now();
-        let asked = end.asked.map(CloseReason::as_str);
         if !end.survivors.is_empty() {
-            self.row.status = "error".to_string();
+            self.row.status = SessionStatus::Error;
             self.row.error_message = Some(format!("could not end processes {:?} of this session", end.survivors));
-            self.row.closed_reason = Some(asked.unwrap_or(REASON_CLI_EXITED).to_string());
-        } else if let (Some(asked), None) = (asked, &end.failure) {
-            self.row.status = "closed".to_string();
+            self.row.closed_reason = Some(end.asked.unwrap_or(ClosedReason::CliExited));
+        } else if let (Some(asked), None) = (end.asked, &end.failure) {
+            self.row.status = SessionStatus::Closed;
             self.row.closed_at = Some(now.clone());
-            self.row.closed_reason = Some(asked.to_string());
+            self.row.closed_reason = Some(asked);
         } else {
-            self.row.status = "error".to_string();
+            self.row.status = SessionStatus::Error;
             let mut reason = end.failure.clone().unwrap_or_else(|| format!("the CLI {}", end.exit.how));
             if self.resumed && end.ran_for < RESUME_GRACE {
                 reason = format!("the CLI exited within {RESUME_GRACE:?} of resuming: {reason}");
             }
             self.row.error_message = Some(end.with_stderr(reason));
             self.row.closed_at = Some(now.clone());
-            self.row.closed_reason = Some(REASON_CLI_EXITED.to_string());
+            self.row.closed_reason = Some(ClosedReason::CliExited);
         }
         self.row.last_active_at = now;
         self.turn_running = false;
@@ -142,7 +143,7 @@ impl Chat {
 /// Starts the next queued turn when the CLI is ready for one. Its stored row records when the
 /// transport actually wrote it (`delivered_at`).
 pub(super) fn pump(p: &mut CliSession) {
-    if p.conv.turn_running || !p.cli.is_ready() || p.conv.row.status != "idle" {
+    if p.conv.turn_running || !p.cli.is_ready() || p.conv.row.status != SessionStatus::Idle {
         return;
     }
     let Some(message_id) = p.conv.queue.front().and_then(|t| t.message_id) else { return };
@@ -151,7 +152,7 @@ pub(super) fn pump(p: &mut CliSession) {
     match p.cli.write(OutLine { line: turn.line, written: Some(written) }) {
         Ok(()) => {
             p.conv.turn_running = true;
-            p.conv.set_status("active");
+            p.conv.set_status(SessionStatus::Active);
             let writer = p.conv.writer.clone();
             actix::spawn(async move {
                 if heard.await.is_ok() {
@@ -164,9 +165,9 @@ pub(super) fn pump(p: &mut CliSession) {
 }
 
 impl Conversation for Chat {
-    type Asked = CloseReason;
+    type Asked = ClosedReason;
 
-    fn scope(&self) -> (Option<String>, Option<String>) {
+    fn scope(&self) -> (Option<ProjectId>, Option<SessionId>) {
         (Some(self.row.project_id.clone()), Some(self.row.id.clone()))
     }
 
@@ -181,7 +182,7 @@ impl Conversation for Chat {
     }
 
     fn ready(p: &mut CliSession, _ctx: &mut Ctx<Self>) {
-        p.conv.set_status("idle");
+        p.conv.set_status(SessionStatus::Idle);
         pump(p);
     }
 
@@ -214,9 +215,9 @@ impl Conversation for Chat {
                     chat.patch(SessionPatch { permission_mode: Some(mode), ..Default::default() });
                 }
                 match status.as_deref() {
-                    Some("compacting") => chat.set_status("compacting"),
-                    _ if chat.row.status == "compacting" => {
-                        let back = if chat.turn_running { "active" } else { "idle" };
+                    Some("compacting") => chat.set_status(SessionStatus::Compacting),
+                    _ if chat.row.status == SessionStatus::Compacting => {
+                        let back = if chat.turn_running { SessionStatus::Active } else { SessionStatus::Idle };
                         chat.set_status(back)
                     }
                     _ => {}
@@ -269,14 +270,14 @@ impl Conversation for Chat {
         }
     }
 
-    fn ended(p: &mut CliSession, end: ProcessEnd<CloseReason>) -> Step<Self> {
+    fn ended(p: &mut CliSession, end: ProcessEnd<ClosedReason>) -> Step<Self> {
         p.conv.conclude(&end);
         let row = &p.conv.row;
         let patch = SessionPatch {
-            status: Some(row.status.clone()),
+            status: Some(row.status),
             error_message: Some(row.error_message.clone()),
             closed_at: Some(row.closed_at.clone()),
-            closed_reason: Some(row.closed_reason.clone()),
+            closed_reason: Some(row.closed_reason),
             last_active_at: Some(row.last_active_at.clone()),
             ..Default::default()
         };
@@ -287,12 +288,16 @@ impl Conversation for Chat {
             if let Err(e) = stored {
                 tracing::error!(session = %chat.row.id, error = %e, "could not store the final session state");
             }
-            if chat.row.status == "error" {
+            if chat.row.status == SessionStatus::Error {
                 let data = serde_json::json!({"message": chat.row.error_message}).to_string();
                 chat.publish("session.error", "error", data);
             }
             chat.publish_row("session.closed", "session_closed");
         }))
+    }
+
+    fn closed_reason(&self) -> Option<ClosedReason> {
+        self.row.closed_reason
     }
 
     fn released(p: &mut CliSession) {

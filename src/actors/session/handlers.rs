@@ -4,19 +4,20 @@ use actix::prelude::*;
 
 use super::chat::pump;
 use super::{
-    AwaitEnd, CliSession, Close, CloseIfIdle, CloseReason, Control, QueuedTurn, SendOutcome, SendUser, SessionError,
-    Snapshot, MAX_QUEUED_TURNS,
+    AwaitEnd, CliSession, Close, CloseIfIdle, Control, QueuedTurn, SendOutcome, SendUser, SessionError, Snapshot,
+    MAX_QUEUED_TURNS,
 };
 use crate::db::messages::NewMessage;
 use crate::db::sessions::{Session, SessionPatch};
 use crate::domain::idleness::{self, Activity, Busy};
+use crate::domain::session::{ClosedReason, SessionStatus};
 use crate::domain::time;
 use crate::supervisor::adapter::Command;
 
 impl CliSession {
     /// Live for the API: the CLI is not ending and the row is not final.
     fn is_live(&self) -> bool {
-        self.cli.is_live() && !matches!(self.conv.row.status.as_str(), "closed" | "error")
+        self.cli.is_live() && self.conv.row.status.is_live()
     }
 
     fn not_live(&self) -> SessionError {
@@ -40,10 +41,10 @@ impl Handler<SendUser> for CliSession {
         chat.next_turn += 1;
         let seq = chat.next_turn;
         let position = chat.queue.len() + usize::from(chat.turn_running);
-        let queued = position > 0 || chat.row.status != "idle";
+        let queued = position > 0 || chat.row.status != SessionStatus::Idle;
         chat.queue.push_back(QueuedTurn { seq, line: line.clone(), message_id: None });
         let row = NewMessage {
-            session_id: chat.row.id.clone(),
+            session_id: chat.row.id.to_string(),
             direction: "to_cli",
             message_type: "user".to_string(),
             message_subtype: None,
@@ -145,7 +146,7 @@ impl Handler<CloseIfIdle> for CliSession {
         match idleness::verdict(&activity, msg.timeout) {
             Ok(()) => {
                 tracing::info!(session = %self.conv.row.id, quiet_for = ?activity.quiet_for, "closing an idle session");
-                self.stop(libc::SIGTERM, Some(CloseReason::IdleTimeout), ctx);
+                self.stop(libc::SIGTERM, Some(ClosedReason::IdleTimeout), ctx);
                 Ok(())
             }
             Err(busy) => {
@@ -168,7 +169,7 @@ impl Handler<AwaitEnd> for CliSession {
 
     fn handle(&mut self, _msg: AwaitEnd, _ctx: &mut Self::Context) -> Self::Result {
         if self.is_live() {
-            let status = self.conv.row.status.clone();
+            let status = self.conv.row.status;
             return Box::pin(async move { Err(SessionError::Cli(format!("the session is {status}, not ending"))) });
         }
         let ended = self.conv.await_end();

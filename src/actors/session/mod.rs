@@ -26,6 +26,7 @@ use crate::db::backlog::Backlog;
 use crate::db::sessions::Session;
 use crate::db::writer::{WriteError, Writer};
 use crate::domain::idleness::Busy;
+use crate::domain::session::ClosedReason;
 use crate::supervisor::claude::ClaudeCode;
 use crate::supervisor::controls::ControlError;
 use crate::supervisor::process::{CliProcess, Peers};
@@ -77,35 +78,8 @@ pub enum Control {
 #[rtype(result = "Result<Session, SessionError>")]
 pub struct Close {
     pub signal: i32,
-    pub reason: CloseReason,
+    pub reason: ClosedReason,
 }
-
-/// Why a session was asked to end; stored as the row's `closed_reason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CloseReason {
-    /// `DELETE /api/sessions/{id}`.
-    Requested,
-    /// Closed by the janitor after the idle timeout; a message to it resumes it.
-    IdleTimeout,
-    ProjectDeleted,
-    Shutdown,
-}
-
-impl CloseReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CloseReason::Requested => "requested",
-            CloseReason::IdleTimeout => "idle_timeout",
-            CloseReason::ProjectDeleted => "project_deleted",
-            CloseReason::Shutdown => "shutdown",
-        }
-    }
-}
-
-/// `closed_reason` of a session whose CLI ended on its own (or failed).
-pub const REASON_CLI_EXITED: &str = "cli_exited";
-/// `closed_reason` of a session whose CLI could not be started.
-pub const REASON_LAUNCH_FAILED: &str = "launch_failed";
 
 /// The janitor's question: close this session if it has been truly idle for `timeout`
 /// (`watchers` is what the bus counts). Decided here, where the state lives, so nothing can
@@ -178,7 +152,7 @@ pub struct Started {
 pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
     let Started { row, spawned, last_seq, backlog, resumed } = started;
     let peers = Peers { engine: deps.engine.clone(), registry: deps.registry.clone() };
-    let id = row.id.clone();
+    let id = row.id.to_string();
     let chat = Chat {
         base: chat::Totals::of(&row),
         row,

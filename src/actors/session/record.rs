@@ -7,6 +7,7 @@ use crate::actors::bus::{Event, Publish};
 use crate::db::messages::{NewMessage, NewSessionEvent};
 use crate::db::sessions::SessionPatch;
 use crate::db::writer::WriteOp;
+use crate::domain::session::SessionStatus;
 use crate::domain::time;
 
 impl Chat {
@@ -26,7 +27,7 @@ impl Chat {
             None => (None, time::now()),
         };
         let line = NewMessage {
-            session_id: self.row.id.clone(),
+            session_id: self.row.id.to_string(),
             direction,
             message_type: message_type.to_string(),
             message_subtype: subtype,
@@ -41,7 +42,7 @@ impl Chat {
     /// and time (a relayed line is stored with them).
     pub(super) fn publish_numbered(&mut self, kind: &'static str, name: &str, data: String) -> (u64, String) {
         self.seq += 1;
-        let mut event = Event::new(kind, name, Some(self.row.id.clone()), data);
+        let mut event = Event::new(kind, name, Some(self.row.id.to_string()), data);
         event.topic_seq = Some(self.seq);
         let numbered = (self.seq, event.timestamp.clone());
         self.bus.do_send(Publish(event));
@@ -54,7 +55,7 @@ impl Chat {
         let stored = data.clone();
         let (seq, timestamp) = self.publish_numbered(kind, name, data);
         self.writer.persist(WriteOp::Event(NewSessionEvent {
-            session_id: self.row.id.clone(),
+            session_id: self.row.id.to_string(),
             seq: seq as i64,
             kind: kind.to_string(),
             name: name.to_string(),
@@ -74,12 +75,12 @@ impl Chat {
         self.writer.persist(WriteOp::Session { id: self.row.id.clone(), patch });
     }
 
-    pub(super) fn set_status(&mut self, status: &str) {
+    pub(super) fn set_status(&mut self, status: SessionStatus) {
         if self.row.status != status {
-            self.row.status = status.to_string();
+            self.row.status = status;
             self.row.last_active_at = time::now();
             let patch = SessionPatch {
-                status: Some(status.to_string()),
+                status: Some(status),
                 last_active_at: Some(self.row.last_active_at.clone()),
                 ..Default::default()
             };

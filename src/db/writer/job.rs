@@ -8,6 +8,7 @@ use crate::db::messages::{NewMessage, NewSessionEvent};
 use crate::db::permission_log::NewDecision;
 use crate::db::sessions::SessionPatch;
 use crate::db::webhooks::NewAttempt;
+use crate::domain::ids::SessionId;
 
 pub enum WriteOp {
     Message(NewMessage),
@@ -23,7 +24,7 @@ pub enum WriteOp {
     /// A webhook delivery attempt.
     Attempt(NewAttempt),
     Session {
-        id: String,
+        id: SessionId,
         patch: SessionPatch,
     },
     /// Commits nothing; acknowledged once everything queued before it is committed.

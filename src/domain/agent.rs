@@ -1,0 +1,110 @@
+//! Scheduled agents and their runs as they are stored and shown.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Whether an agent fires on its schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    /// Fires on its schedule.
+    Active,
+    /// Paused on request; fires again once resumed.
+    Paused,
+    /// Failed too often in a row; fires again once resumed.
+    Error,
+}
+
+text_enum!(AgentStatus, "agent status", {
+    Active => "active",
+    Paused => "paused",
+    Error => "error",
+});
+
+/// What started a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TriggerKind {
+    /// The agent's schedule fired.
+    Cron,
+    /// `POST /api/agents/{id}/trigger`.
+    Manual,
+}
+
+text_enum!(TriggerKind, "trigger", {
+    Cron => "cron",
+    Manual => "manual",
+});
+
+/// Where a run of an agent is, and how it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutionStatus {
+    /// Waiting for its folder's lock.
+    Queued,
+    /// Its CLI runs.
+    Running,
+    /// The CLI exited with status 0.
+    Success,
+    /// The CLI exited otherwise, could not start, or refused the handshake (or the service
+    /// restarted under the run).
+    Failure,
+    /// Ended after passing the agent's timeout.
+    Timeout,
+    /// Ended on request (or by the agent's deletion, or the shutdown).
+    Cancelled,
+}
+
+text_enum!(ExecutionStatus, "execution status", {
+    Queued => "queued",
+    Running => "running",
+    Success => "success",
+    Failure => "failure",
+    Timeout => "timeout",
+    Cancelled => "cancelled",
+});
+
+impl ExecutionStatus {
+    /// The statuses of a run that has not ended.
+    pub const LIVE: [ExecutionStatus; 2] = [ExecutionStatus::Queued, ExecutionStatus::Running];
+
+    pub const fn is_live(self) -> bool {
+        matches!(self, ExecutionStatus::Queued | ExecutionStatus::Running)
+    }
+
+    /// Counts towards the failures in a row that put an agent in `error`.
+    pub const fn is_failure(self) -> bool {
+        matches!(self, ExecutionStatus::Failure | ExecutionStatus::Timeout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::check_text_enum;
+
+    #[test]
+    fn agent_statuses_round_trip_as_text() {
+        check_text_enum(AgentStatus::ALL, &["active", "paused", "error"]);
+    }
+
+    #[test]
+    fn triggers_round_trip_as_text() {
+        check_text_enum(TriggerKind::ALL, &["cron", "manual"]);
+    }
+
+    #[test]
+    fn execution_statuses_round_trip_as_text() {
+        check_text_enum(ExecutionStatus::ALL, &["queued", "running", "success", "failure", "timeout", "cancelled"]);
+        for status in ExecutionStatus::ALL {
+            assert_eq!(status.is_live(), ExecutionStatus::LIVE.contains(status), "{status}");
+        }
+    }
+
+    #[test]
+    fn unknown_stored_text_is_an_error() {
+        assert!("skipped".parse::<ExecutionStatus>().is_err());
+        assert!("ACTIVE".parse::<AgentStatus>().is_err());
+        assert_eq!("webhook".parse::<TriggerKind>().unwrap_err().what, "trigger");
+    }
+}
