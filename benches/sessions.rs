@@ -184,8 +184,10 @@ async fn idle_memory(bench: &Bench, n: usize) {
         "memory: {n} idle sessions grew the service's RSS from {before} KiB to {after} KiB: {per:.1} KiB per idle session, {:.2}x the 64 KiB target",
         per / 64.0
     );
-    // Closing is measured too: each close looks through /proc for the session's escaped
-    // descendants, so its cost grows with the number of processes on the machine.
+    // Closing is measured too. With cgroups a close ends the CLI's cgroup and signals its
+    // process group, with no walk of /proc; without them (the fallback) each close looks
+    // through /proc for the session's escaped descendants, and its cost grows with the number
+    // of processes on the machine.
     let started = Instant::now();
     use futures_util::StreamExt;
     futures_util::stream::iter(ids.iter()).for_each_concurrent(16, |id| bench.close(id)).await;

@@ -74,7 +74,8 @@ impl Chat {
         rx
     }
 
-    fn on_result(&mut self, r: TurnResult, live: bool) {
+    /// The row after a turn's result, and the change to store.
+    fn on_result(&mut self, r: TurnResult, live: bool) -> SessionPatch {
         let now = time::now();
         if let Some(cost) = r.total_cost_usd {
             self.row.total_cost_usd = self.base.cost + cost;
@@ -101,7 +102,7 @@ impl Chat {
         if live {
             self.row.status = SessionStatus::Idle;
         }
-        self.patch(SessionPatch {
+        SessionPatch {
             status: Some(self.row.status),
             total_cost_usd: Some(self.row.total_cost_usd),
             total_input_tokens: Some(self.row.total_input_tokens),
@@ -109,8 +110,7 @@ impl Chat {
             num_turns: Some(self.row.num_turns),
             last_active_at: Some(now),
             ..Default::default()
-        });
-        self.publish_row("session.status", "session_status");
+        }
     }
 
     /// The final row, from how the process ended.
@@ -186,7 +186,7 @@ impl Conversation for Chat {
         pump(p);
     }
 
-    fn on_line(p: &mut CliSession, line: String, msg: Incoming, _ctx: &mut Ctx<Self>) {
+    fn on_line(p: &mut CliSession, line: String, msg: Incoming, ctx: &mut Ctx<Self>) {
         let chat = &mut p.conv;
         // Control traffic is protocol plumbing (decisions are published as their own events).
         let relayed = events::for_line(&msg.message_type, msg.message_subtype.as_deref())
@@ -225,8 +225,19 @@ impl Conversation for Chat {
             }
             Kind::Result(result) => {
                 let live = p.cli.is_live();
-                p.conv.on_result(result, live);
-                pump(p);
+                let patch = p.conv.on_result(result, live);
+                // A turn's count and totals are stored before anyone can see the session idle
+                // again (the actor waits: nothing is read, answered or sent meanwhile), so a
+                // crash right after a turn never loses it. One write per turn.
+                let (writer, id) = (p.conv.writer.clone(), p.conv.row.id.clone());
+                let stored = async move { writer.persist_acked(WriteOp::Session { id, patch }).await };
+                ctx.wait(stored.into_actor(p).map(|stored, act, _ctx| {
+                    if let Err(e) = stored {
+                        tracing::error!(session = %act.conv.row.id, error = %e, "could not store a turn's result");
+                    }
+                    act.conv.publish_row("session.status", "session_status");
+                    pump(act);
+                }));
             }
             Kind::TaskStarted { task_id: Some(id) } => {
                 chat.background_tasks.insert(id);
