@@ -32,6 +32,7 @@ use crate::config::Settings;
 use crate::db::writer::Writer;
 use crate::db::Store;
 use crate::domain::folders::ProjectRoot;
+use health::ContainmentReport;
 
 /// What every handler can reach. Built once, outside `HttpServer::new`.
 pub struct AppState {
@@ -47,7 +48,7 @@ pub struct AppState {
     pub agents: Addr<AgentRegistry>,
     pub locks: Addr<DirLockQueue>,
     /// How CLIs' process trees are contained (health reports it).
-    pub containment: Arc<crate::process::cgroup::Containment>,
+    pub containment: ContainmentReport,
 }
 
 /// One row of the route table.
