@@ -159,6 +159,25 @@ impl From<crate::domain::ids::InvalidId> for AppError {
     }
 }
 
+impl From<crate::domain::folders::PathError> for AppError {
+    /// How a folder problem reads over HTTP, for every endpoint that takes a path.
+    fn from(e: crate::domain::folders::PathError) -> Self {
+        use crate::domain::folders::PathError;
+        match e {
+            PathError::Invalid(m) => AppError::validation(m),
+            PathError::OutsideRoot => AppError::forbidden(
+                "path_outside_root",
+                "That path is outside the project root (CONDUIT_PROJECT_ROOT).",
+            ),
+            PathError::NotFound(m) => AppError::not_found(m),
+            PathError::NotADirectory(m) => AppError::new(StatusCode::UNPROCESSABLE_ENTITY, "not_a_directory", m),
+            PathError::Denied(m) => AppError::forbidden("permission_denied", m),
+            // The message may hold the client's path: bounded before it is logged.
+            PathError::Io(m) => AppError::internal(crate::domain::validate::clip(&m, 300)),
+        }
+    }
+}
+
 impl From<crate::db::writer::WriteError> for AppError {
     fn from(e: crate::db::writer::WriteError) -> Self {
         use crate::db::writer::WriteError;

@@ -24,6 +24,7 @@ use crate::db::lock::{Holder, InstanceLock, LockError};
 use crate::db::writer::Writer;
 use crate::db::Store;
 use crate::domain::folders::ProjectRoot;
+use crate::http::health::ContainmentReport;
 use crate::http::{self, errors, guard::AccessPolicy, AppState};
 use crate::process::cgroup::Containment;
 use crate::telemetry;
@@ -180,7 +181,7 @@ impl Application {
             writer: writer.clone(),
             agents: agents.clone(),
             locks,
-            containment: containment.clone(),
+            containment: report(&containment),
         });
 
         let server = HttpServer::new(move || {
@@ -277,6 +278,16 @@ impl Application {
     pub fn containment(&self) -> Arc<Containment> {
         self.containment.clone()
     }
+}
+
+/// What health says of `containment`: it does not change while the service runs, so the HTTP
+/// layer gets it once, as plain data.
+fn report(containment: &Containment) -> ContainmentReport {
+    let note = match containment {
+        Containment::ProcessGroups { why } => Some(why.clone()),
+        Containment::Cgroups(_) => None,
+    };
+    ContainmentReport { kind: containment.kind().to_string(), note }
 }
 
 /// Takes the database's lock, finds how to contain CLIs, and records both in the lock file

@@ -6,7 +6,7 @@ use utoipa::ToSchema;
 
 use super::schema::projects;
 use super::{DbConnection, StoreError};
-use crate::domain::ids::ProjectId;
+use crate::domain::ids::{AgentId, ProjectId};
 
 /// A project: a folder on disk where sessions run, with defaults for the sessions it launches.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, AsChangeset, Serialize, ToSchema)]
@@ -71,6 +71,25 @@ pub fn update(conn: &mut DbConnection, project: &Project) -> Result<(), StoreErr
         return Err(StoreError::NotFound);
     }
     Ok(())
+}
+
+/// Deletes `project` and answers the ids of its agents, listed and deleted in one write
+/// transaction: an agent created meanwhile is either listed here or refused (its project is
+/// gone). The transaction's first statement writes (the row as it was loaded; it goes
+/// anyway), which takes the write lock at once: a transaction that read first could not
+/// upgrade once another connection had written. The deletion cascades to the agents' rows;
+/// their actors are the caller's to end. `NotFound` when the row is gone.
+pub fn delete_listing_agents(conn: &mut DbConnection, project: &Project) -> Result<Vec<AgentId>, StoreError> {
+    conn.transaction(|conn| {
+        update(conn, project)?;
+        let agents = super::agents::all(conn)?
+            .into_iter()
+            .filter(|a| a.project_id.as_ref() == Some(&project.id))
+            .map(|a| a.id)
+            .collect();
+        delete(conn, &project.id)?;
+        Ok(agents)
+    })
 }
 
 /// Deletes the project; its rules, sessions, messages and audit rows go with it (cascade).

@@ -1,6 +1,7 @@
 //! The folder browser: directories inside the project root, one level at a time.
 
-use actix_web::http::StatusCode;
+use std::path::PathBuf;
+
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -10,18 +11,29 @@ use crate::domain::folders::PathError;
 use crate::domain::validate;
 use crate::error::{AppError, AppResult, ErrorBody};
 
-/// How a folder problem reads over HTTP. Shared by every endpoint that takes a path.
-pub fn path_error(e: PathError) -> AppError {
-    match e {
-        PathError::Invalid(m) => AppError::validation(m),
-        PathError::OutsideRoot => {
-            AppError::forbidden("path_outside_root", "That path is outside the project root (CONDUIT_PROJECT_ROOT).")
+/// Resolves the folder a request names in `field` to a canonical directory inside the root,
+/// on the blocking pool, and runs `then` on it there too (more file system work, such as
+/// reading its markers). A folder that does not exist, or is not a directory, is a 422 naming
+/// `field`; other folder problems read as every path's do.
+pub async fn resolve_dir_field<T, F>(state: &AppState, field: &str, raw: String, then: F) -> AppResult<(String, T)>
+where
+    F: FnOnce(&std::path::Path) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    if raw.trim().is_empty() {
+        return Err(AppError::validation(format!("`{field}` must not be empty")));
+    }
+    validate::path(field, &raw).map_err(AppError::validation)?;
+    let root = state.root.clone();
+    let resolved = web::block(move || root.resolve_dir(Some(&raw)).map(|path: PathBuf| (then(&path), path)))
+        .await
+        .map_err(AppError::internal)?;
+    match resolved {
+        Ok((found, path)) => Ok((path.to_string_lossy().into_owned(), found)),
+        Err(PathError::NotFound(m)) | Err(PathError::NotADirectory(m)) => {
+            Err(AppError::validation(format!("`{field}` must be an existing directory: {m}")))
         }
-        PathError::NotFound(m) => AppError::not_found(m),
-        PathError::NotADirectory(m) => AppError::new(StatusCode::UNPROCESSABLE_ENTITY, "not_a_directory", m),
-        PathError::Denied(m) => AppError::forbidden("permission_denied", m),
-        // The message may hold the client's path: bounded before it is logged.
-        PathError::Io(m) => AppError::internal(validate::clip(&m, 300)),
+        Err(other) => Err(other.into()),
     }
 }
 
@@ -88,7 +100,6 @@ pub async fn browse(state: web::Data<AppState>, query: web::Query<BrowseQuery>) 
         })
     })
     .await
-    .map_err(AppError::internal)?
-    .map_err(path_error)?;
+    .map_err(AppError::internal)??;
     Ok(HttpResponse::Ok().json(listing))
 }

@@ -11,7 +11,16 @@ use crate::actors::bus::{HistoryBytes, SubscriberCount};
 use crate::actors::registry::LiveCount;
 use crate::db;
 use crate::error::AppResult;
-use crate::process::cgroup::Containment;
+
+/// How CLIs' process trees are contained, as health reports it. Containment is settled once,
+/// at startup, which builds this from it: the HTTP layer needs nothing of the process layer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainmentReport {
+    /// `cgroup` or `process_group`.
+    pub kind: String,
+    /// Why cgroups are not used, on the fallback.
+    pub note: Option<String>,
+}
 
 #[derive(Debug, Serialize, ToSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -93,31 +102,15 @@ pub async fn health(state: web::Data<AppState>) -> AppResult<HttpResponse> {
     let database_ok = counted.is_ok();
     let projects = counted.unwrap_or(0);
     let active_sessions = state.registry.send(LiveCount).await.unwrap_or(0) as i64;
-    let stats = &state.writer.stats;
-    let unstored_lines = stats.pending.load(Ordering::Relaxed);
-    let writes_failing = stats.failing.load(Ordering::Relaxed);
-    let containment_note = match state.containment.as_ref() {
-        Containment::ProcessGroups { why } => Some(why.clone()),
-        Containment::Cgroups(_) => None,
-    };
+    let checks = checks(&state, cli_available, database_ok).await;
     let max_sessions = state.settings.max_sessions_global;
-    let status = match (database_ok, cli_available && !writes_failing) {
+    let status = match (database_ok, cli_available && checks.storage_writable) {
         (false, _) => HealthStatus::Unhealthy,
         (true, false) => HealthStatus::Degraded,
         (true, true) => HealthStatus::Healthy,
     };
     let body = Health {
-        checks: HealthChecks {
-            cli_available,
-            database_ok,
-            storage_writable: !writes_failing,
-            storage_error: if writes_failing { stats.last_error() } else { None },
-            unstored_lines,
-            rejected_writes: stats.rejected.load(Ordering::Relaxed),
-            process_containment: state.containment.kind().to_string(),
-            containment_note,
-            stream_history_bytes: state.bus.send(HistoryBytes).await.unwrap_or(0) as u64,
-        },
+        checks,
         uptime_seconds: state.started.elapsed().as_secs(),
         session_capacity_pct: ((active_sessions as f64 / max_sessions as f64) * 1000.0).round() / 10.0,
         active_sessions,
@@ -132,4 +125,21 @@ pub async fn health(state: web::Data<AppState>) -> AppResult<HttpResponse> {
     } else {
         HttpResponse::Ok().json(body)
     })
+}
+
+/// The checks: what was just probed, the writer's counters, containment, the bus's history.
+async fn checks(state: &AppState, cli_available: bool, database_ok: bool) -> HealthChecks {
+    let stats = &state.writer.stats;
+    let writes_failing = stats.failing.load(Ordering::Relaxed);
+    HealthChecks {
+        cli_available,
+        database_ok,
+        storage_writable: !writes_failing,
+        storage_error: if writes_failing { stats.last_error() } else { None },
+        unstored_lines: stats.pending.load(Ordering::Relaxed),
+        rejected_writes: stats.rejected.load(Ordering::Relaxed),
+        process_containment: state.containment.kind.clone(),
+        containment_note: state.containment.note.clone(),
+        stream_history_bytes: state.bus.send(HistoryBytes).await.unwrap_or(0) as u64,
+    }
 }

@@ -1,9 +1,14 @@
-//! The HTTP surface: one route table, one file per area. Handlers only translate between HTTP
-//! and the rest of the service.
+//! The HTTP surface: one route table, one module per area. The larger areas (`projects`,
+//! `sessions`, `agents`, `rules`) are folders with one file per group of handlers and what
+//! they share in their `mod.rs`. Handlers only translate between HTTP and the rest of the
+//! service: ids are parsed at the edge (`SessionId::parse`, ...), errors become an
+//! [`AppError`](crate::error::AppError) through `From`, and file system work runs on the
+//! blocking pool.
 
 pub mod agents;
 pub mod dashboard;
 pub mod errors;
+pub mod fields;
 pub mod folders;
 pub mod guard;
 pub mod health;
@@ -32,6 +37,7 @@ use crate::config::Settings;
 use crate::db::writer::Writer;
 use crate::db::Store;
 use crate::domain::folders::ProjectRoot;
+use health::ContainmentReport;
 
 /// What every handler can reach. Built once, outside `HttpServer::new`.
 pub struct AppState {
@@ -47,7 +53,7 @@ pub struct AppState {
     pub agents: Addr<AgentRegistry>,
     pub locks: Addr<DirLockQueue>,
     /// How CLIs' process trees are contained (health reports it).
-    pub containment: Arc<crate::process::cgroup::Containment>,
+    pub containment: ContainmentReport,
 }
 
 /// One row of the route table.
@@ -70,32 +76,32 @@ pub fn route_table() -> Vec<RouteSpec> {
     vec![
         route!(GET, "/api/health", health::health),
         route!(GET, "/api/openapi.json", openapi::document),
-        route!(GET, "/api/projects/discover", projects::discover),
-        route!(POST, "/api/projects/import", projects::import),
-        route!(GET, "/api/projects", projects::list),
-        route!(POST, "/api/projects", projects::create),
-        route!(GET, "/api/projects/{id}", projects::get),
-        route!(PUT, "/api/projects/{id}", projects::update),
-        route!(DELETE, "/api/projects/{id}", projects::delete),
+        route!(GET, "/api/projects/discover", projects::discover::discover),
+        route!(POST, "/api/projects/import", projects::create::import),
+        route!(GET, "/api/projects", projects::read::list),
+        route!(POST, "/api/projects", projects::create::create),
+        route!(GET, "/api/projects/{id}", projects::read::get),
+        route!(PUT, "/api/projects/{id}", projects::update::update),
+        route!(DELETE, "/api/projects/{id}", projects::delete::delete),
         route!(GET, "/api/folders/browse", folders::browse),
-        route!(POST, "/api/projects/{id}/sessions", sessions::launch),
-        route!(GET, "/api/projects/{id}/sessions", sessions::list_for_project),
-        route!(GET, "/api/sessions/active", sessions::list_active),
-        route!(GET, "/api/sessions/{id}", sessions::get),
-        route!(DELETE, "/api/sessions/{id}", sessions::close),
-        route!(GET, "/api/sessions/{id}/messages", sessions::messages),
-        route!(POST, "/api/sessions/{id}/message", sessions::send_message),
-        route!(POST, "/api/sessions/{id}/resume", sessions::resume),
-        route!(POST, "/api/sessions/{id}/interrupt", sessions::interrupt),
-        route!(POST, "/api/sessions/{id}/model", sessions::set_model),
-        route!(POST, "/api/sessions/{id}/permission-mode", sessions::set_permission_mode),
-        route!(GET, "/api/projects/{id}/rules", rules::list_project),
-        route!(POST, "/api/projects/{id}/rules", rules::create_project),
-        route!(GET, "/api/rules/global", rules::list_global),
-        route!(POST, "/api/rules/global", rules::create_global),
-        route!(PUT, "/api/rules/{id}", rules::update),
-        route!(DELETE, "/api/rules/{id}", rules::delete),
-        route!(GET, "/api/permissions/log", rules::log),
+        route!(POST, "/api/projects/{id}/sessions", sessions::launch::launch),
+        route!(GET, "/api/projects/{id}/sessions", sessions::read::list_for_project),
+        route!(GET, "/api/sessions/active", sessions::read::list_active),
+        route!(GET, "/api/sessions/{id}", sessions::read::get),
+        route!(DELETE, "/api/sessions/{id}", sessions::control::close),
+        route!(GET, "/api/sessions/{id}/messages", sessions::read::messages),
+        route!(POST, "/api/sessions/{id}/message", sessions::turns::send_message),
+        route!(POST, "/api/sessions/{id}/resume", sessions::control::resume),
+        route!(POST, "/api/sessions/{id}/interrupt", sessions::control::interrupt),
+        route!(POST, "/api/sessions/{id}/model", sessions::control::set_model),
+        route!(POST, "/api/sessions/{id}/permission-mode", sessions::control::set_permission_mode),
+        route!(GET, "/api/projects/{id}/rules", rules::read::list_project),
+        route!(POST, "/api/projects/{id}/rules", rules::create::create_project),
+        route!(GET, "/api/rules/global", rules::read::list_global),
+        route!(POST, "/api/rules/global", rules::create::create_global),
+        route!(PUT, "/api/rules/{id}", rules::update::update),
+        route!(DELETE, "/api/rules/{id}", rules::update::delete),
+        route!(GET, "/api/permissions/log", rules::log::log),
         route!(GET, "/api/sessions/{id}/stream", streams::session_stream),
         route!(GET, "/api/sessions/{id}/ws", streams::session_ws),
         route!(GET, "/api/events/stream", streams::events_stream),
@@ -103,19 +109,19 @@ pub fn route_table() -> Vec<RouteSpec> {
         route!(POST, "/api/webhooks", webhooks::create),
         route!(DELETE, "/api/webhooks/{id}", webhooks::delete),
         route!(GET, "/api/webhooks/{id}/deliveries", webhooks::deliveries),
-        route!(GET, "/api/agents", agents::list),
-        route!(POST, "/api/agents", agents::create),
-        route!(GET, "/api/agents/{id}", agents::get),
-        route!(PUT, "/api/agents/{id}", agents::update),
-        route!(DELETE, "/api/agents/{id}", agents::delete),
-        route!(POST, "/api/agents/{id}/pause", agents::pause),
-        route!(POST, "/api/agents/{id}/resume", agents::resume),
-        route!(POST, "/api/agents/{id}/trigger", agents::trigger),
-        route!(GET, "/api/agents/{id}/executions", agents::executions),
-        route!(GET, "/api/executions/{id}", agents::execution),
-        route!(GET, "/api/executions/{id}/stream", agents::execution_stream),
-        route!(POST, "/api/executions/{id}/cancel", agents::cancel),
-        route!(GET, "/api/locks", agents::locks),
+        route!(GET, "/api/agents", agents::read::list),
+        route!(POST, "/api/agents", agents::create::create),
+        route!(GET, "/api/agents/{id}", agents::read::get),
+        route!(PUT, "/api/agents/{id}", agents::update::update),
+        route!(DELETE, "/api/agents/{id}", agents::lifecycle::delete),
+        route!(POST, "/api/agents/{id}/pause", agents::lifecycle::pause),
+        route!(POST, "/api/agents/{id}/resume", agents::lifecycle::resume),
+        route!(POST, "/api/agents/{id}/trigger", agents::executions::trigger),
+        route!(GET, "/api/agents/{id}/executions", agents::executions::executions),
+        route!(GET, "/api/executions/{id}", agents::executions::execution),
+        route!(GET, "/api/executions/{id}/stream", agents::executions::execution_stream),
+        route!(POST, "/api/executions/{id}/cancel", agents::executions::cancel),
+        route!(GET, "/api/locks", agents::locks::locks),
     ]
 }
 

@@ -86,7 +86,20 @@ async fn reload(state: &AppState) -> AppResult<()> {
         (status = 422, description = "Validation failed", body = ErrorBody),
     ))]
 pub async fn create(state: web::Data<AppState>, body: web::Json<CreateWebhook>) -> AppResult<HttpResponse> {
-    let b = body.into_inner();
+    let row = new_row(body.into_inner())?;
+    let stored = row.clone();
+    state.store.run(move |conn| db::webhooks::insert(conn, &stored)).await?;
+    reload(&state).await?;
+    let id = row.id.clone();
+    Ok(HttpResponse::Created().insert_header((header::LOCATION, format!("/api/webhooks/{id}"))).json(view(
+        row,
+        state.settings.webhook_secret.is_some(),
+        0,
+    )))
+}
+
+/// The stored webhook a request asks for, once every field passed its check.
+fn new_row(b: CreateWebhook) -> AppResult<WebhookRow> {
     let name = validate::name("name", &b.name).map_err(AppError::validation)?;
     let url_chars = b.url.chars().count();
     if url_chars > MAX_URL_CHARS {
@@ -109,7 +122,7 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateWebhook>) 
         }
     }
     let now = time::now();
-    let row = WebhookRow {
+    Ok(WebhookRow {
         id: WebhookId::new(),
         name,
         url: url.to_string(),
@@ -118,16 +131,7 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateWebhook>) 
         active: true,
         created_at: now.clone(),
         updated_at: now,
-    };
-    let stored = row.clone();
-    state.store.run(move |conn| db::webhooks::insert(conn, &stored)).await?;
-    reload(&state).await?;
-    let id = row.id.clone();
-    Ok(HttpResponse::Created().insert_header((header::LOCATION, format!("/api/webhooks/{id}"))).json(view(
-        row,
-        state.settings.webhook_secret.is_some(),
-        0,
-    )))
+    })
 }
 
 /// The webhooks.

@@ -1,0 +1,158 @@
+//! `POST /api/projects` and `POST /api/projects/import`: a project from a folder inside the root.
+
+use actix_web::http::header;
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use super::{check_defaults, conflict_on_folder, resolve_folder, Defaults};
+use crate::db::{self, projects::Project, StoreError};
+use crate::domain::ids::ProjectId;
+use crate::domain::time;
+use crate::domain::validate::{self, PermissionMode};
+use crate::error::{AppError, AppResult, ErrorBody};
+use crate::http::AppState;
+
+const DEFAULT_MAX_SESSIONS: i32 = 5;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateProject {
+    /// 1-200 characters after trimming.
+    #[schema(min_length = 1, max_length = 200)]
+    pub name: String,
+    /// An existing directory inside the project root (absolute, or relative to the root); at
+    /// most 4096 bytes (PATH_MAX), 255 per folder name.
+    #[schema(min_length = 1, max_length = 4096)]
+    pub folder_path: String,
+    pub description: Option<String>,
+    /// A model name; never starts with '-', no whitespace.
+    #[schema(pattern = r"^[^\s-]\S*$", max_length = 200)]
+    pub default_model: Option<String>,
+    pub default_permission_mode: Option<PermissionMode>,
+    pub default_system_prompt: Option<String>,
+    pub default_append_system_prompt: Option<String>,
+    /// Live sessions allowed at once in this project, 1-1000 (default 5).
+    #[schema(minimum = 1, maximum = 1000)]
+    pub max_sessions: Option<i32>,
+}
+
+/// Like creating a project, but the name defaults to the folder's name and `source` is `imported`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImportProject {
+    /// At most 4096 bytes (PATH_MAX), 255 per folder name.
+    #[schema(min_length = 1, max_length = 4096)]
+    pub folder_path: String,
+    /// Defaults to the folder's name.
+    #[schema(min_length = 1, max_length = 200)]
+    pub name: Option<String>,
+    pub description: Option<String>,
+    /// A model name; never starts with '-', no whitespace.
+    #[schema(pattern = r"^[^\s-]\S*$", max_length = 200)]
+    pub default_model: Option<String>,
+    pub default_permission_mode: Option<PermissionMode>,
+    pub default_system_prompt: Option<String>,
+    pub default_append_system_prompt: Option<String>,
+    #[schema(minimum = 1, maximum = 1000)]
+    pub max_sessions: Option<i32>,
+}
+
+/// Create a project.
+#[utoipa::path(post, path = "/api/projects", tag = "projects", request_body = CreateProject,
+    responses(
+        (status = 201, description = "Created", body = Project),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 403, description = "Folder outside the project root", body = ErrorBody),
+        (status = 409, description = "A project already uses this folder", body = ErrorBody),
+        (status = 413, description = "Body over 1 MiB", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "Validation failed", body = ErrorBody),
+    ))]
+pub async fn create(state: web::Data<AppState>, body: web::Json<CreateProject>) -> AppResult<HttpResponse> {
+    let b = body.into_inner();
+    let name = validate::name("name", &b.name).map_err(AppError::validation)?;
+    let defaults = Defaults {
+        description: b.description.as_deref(),
+        default_model: b.default_model.as_deref(),
+        default_permission_mode: b.default_permission_mode,
+        default_system_prompt: b.default_system_prompt.as_deref(),
+        default_append_system_prompt: b.default_append_system_prompt.as_deref(),
+        max_sessions: b.max_sessions,
+    };
+    check_defaults(&defaults)?;
+    let folder = resolve_folder(&state, b.folder_path.clone()).await?;
+    insert_project(&state, new_project(name, folder, "manual", &defaults)).await
+}
+
+/// Import an existing folder as a project.
+#[utoipa::path(post, path = "/api/projects/import", tag = "projects", request_body = ImportProject,
+    responses(
+        (status = 201, description = "Imported", body = Project),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 403, description = "Folder outside the project root", body = ErrorBody),
+        (status = 409, description = "A project already uses this folder", body = ErrorBody),
+        (status = 413, description = "Body over 1 MiB", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "Validation failed", body = ErrorBody),
+    ))]
+pub async fn import(state: web::Data<AppState>, body: web::Json<ImportProject>) -> AppResult<HttpResponse> {
+    let b = body.into_inner();
+    let defaults = Defaults {
+        description: b.description.as_deref(),
+        default_model: b.default_model.as_deref(),
+        default_permission_mode: b.default_permission_mode,
+        default_system_prompt: b.default_system_prompt.as_deref(),
+        default_append_system_prompt: b.default_append_system_prompt.as_deref(),
+        max_sessions: b.max_sessions,
+    };
+    check_defaults(&defaults)?;
+    let folder = resolve_folder(&state, b.folder_path.clone()).await?;
+    let name = match &b.name {
+        Some(n) => validate::name("name", n),
+        None => {
+            let base = std::path::Path::new(&folder.0).file_name().map(|n| n.to_string_lossy().into_owned());
+            validate::name("name", base.as_deref().unwrap_or("root"))
+        }
+    }
+    .map_err(AppError::validation)?;
+    insert_project(&state, new_project(name, folder, "imported", &defaults)).await
+}
+
+/// Inserts a new project after checking the folder is free. Shared by create and import.
+async fn insert_project(state: &AppState, project: Project) -> AppResult<HttpResponse> {
+    let folder = project.folder_path.clone();
+    let stored = project.clone();
+    state
+        .store
+        .run(move |conn| {
+            if let Some(existing) = db::projects::find_by_folder(conn, &stored.folder_path)? {
+                return Err(StoreError::Conflict(existing.id.to_string()));
+            }
+            db::projects::insert(conn, &stored)
+        })
+        .await
+        .map_err(|e| conflict_on_folder(e, &folder))?;
+    Ok(HttpResponse::Created().insert_header((header::LOCATION, format!("/api/projects/{}", project.id))).json(project))
+}
+
+/// A new project in `folder` (its canonical path and detected type).
+fn new_project(name: String, folder: (String, &str), source: &str, d: &Defaults<'_>) -> Project {
+    let now = time::now();
+    let (folder_path, project_type) = folder;
+    Project {
+        id: ProjectId::new(),
+        name,
+        project_type: project_type.to_string(),
+        folder_path,
+        description: d.description.map(String::from),
+        source: source.to_string(),
+        default_model: d.default_model.map(String::from),
+        default_permission_mode: d.default_permission_mode.map(|m| m.as_str().to_string()),
+        default_system_prompt: d.default_system_prompt.map(String::from),
+        default_append_system_prompt: d.default_append_system_prompt.map(String::from),
+        max_sessions: d.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS),
+        created_at: now.clone(),
+        updated_at: now,
+    }
+}

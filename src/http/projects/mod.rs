@@ -1,0 +1,85 @@
+//! Projects: CRUD, import, and discovery of project folders on disk. One file per group of
+//! handlers; here, what they share: the optional fields checked together, the lookups, and
+//! the folder a project is made from.
+
+pub mod create;
+pub mod delete;
+pub mod discover;
+pub mod read;
+pub mod update;
+
+use super::AppState;
+use crate::db::{self, projects::Project, StoreError};
+use crate::domain::folders;
+use crate::domain::ids::ProjectId;
+use crate::domain::validate::{self, PermissionMode};
+use crate::error::{AppError, AppResult};
+
+const MAX_DESCRIPTION_BYTES: usize = 10_000;
+const MAX_PROMPT_BYTES: usize = 100_000;
+
+/// Optional fields shared by create, import and update, validated together.
+struct Defaults<'a> {
+    description: Option<&'a str>,
+    default_model: Option<&'a str>,
+    default_permission_mode: Option<PermissionMode>,
+    default_system_prompt: Option<&'a str>,
+    default_append_system_prompt: Option<&'a str>,
+    max_sessions: Option<i32>,
+}
+
+fn check_defaults(d: &Defaults<'_>) -> Result<(), AppError> {
+    let v = |r: Result<String, String>| r.map(drop).map_err(AppError::validation);
+    if let Some(s) = d.description {
+        v(validate::free_text("description", s, MAX_DESCRIPTION_BYTES))?;
+        validate::display_text("description", s).map_err(AppError::validation)?;
+    }
+    if let Some(s) = d.default_model {
+        v(validate::identifier("default_model", s))?;
+    }
+    if let Some(s) = d.default_system_prompt {
+        v(validate::free_text("default_system_prompt", s, MAX_PROMPT_BYTES))?;
+    }
+    if let Some(s) = d.default_append_system_prompt {
+        v(validate::free_text("default_append_system_prompt", s, MAX_PROMPT_BYTES))?;
+    }
+    if let Some(n) = d.max_sessions {
+        if !(1..=1000).contains(&n) {
+            return Err(AppError::validation(format!("`max_sessions` must be from 1 to 1000, got {n}")));
+        }
+    }
+    Ok(())
+}
+
+/// Resolves `folder_path` to a canonical directory inside the root and detects its project
+/// type (from its marker files), both on the blocking pool.
+async fn resolve_folder(state: &AppState, raw: String) -> AppResult<(String, &'static str)> {
+    super::folders::resolve_dir_field(state, "folder_path", raw, folders::project_type).await
+}
+
+fn conflict_on_folder(e: StoreError, folder: &str) -> AppError {
+    match e {
+        StoreError::Conflict(_) => AppError::conflict(format!("A project for the folder {folder} already exists.")),
+        other => other.into(),
+    }
+}
+
+fn no_project(id: &ProjectId) -> AppError {
+    AppError::not_found(format!("No project with id {id:?}."))
+}
+
+/// After a write that names a project failed: whether the project is gone (deleted meanwhile,
+/// so the row's foreign key failed). That is the client's 404, not the service's failure.
+pub(super) async fn vanished(state: &AppState, error: &StoreError, project_id: &ProjectId) -> bool {
+    if matches!(error, StoreError::Busy(_)) {
+        return false;
+    }
+    let lookup = project_id.clone();
+    matches!(state.store.run(move |conn| db::projects::find(conn, &lookup)).await, Ok(None))
+}
+
+/// The project, or a 404 naming `id`.
+pub(super) async fn load(state: &AppState, id: ProjectId) -> AppResult<Project> {
+    let lookup = id.clone();
+    state.store.run(move |conn| db::projects::find(conn, &lookup)).await?.ok_or_else(|| no_project(&id))
+}

@@ -1,0 +1,153 @@
+//! `PUT /api/projects/{id}`: a partial update.
+
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use super::{check_defaults, conflict_on_folder, load, no_project, resolve_folder, Defaults};
+use crate::db::{self, projects::Project, StoreError};
+use crate::domain::ids::ProjectId;
+use crate::domain::time;
+use crate::domain::validate::{self, PermissionMode};
+use crate::error::{AppError, AppResult, ErrorBody};
+use crate::http::fields::{present, required};
+use crate::http::AppState;
+
+/// A partial update: only the fields given change; `null` clears an optional field.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateProject {
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = String, min_length = 1, max_length = 200)]
+    pub name: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = String, min_length = 1, max_length = 4096)]
+    pub folder_path: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub description: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, pattern = r"^[^\s-]\S*$", max_length = 200)]
+    pub default_model: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<PermissionMode>)]
+    pub default_permission_mode: Option<Option<PermissionMode>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub default_system_prompt: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub default_append_system_prompt: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = i32, minimum = 1, maximum = 1000)]
+    pub max_sessions: Option<Option<i32>>,
+}
+
+/// Update a project (partial: absent fields keep their value, `null` clears).
+#[utoipa::path(put, path = "/api/projects/{id}", tag = "projects", request_body = UpdateProject,
+    params(("id" = String, Path, description = "Project id (UUID)")),
+    responses(
+        (status = 200, description = "The updated project", body = Project),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 403, description = "Folder outside the project root", body = ErrorBody),
+        (status = 404, description = "No such project", body = ErrorBody),
+        (status = 409, description = "Another project already uses this folder", body = ErrorBody),
+        (status = 413, description = "Body over 1 MiB", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "Validation failed", body = ErrorBody),
+    ))]
+pub async fn update(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    body: web::Json<UpdateProject>,
+) -> AppResult<HttpResponse> {
+    let id: ProjectId = id.parse()?;
+    let mut change = Checked::check(body.into_inner())?;
+    let mut project = load(&state, id).await?;
+    if let Some(raw) = change.folder_path.take() {
+        let (folder, project_type) = resolve_folder(&state, raw).await?;
+        project.folder_path = folder;
+        project.project_type = project_type.to_string();
+    }
+    change.apply(&mut project);
+    project.updated_at = time::now();
+    save(&state, &project).await?;
+    Ok(HttpResponse::Ok().json(project))
+}
+
+/// An update whose fields passed their checks.
+struct Checked {
+    name: Option<String>,
+    folder_path: Option<String>,
+    max_sessions: Option<i32>,
+    /// The optional fields, as sent (checked).
+    rest: UpdateProject,
+}
+
+impl Checked {
+    fn check(mut b: UpdateProject) -> AppResult<Checked> {
+        let name = required("name", b.name.take())?
+            .map(|n| validate::name("name", &n))
+            .transpose()
+            .map_err(AppError::validation)?;
+        let folder_path = required("folder_path", b.folder_path.take())?;
+        let max_sessions = required("max_sessions", b.max_sessions.take())?;
+        let inner = |o: &Option<Option<String>>| o.as_ref().and_then(|v| v.as_deref()).map(|s| s.to_string());
+        let (description, model, system, append) = (
+            inner(&b.description),
+            inner(&b.default_model),
+            inner(&b.default_system_prompt),
+            inner(&b.default_append_system_prompt),
+        );
+        check_defaults(&Defaults {
+            description: description.as_deref(),
+            default_model: model.as_deref(),
+            default_permission_mode: b.default_permission_mode.flatten(),
+            default_system_prompt: system.as_deref(),
+            default_append_system_prompt: append.as_deref(),
+            max_sessions,
+        })?;
+        Ok(Checked { name, folder_path, max_sessions, rest: b })
+    }
+
+    /// Everything but the folder (resolved on its own, off the executor).
+    fn apply(self, project: &mut Project) {
+        if let Some(name) = self.name {
+            project.name = name;
+        }
+        let set = |field: &mut Option<String>, change: Option<Option<String>>| {
+            if let Some(value) = change {
+                *field = value;
+            }
+        };
+        let b = self.rest;
+        set(&mut project.description, b.description);
+        set(&mut project.default_model, b.default_model);
+        set(&mut project.default_permission_mode, b.default_permission_mode.map(|m| m.map(|m| m.as_str().to_string())));
+        set(&mut project.default_system_prompt, b.default_system_prompt);
+        set(&mut project.default_append_system_prompt, b.default_append_system_prompt);
+        if let Some(n) = self.max_sessions {
+            project.max_sessions = n;
+        }
+    }
+}
+
+/// Stores every column, unless another project holds the folder (409) or the row is gone (404).
+async fn save(state: &AppState, project: &Project) -> AppResult<()> {
+    let (stored, folder, id) = (project.clone(), project.folder_path.clone(), project.id.clone());
+    state
+        .store
+        .run(move |conn| {
+            if let Some(other) = db::projects::find_by_folder(conn, &stored.folder_path)? {
+                if other.id != stored.id {
+                    return Err(StoreError::Conflict(other.id.to_string()));
+                }
+            }
+            db::projects::update(conn, &stored)
+        })
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound => no_project(&id),
+            other => conflict_on_folder(other, &folder),
+        })
+}

@@ -1,0 +1,145 @@
+//! `POST /api/projects/{id}/sessions`: a new CLI process in a project.
+
+use actix_web::http::header;
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use crate::actors::registry::{Launch, LaunchError};
+use crate::db::projects::Project;
+use crate::db::sessions::Session;
+use crate::domain::ids::ProjectId;
+use crate::domain::launch::{CliOptions, LaunchSpec};
+use crate::domain::validate::{self, PermissionMode, Transport};
+use crate::error::{AppError, AppResult, ErrorBody};
+use crate::http::fields::check;
+use crate::http::{projects, AppState};
+
+const MAX_PROMPT_BYTES: usize = 100_000;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchSession {
+    /// Display name; a friendly two-word name when absent.
+    #[schema(min_length = 1, max_length = 200)]
+    pub name: Option<String>,
+    /// Defaults to the project's `default_model`.
+    #[schema(pattern = r"^[^\s-]\S*$", max_length = 200)]
+    pub model: Option<String>,
+    /// Defaults to the project's `default_permission_mode`.
+    pub permission_mode: Option<PermissionMode>,
+    /// A CLI session id to continue (`--resume`).
+    #[schema(pattern = r"^[^\s-]\S*$", max_length = 200)]
+    pub resume_session_id: Option<String>,
+    /// With `resume_session_id`: continue in a new CLI session id.
+    pub fork_session: Option<bool>,
+    /// Defaults to the project's `default_system_prompt`.
+    pub system_prompt: Option<String>,
+    /// Defaults to the project's `default_append_system_prompt`.
+    pub append_system_prompt: Option<String>,
+    /// Idempotency key: while a live session of this project holds it, launching with it
+    /// again returns that session (200) instead of starting another.
+    #[schema(min_length = 1, max_length = 200)]
+    pub external_key: Option<String>,
+    /// How the CLI is reached: `stdio` (its pipes), `websocket` (a bridge it connects to with
+    /// `--sdk-url`; older CLIs only) or `auto` (websocket for CLI versions known to accept
+    /// it). Defaults to the `transport` setting.
+    pub transport: Option<Transport>,
+}
+
+/// Launch a Claude Code session in a project.
+#[utoipa::path(post, path = "/api/projects/{id}/sessions", tag = "sessions", request_body = LaunchSession,
+    params(("id" = String, Path, description = "Project id (UUID)")),
+    responses(
+        (status = 201, description = "Launched; status `starting` (or `error` when the CLI cannot be started)", body = Session),
+        (status = 200, description = "A live session with this `external_key` already exists", body = Session),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 404, description = "No such project", body = ErrorBody),
+        (status = 413, description = "Body over 1 MiB", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "Validation failed", body = ErrorBody),
+        (status = 429, description = "The project's or the global session limit is reached", body = ErrorBody),
+        (status = 503, description = "The service is shutting down, or no port is free for a WebSocket bridge", body = ErrorBody),
+    ))]
+pub async fn launch(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    body: web::Json<LaunchSession>,
+) -> AppResult<HttpResponse> {
+    let project_id: ProjectId = id.parse()?;
+    let wanted = Wanted::check(body.into_inner())?;
+    let project = projects::load(&state, project_id.clone()).await?;
+    let spec = wanted.spec_in(&project);
+    let launched = match state
+        .registry
+        .send(Launch { project, spec })
+        .await
+        .map_err(|e| AppError::internal(format!("session registry unavailable: {e}")))?
+    {
+        Ok(launched) => launched,
+        Err(LaunchError::Store(e)) if projects::vanished(&state, &e, &project_id).await => {
+            return Err(AppError::not_found(format!("No project with id {project_id:?}.")));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut response = if launched.created { HttpResponse::Created() } else { HttpResponse::Ok() };
+    Ok(response
+        .insert_header((header::LOCATION, format!("/api/sessions/{}", launched.session.id)))
+        .json(launched.session))
+}
+
+/// A launch whose fields passed their checks; what it leaves out comes from the project.
+struct Wanted {
+    name: Option<String>,
+    external_key: Option<String>,
+    model: Option<String>,
+    resume_session_id: Option<String>,
+    body: LaunchSession,
+}
+
+impl Wanted {
+    fn check(b: LaunchSession) -> AppResult<Wanted> {
+        let name = b.name.as_deref().map(|n| validate::name("name", n)).transpose().map_err(AppError::validation)?;
+        let external_key = b
+            .external_key
+            .as_deref()
+            .map(|k| validate::name("external_key", k))
+            .transpose()
+            .map_err(AppError::validation)?;
+        let model =
+            b.model.as_deref().map(|m| validate::identifier("model", m)).transpose().map_err(AppError::validation)?;
+        let resume_session_id = b
+            .resume_session_id
+            .as_deref()
+            .map(|r| validate::identifier("resume_session_id", r))
+            .transpose()
+            .map_err(AppError::validation)?;
+        if let Some(p) = &b.system_prompt {
+            check(validate::free_text("system_prompt", p, MAX_PROMPT_BYTES))?;
+        }
+        if let Some(p) = &b.append_system_prompt {
+            check(validate::free_text("append_system_prompt", p, MAX_PROMPT_BYTES))?;
+        }
+        if b.fork_session == Some(true) && resume_session_id.is_none() {
+            return Err(AppError::validation("`fork_session` needs `resume_session_id`"));
+        }
+        Ok(Wanted { name, external_key, model, resume_session_id, body: b })
+    }
+
+    /// The launch, with the project's defaults for what it leaves out.
+    fn spec_in(self, project: &Project) -> LaunchSpec {
+        let b = self.body;
+        let options = CliOptions {
+            model: self.model.or_else(|| project.default_model.clone()),
+            permission_mode: b
+                .permission_mode
+                .map(|m| m.as_str().to_string())
+                .or_else(|| project.default_permission_mode.clone()),
+            resume_session_id: self.resume_session_id,
+            fork_session: b.fork_session.unwrap_or(false),
+            system_prompt: b.system_prompt.or_else(|| project.default_system_prompt.clone()),
+            append_system_prompt: b.append_system_prompt.or_else(|| project.default_append_system_prompt.clone()),
+        };
+        LaunchSpec { name: self.name, external_key: self.external_key, options, transport: b.transport }
+    }
+}

@@ -1,0 +1,100 @@
+//! Sessions: launch, inspect, talk to and end supervised CLI processes. One file per group of
+//! handlers; here, what they share: how the session actors' errors read over HTTP, and the
+//! lookups of a session (its live actor, or its stored row).
+
+pub mod control;
+pub mod launch;
+pub mod read;
+pub mod turns;
+
+use actix::Addr;
+use actix_web::http::StatusCode;
+
+use super::AppState;
+use crate::actors::registry::{Find, LaunchError, Resume, ResumeError};
+use crate::actors::session::{CliSession, SessionError, Snapshot};
+use crate::db;
+use crate::db::sessions::Session;
+use crate::domain::ids::SessionId;
+use crate::error::{AppError, AppResult};
+
+impl From<SessionError> for AppError {
+    fn from(e: SessionError) -> Self {
+        let message = e.to_string();
+        match e {
+            SessionError::NotLive(_) => AppError::new(StatusCode::CONFLICT, "session_not_live", message),
+            SessionError::Storage(e) => e.into(),
+            SessionError::QueueFull => AppError::new(StatusCode::TOO_MANY_REQUESTS, "queue_full", message),
+            SessionError::Timeout(_) => AppError::new(StatusCode::GATEWAY_TIMEOUT, "cli_timeout", message),
+            SessionError::Cli(_) => AppError::new(StatusCode::BAD_GATEWAY, "cli_error", message),
+        }
+    }
+}
+
+impl From<LaunchError> for AppError {
+    fn from(e: LaunchError) -> Self {
+        match e {
+            LaunchError::Capacity(m) => AppError::new(StatusCode::TOO_MANY_REQUESTS, "capacity_reached", m),
+            LaunchError::ShuttingDown => AppError::unavailable("shutting_down", "The service is shutting down."),
+            LaunchError::NoPort(m) => AppError::unavailable("ports_exhausted", m),
+            LaunchError::Store(e) => e.into(),
+            LaunchError::Storage(e) => e.into(),
+        }
+    }
+}
+
+impl From<ResumeError> for AppError {
+    fn from(e: ResumeError) -> Self {
+        match e {
+            ResumeError::NotFound(m) => AppError::not_found(m),
+            ResumeError::Conflict(m) => AppError::new(StatusCode::CONFLICT, "session_live", m),
+            ResumeError::NotResumable(m) => AppError::new(StatusCode::CONFLICT, "not_resumable", m),
+            ResumeError::Launch(e) => e.into(),
+        }
+    }
+}
+
+/// The registry's answer to [`Resume`]; a registry that cannot be asked is a storage failure
+/// of the launch (503).
+async fn resume_session(state: &AppState, id: &SessionId) -> Result<Session, ResumeError> {
+    state.registry.send(Resume(id.clone())).await.map_err(|e| {
+        ResumeError::Launch(LaunchError::Store(db::StoreError::Other(format!("session registry unavailable: {e}"))))
+    })?
+}
+
+/// The stored row, or a 404.
+async fn load_row(state: &AppState, id: &SessionId) -> AppResult<Session> {
+    let lookup = id.clone();
+    state
+        .store
+        .run(move |conn| db::sessions::find(conn, &lookup))
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("No session with id {id:?}.")))
+}
+
+/// The live actor, or why there is none: 409 for an ended session, 404 for an unknown one.
+async fn live(state: &AppState, id: &SessionId) -> AppResult<Addr<CliSession>> {
+    match state.registry.send(Find(id.clone())).await {
+        Ok(Some(addr)) => Ok(addr),
+        Ok(None) => {
+            let row = load_row(state, id).await?;
+            Err(AppError::new(StatusCode::CONFLICT, "session_not_live", format!("The session is {}.", row.status)))
+        }
+        Err(e) => Err(AppError::internal(format!("session registry unavailable: {e}"))),
+    }
+}
+
+/// Current view of a session: the actor's own row while live, the database's afterwards.
+async fn current(state: &AppState, id: &SessionId) -> AppResult<Session> {
+    if let Ok(Some(addr)) = state.registry.send(Find(id.clone())).await {
+        if let Ok(row) = addr.send(Snapshot).await {
+            return Ok(row);
+        }
+    }
+    load_row(state, id).await
+}
+
+/// A request to a live session's actor that the actor may no longer take: it ended meanwhile.
+fn ended(_: actix::MailboxError) -> AppError {
+    AppError::new(StatusCode::CONFLICT, "session_not_live", "The session ended.")
+}
