@@ -11,7 +11,7 @@ use actix::Addr;
 use actix_web::http::StatusCode;
 
 use super::AppState;
-use crate::actors::registry::{Find, LaunchError, Resume, ResumeError};
+use crate::actors::registry::{DeliverError, Find, LaunchError, Resume, ResumeError};
 use crate::actors::session::{CliSession, SessionError, Snapshot};
 use crate::db;
 use crate::db::sessions::Session;
@@ -39,6 +39,18 @@ impl From<LaunchError> for AppError {
             LaunchError::NoPort(m) => AppError::unavailable("ports_exhausted", m),
             LaunchError::Store(e) => e.into(),
             LaunchError::Storage(e) => e.into(),
+        }
+    }
+}
+
+impl From<DeliverError> for AppError {
+    fn from(e: DeliverError) -> Self {
+        match e {
+            DeliverError::NotFound(_) => AppError::not_found(e.to_string()),
+            DeliverError::Ended(_) => AppError::new(StatusCode::CONFLICT, "session_not_live", e.to_string()),
+            DeliverError::Session(e) => e.into(),
+            DeliverError::Resume(e) => e.into(),
+            DeliverError::Store(e) => e.into(),
         }
     }
 }

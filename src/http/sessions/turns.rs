@@ -1,17 +1,14 @@
-//! `POST /api/sessions/{id}/message`: a user turn, resuming a session the janitor closed as
-//! idle. (Kept as it was when the handlers were split: a registry message will replace it.)
+//! `POST /api/sessions/{id}/message`: a user turn, through the registry's one way in
+//! ([`Deliver`]), which resumes a session the janitor closed as idle (as the WebSocket
+//! `message` action does).
 
-use actix::Addr;
-use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::{live, load_row, resume_session};
-use crate::actors::registry::ResumeError;
-use crate::actors::session::{AwaitEnd, CliSession, SendOutcome, SendUser, SessionError};
+use crate::actors::registry::Deliver;
+use crate::actors::session::SendOutcome;
 use crate::domain::ids::SessionId;
-use crate::domain::session::ClosedReason;
 use crate::domain::validate;
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::http::fields::check;
@@ -23,20 +20,6 @@ pub struct SendMessage {
     /// The user turn's text.
     #[schema(min_length = 1)]
     pub content: String,
-}
-
-/// For a session that is not live: resumes it when the janitor closed it as idle (and answers
-/// with the new actor); any other ended session gets `not_live`.
-async fn resume_if_idle_closed(state: &AppState, id: &SessionId, not_live: AppError) -> AppResult<Addr<CliSession>> {
-    let row = load_row(state, id).await?;
-    if row.closed_reason != Some(ClosedReason::IdleTimeout) {
-        return Err(not_live);
-    }
-    match resume_session(state, id).await {
-        // Another request resumed it first: the turn goes to that process.
-        Ok(_) | Err(ResumeError::Conflict(_)) => live(state, id).await,
-        Err(e) => Err(AppError::from(e)),
-    }
 }
 
 /// Send a user turn. Answers once the line is stored; it is written to the CLI when the
@@ -66,22 +49,7 @@ pub async fn send_message(
         return Err(AppError::validation("`content` must not be empty"));
     }
     check(validate::free_text("content", &content, usize::MAX))?;
-    let addr = match live(&state, &id).await {
-        Ok(addr) => addr,
-        Err(not_live) => resume_if_idle_closed(&state, &id, not_live).await?,
-    };
-    let outcome = match addr.send(SendUser { content: content.clone() }).await {
-        Ok(Err(SessionError::NotLive(status))) => {
-            // Ending as the message came (perhaps closed by the janitor this very moment):
-            // once it has ended, a session closed as idle is resumed like any other.
-            let _ = addr.send(AwaitEnd).await;
-            let not_live = AppError::from(SessionError::NotLive(status));
-            resume_if_idle_closed(&state, &id, not_live).await?.send(SendUser { content }).await
-        }
-        other => other,
-    };
-    let outcome = outcome
-        .map_err(|_| AppError::new(StatusCode::CONFLICT, "session_not_live", "The session ended."))?
-        .map_err(AppError::from)?;
+    let delivered = state.registry.send(Deliver { id, content }).await;
+    let outcome = delivered.map_err(|e| AppError::internal(format!("session registry unavailable: {e}")))??;
     Ok(HttpResponse::Accepted().json(outcome))
 }
