@@ -21,6 +21,9 @@ use crate::protocol::incoming::{Incoming, Kind, TurnResult};
 use crate::supervisor::conversation::{Conversation, Ctx, ProcessEnd, Step};
 use crate::transport::OutLine;
 
+/// How long a session waits for its turn's result to be stored before it goes on.
+const RESULT_STORE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Totals a session had when this process started (non-zero after a resume): the CLI's
 /// figures are cumulative per process and are added to these.
 #[derive(Debug, Clone, Copy, Default)]
@@ -228,12 +231,18 @@ impl Conversation for Chat {
                 let patch = p.conv.on_result(result, live);
                 // A turn's count and totals are stored before anyone can see the session idle
                 // again (the actor waits: nothing is read, answered or sent meanwhile), so a
-                // crash right after a turn never loses it. One write per turn.
+                // crash right after a turn never loses it. One write per turn. While storage
+                // fails the wait is bounded: the write stays queued, the session goes on.
                 let (writer, id) = (p.conv.writer.clone(), p.conv.row.id.clone());
-                let stored = async move { writer.persist_acked(WriteOp::Session { id, patch }).await };
+                let stored = async move {
+                    let acked = writer.persist_acked(WriteOp::Session { id, patch });
+                    tokio::time::timeout(RESULT_STORE_WAIT, acked).await
+                };
                 ctx.wait(stored.into_actor(p).map(|stored, act, _ctx| {
-                    if let Err(e) = stored {
-                        tracing::error!(session = %act.conv.row.id, error = %e, "could not store a turn's result");
+                    match stored {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => tracing::error!(session = %act.conv.row.id, error = %e, "could not store a turn's result"),
+                        Err(_) => tracing::warn!(session = %act.conv.row.id, "a turn's result is not stored yet; it stays queued"),
                     }
                     act.conv.publish_row("session.status", "session_status");
                     pump(act);
