@@ -241,7 +241,10 @@ mod tests {
 
     #[test]
     fn ports_in_use_are_skipped_and_exhaustion_is_explained() {
-        let (held, port) = allocate_port(20_000, 40_000).expect("a free port");
+        // A port the system picks, not the start of the default range: other tests allocate
+        // from there and could take it between the release and the second allocation below.
+        let port = std::net::TcpListener::bind(("127.0.0.1", 0)).and_then(|l| l.local_addr()).expect("a port").port();
+        let (held, port) = allocate_port(port, port).expect("a free port");
         // Only `port` in range, and it is held: exhausted.
         let err = allocate_port(port, port).expect_err("held");
         assert!(err.contains("all 1 ports") && err.contains("CONDUIT_WS_PORT_RANGE_START"), "{err}");
