@@ -13,8 +13,18 @@
 //! - `fake-ignore-term`   ignores SIGTERM/SIGINT and stdin EOF (must be SIGKILLed)
 //! - `fake-no-init`       writes an error to stderr and exits 1 at once
 //! - `fake-stall`         answers initialize, never finishes a turn
-//! - `fake-grandchild`    starts `sleep` in its group and a `setsid sleep` outside it
+//! - `fake-grandchild`    starts `sleep` in its group and a `setsid sleep` outside it, and names
+//!   their unique arguments on stderr (`grandchildren 300.N 301.N`)
 //! - `fake-background`    a turn starts a background task that ends 4 s after its result
+
+/// `eprintln!` that survives a closed stderr (a real CLI does not die of its reader's crash:
+/// `eprintln!` would panic, and the tests that crash the service need the CLI to live on).
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 use std::io::{BufRead, Write};
 use std::time::Duration;
@@ -27,15 +37,15 @@ fn main() {
     let session_id = format!("fake-{}", std::process::id());
     // Tells the tests whether the access token arrived, without ever printing it.
     match std::env::var("CLAUDE_CODE_SESSION_ACCESS_TOKEN") {
-        Ok(token) => eprintln!("access token: present ({} bytes)", token.len()),
-        Err(_) => eprintln!("access token: absent"),
+        Ok(token) => note!("access token: present ({} bytes)", token.len()),
+        Err(_) => note!("access token: absent"),
     }
     // Echo the arguments (values included) so tests can see exactly what was passed.
-    eprintln!("args: {:?}", std::env::args().skip(1).collect::<Vec<_>>());
+    note!("args: {:?}", std::env::args().skip(1).collect::<Vec<_>>());
 
     match scenario.as_str() {
         "no-init" => {
-            eprintln!("fatal: the fake CLI refuses to start");
+            note!("fatal: the fake CLI refuses to start");
             std::process::exit(1);
         }
         "ignore-term" => {
@@ -48,9 +58,13 @@ fn main() {
         // Left running on purpose: the service must end them (and reap what it adopts).
         #[allow(clippy::zombie_processes)]
         "grandchild" => {
-            let child = std::process::Command::new("sleep").arg("300").spawn().expect("sleep");
-            let escapee = std::process::Command::new("setsid").args(["sleep", "301"]).spawn().expect("setsid sleep");
-            eprintln!("grandchildren {} {}", child.id(), escapee.id());
+            // Named by their arguments, unique to this run: inside a sandbox's pid namespace
+            // the pids this process sees are not the host's.
+            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+            let (inside, outside) = (format!("300.{nanos}"), format!("301.{nanos}"));
+            std::process::Command::new("sleep").arg(&inside).spawn().expect("sleep");
+            std::process::Command::new("setsid").args(["sleep", &outside]).spawn().expect("setsid sleep");
+            note!("grandchildren {inside} {outside}");
         }
         _ => {}
     }
@@ -61,7 +75,7 @@ fn main() {
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
-            eprintln!("fake CLI: not JSON: {line}");
+            note!("fake CLI: not JSON: {line}");
             continue;
         };
         match msg["type"].as_str() {
@@ -166,7 +180,7 @@ fn turn(out: &mut impl Write, scenario: &str, session_id: &str, model: &str, tur
         "exit-mid-turn" => {
             emit(out, json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "half"}]}}));
             let _ = out.flush();
-            eprintln!("fake CLI: crashing mid-turn");
+            note!("fake CLI: crashing mid-turn");
             std::process::exit(3);
         }
         _ => {}

@@ -4,7 +4,8 @@
 #   - the real Claude Code CLI (npm, pinned: the current one, and an older one for the
 #     WebSocket bridge) for the end-to-end session tests;
 #   - Debian's chromium (apt, only if missing) and the dashboard's npm packages (ui/, from its
-#     lock file) for the dashboard's component and browser tests.
+#     lock file) for the dashboard's component and browser tests;
+#   - Debian's bubblewrap (apt, only if missing): the OS sandbox the sessions run in.
 # Re-running it is cheap: each step checks for the pinned version first.
 # The cache folder is $CONDUIT_TEST_CACHE, default ${XDG_CACHE_HOME:-~/.cache}/conduit-test.
 set -euo pipefail
@@ -40,14 +41,26 @@ install_cli() {
 install_cli "$CLAUDE_CODE_VERSION"
 install_cli "$CLAUDE_CODE_BRIDGE_VERSION"
 
+# Debian packages, installed with apt-get only when missing (root, or sudo).
+apt_install() {
+    local sudo_cmd=""
+    if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+# The OS sandbox every session runs in by default (and the sandbox tests).
+if ! command -v bwrap >/dev/null; then
+    echo "test-setup: installing bubblewrap (apt)"
+    apt_install bubblewrap
+fi
+echo "test-setup: $(bwrap --version) ready ($(command -v bwrap))"
+
 # The dashboard's end-to-end test drives Debian's Chromium with playwright-core (browser
 # downloads do not work everywhere; the distribution's package does).
 if [ ! -x /usr/bin/chromium ]; then
     echo "test-setup: installing chromium (apt)"
-    sudo_cmd=""
-    if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
-    $sudo_cmd apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends chromium >/dev/null
+    apt_install chromium
 fi
 echo "test-setup: $(/usr/bin/chromium --version 2>/dev/null || echo 'chromium (version unknown)') ready (/usr/bin/chromium)"
 

@@ -28,6 +28,17 @@ pub enum Command {
         #[command(subcommand)]
         action: DbAction,
     },
+    /// Inside a `strict` sandbox: limit TCP connections to the given ports, then become
+    /// PROGRAM. Started by the service, not by people.
+    #[command(hide = true)]
+    SandboxExec {
+        /// A port TCP connections may go to (repeatable; none: no TCP connections at all).
+        #[arg(long = "tcp-port", value_name = "PORT")]
+        tcp_ports: Vec<u16>,
+        /// The program and its arguments.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROGRAM")]
+        command: Vec<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

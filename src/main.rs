@@ -10,6 +10,11 @@ use conduit::{db, telemetry};
 async fn main() -> ExitCode {
     conduit::process::return_large_blocks_to_the_system();
     let cli = Cli::parse();
+    // Runs inside a sandbox, before anything of the service: no settings, no logging.
+    if let Some(Command::SandboxExec { tcp_ports, command }) = &cli.command {
+        let (program, args) = command.split_first().map(|(p, a)| (p.as_str(), a)).unwrap_or(("", &[]));
+        return ExitCode::from(conduit::sandbox::netlock::limit_tcp_and_exec(tcp_ports, program, args));
+    }
     let settings = match Settings::load(cli.config.as_deref()) {
         Ok(s) => s,
         Err(e) => {
@@ -40,6 +45,7 @@ async fn main() -> ExitCode {
         }
         Command::Migrate => migrate(&settings).await,
         Command::Db { action: DbAction::Reset { yes } } => reset(&settings, yes).await,
+        Command::SandboxExec { .. } => Ok(()),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

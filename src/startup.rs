@@ -17,7 +17,7 @@ use crate::actors::janitor::{Janitor, StopJanitor, Tidies};
 use crate::actors::locks::DirLockQueue;
 use crate::actors::permissions::{PermissionEngine, Reload};
 use crate::actors::recovery::recover_after_restart;
-use crate::actors::registry::{SessionRegistry, Shutdown};
+use crate::actors::registry::{Confinement, SessionRegistry, Shutdown};
 use crate::actors::webhooks::{ReloadWebhooks, WebhookDispatcher};
 use crate::config::Settings;
 use crate::db::lock::{Holder, InstanceLock, LockError};
@@ -27,6 +27,7 @@ use crate::domain::folders::ProjectRoot;
 use crate::http::health::ContainmentReport;
 use crate::http::{self, errors, guard::AccessPolicy, AppState};
 use crate::process::cgroup::Containment;
+use crate::sandbox::SandboxSupport;
 use crate::telemetry;
 
 #[derive(Debug, thiserror::Error)]
@@ -121,6 +122,7 @@ impl Application {
             .await
             .map_err(|e| crate::db::StoreError::Other(format!("the permission engine did not start: {e}")))??;
         tracing::info!(rules, "permission rules loaded");
+        let sandbox = probe_sandbox(&settings).await;
         let registry = SessionRegistry::new(
             settings.clone(),
             store.clone(),
@@ -128,7 +130,7 @@ impl Application {
             engine.clone().recipient(),
             bus.clone().recipient(),
             options.subreaper,
-            containment.clone(),
+            Confinement { containment: containment.clone(), sandbox: sandbox.clone() },
         )
         .start();
         let webhooks = WebhookDispatcher::new(
@@ -182,6 +184,7 @@ impl Application {
             agents: agents.clone(),
             locks,
             containment: report(&containment),
+            sandbox,
         });
 
         let server = HttpServer::new(move || {
@@ -278,6 +281,22 @@ impl Application {
     pub fn containment(&self) -> Arc<Containment> {
         self.containment.clone()
     }
+}
+
+/// Whether CLIs can be sandboxed here (bubblewrap runs a trivial sandbox), on the blocking pool.
+async fn probe_sandbox(settings: &Settings) -> Arc<SandboxSupport> {
+    let bwrap = settings.sandbox.bwrap_path.clone();
+    let support = tokio::task::spawn_blocking(move || SandboxSupport::probe(&bwrap)).await.unwrap_or_else(|e| {
+        SandboxSupport::unavailable(&settings.sandbox.bwrap_path, format!("the sandbox probe failed: {e}"))
+    });
+    match (&support.problem, settings.sandbox.default_mode) {
+        (Some(problem), mode) if mode.is_on() => {
+            tracing::warn!(%problem, sandbox = %mode, "sessions that need a sandbox will be refused")
+        }
+        (Some(problem), _) => tracing::info!(%problem, "no OS sandbox available"),
+        (None, mode) => tracing::info!(version = ?support.version, landlock_abi = support.landlock_abi, sandbox = %mode, "OS sandbox available"),
+    }
+    Arc::new(support)
 }
 
 /// What health says of `containment`: it does not change while the service runs, so the HTTP

@@ -46,11 +46,22 @@ pub struct Settings {
     pub max_agents: u32,
     /// Between SIGTERM and SIGKILL when an agent run times out or is cancelled (5-60 s).
     pub agent_kill_grace_ms: u64,
+    /// The OS sandbox of a project that chooses none, and what it needs.
+    pub sandbox: SandboxSettings,
     pub log_level: String,
     pub log_format: LogFormat,
     /// HOME of the environment the settings came from (where the CLI keeps its transcripts).
     /// Not a setting of its own.
     pub home: Option<PathBuf>,
+}
+
+/// The `sandbox`, `bwrap_path` and `sandbox_hidden` settings.
+#[derive(Debug, Clone)]
+pub struct SandboxSettings {
+    pub default_mode: crate::domain::sandbox::SandboxMode,
+    pub bwrap_path: String,
+    /// Absolute paths (`~` expanded), hidden from sandboxed CLIs where they exist.
+    pub hidden: Vec<PathBuf>,
 }
 
 impl fmt::Debug for Settings {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::layers::Layers;
-use super::{ConfigError, LogFormat, Settings};
+use super::{ConfigError, LogFormat, SandboxSettings, Settings};
 
 impl Settings {
     pub(super) fn from_layers(l: &Layers, home: Option<&str>) -> Result<Settings, ConfigError> {
@@ -52,6 +52,7 @@ impl Settings {
                 l.err("allowed_origins", format!("expected origins such as http://localhost:5173, got {bad:?}"))
             );
         }
+        let sandbox = sandbox_settings(l, home)?;
         Ok(Settings {
             host,
             port: l.integer("port", 0, 65535)? as u16,
@@ -82,11 +83,34 @@ impl Settings {
             max_agents: l.integer("max_agents", 0, 100_000)? as u32,
             // Clamped rather than refused: the grace only has to stay within sane bounds.
             agent_kill_grace_ms: l.integer("agent_kill_grace_ms", 0, i64::MAX)?.clamp(5_000, 60_000) as u64,
+            sandbox,
             log_level,
             log_format,
             home: home.filter(|h| !h.is_empty()).map(PathBuf::from),
         })
     }
+}
+
+fn sandbox_settings(l: &Layers, home: Option<&str>) -> Result<SandboxSettings, ConfigError> {
+    use crate::domain::sandbox::SandboxMode;
+    let mode = l.string("sandbox")?;
+    let default_mode = mode.trim().parse::<SandboxMode>().map_err(|_| {
+        let all: Vec<&str> = SandboxMode::ALL.iter().map(|m| m.as_str()).collect();
+        l.err("sandbox", format!("expected one of {}, got {mode:?}", all.join(", ")))
+    })?;
+    let bwrap_path = l.string("bwrap_path")?;
+    if bwrap_path.trim().is_empty() || bwrap_path.contains('\0') {
+        return Err(l.err("bwrap_path", "expected an executable name or path"));
+    }
+    let mut hidden = Vec::new();
+    for raw in l.list("sandbox_hidden")? {
+        let path = expand_home(&raw, home).map_err(|e| l.err("sandbox_hidden", format!("{raw:?}: {e}")))?;
+        if !path.is_absolute() {
+            return Err(l.err("sandbox_hidden", format!("expected absolute paths or ~/..., got {raw:?}")));
+        }
+        hidden.push(path);
+    }
+    Ok(SandboxSettings { default_mode, bwrap_path, hidden })
 }
 
 /// `~` and `~/...` mean the home folder of the environment the settings were read from.

@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 use super::schema::projects;
 use super::{DbConnection, StoreError};
 use crate::domain::ids::{AgentId, ProjectId};
+use crate::domain::sandbox::SandboxMode;
 
 /// A project: a folder on disk where sessions run, with defaults for the sessions it launches.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, AsChangeset, Serialize, ToSchema)]
@@ -31,6 +32,8 @@ pub struct Project {
     pub max_sessions: i32,
     pub created_at: String,
     pub updated_at: String,
+    /// The OS sandbox its CLIs run in; `null`: the service's `sandbox` setting.
+    pub sandbox: Option<SandboxMode>,
 }
 
 pub fn insert(conn: &mut DbConnection, project: &Project) -> Result<(), StoreError> {

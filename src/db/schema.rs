@@ -16,6 +16,7 @@ diesel::table! {
         max_sessions -> Integer,
         created_at -> Text,
         updated_at -> Text,
+        sandbox -> Nullable<Text>,
     }
 }
 

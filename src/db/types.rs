@@ -17,6 +17,7 @@ use diesel::sql_types::{Nullable, Text};
 use crate::domain::agent::{AgentStatus, ExecutionStatus, TriggerKind};
 use crate::domain::decision::{Decision, DecisionPoint, DecisionSource};
 use crate::domain::ids::{AgentId, ExecutionId, ProjectId, RuleId, SessionId, WebhookId};
+use crate::domain::sandbox::SandboxMode;
 use crate::domain::session::{ClosedReason, SessionStatus};
 
 /// What every TEXT-backed type shares once it can be written as `&str` and read from a
@@ -129,7 +130,8 @@ enum_sql!(
     ExecutionStatus,
     Decision,
     DecisionPoint,
-    DecisionSource
+    DecisionSource,
+    SandboxMode
 );
 
 #[cfg(test)]

@@ -83,6 +83,7 @@ pub mod ids;
 pub mod launch;
 pub mod names;
 pub mod rules;
+pub mod sandbox;
 pub mod session;
 pub mod time;
 pub mod validate;

@@ -10,6 +10,8 @@ use std::sync::atomic::Ordering;
 use crate::actors::bus::{HistoryBytes, SubscriberCount};
 use crate::actors::registry::LiveCount;
 use crate::db;
+use crate::domain::sandbox::SandboxMode;
+use crate::sandbox::SandboxSupport;
 use crate::error::AppResult;
 
 /// How CLIs' process trees are contained, as health reports it. Containment is settled once,
@@ -27,8 +29,9 @@ pub struct ContainmentReport {
 pub enum HealthStatus {
     /// Everything works.
     Healthy,
-    /// Usable, but sessions cannot start (the CLI is missing), or storage is failing (writes
-    /// are kept and retried; `checks` says how many wait).
+    /// Usable, but sessions cannot start (the CLI is missing, or the sandbox the `sandbox`
+    /// setting asks for is not available), or storage is failing (writes are kept and retried;
+    /// `checks` says how many wait).
     Degraded,
     /// The database does not answer.
     Unhealthy,
@@ -58,6 +61,35 @@ pub struct HealthChecks {
     pub containment_note: Option<String>,
     /// Bytes of recent events held for replay, across every stream.
     pub stream_history_bytes: u64,
+    /// The OS sandbox CLIs run in.
+    pub sandbox: SandboxHealth,
+}
+
+/// The OS sandbox, as health reports it. When the `sandbox` setting asks for one and this
+/// machine cannot provide it, the service is `degraded` (launches that need it are refused).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SandboxHealth {
+    /// The `sandbox` setting: what a project that chooses none gets (`off`, `workspace`, `strict`).
+    pub default_mode: SandboxMode,
+    #[serde(flatten)]
+    pub support: SandboxSupport,
+    /// Whether `strict` mode's network limit can be enforced (Landlock ABI 4+).
+    pub network_limit_available: bool,
+}
+
+impl SandboxHealth {
+    fn of(default_mode: SandboxMode, support: &SandboxSupport) -> SandboxHealth {
+        SandboxHealth { default_mode, support: support.clone(), network_limit_available: support.limits_network() }
+    }
+
+    /// The default mode can be provided here.
+    fn usable(&self) -> bool {
+        match self.default_mode {
+            SandboxMode::Off => true,
+            SandboxMode::Workspace => self.support.available,
+            SandboxMode::Strict => self.support.available && self.network_limit_available,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -75,20 +107,6 @@ pub struct Health {
     pub version: String,
 }
 
-/// Finds `cli` the way a shell would: a path is checked as is, a bare name along PATH.
-pub fn resolve_executable(cli: &str) -> Option<std::path::PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let is_exec = |p: &std::path::Path| {
-        std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
-    };
-    if cli.contains('/') {
-        let p = std::path::PathBuf::from(cli);
-        return is_exec(&p).then_some(p);
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(cli)).find(|p| is_exec(p))
-}
-
 /// Service health. 200 when healthy or degraded, 503 when unhealthy.
 #[utoipa::path(get, path = "/api/health", tag = "health",
     responses(
@@ -97,14 +115,14 @@ pub fn resolve_executable(cli: &str) -> Option<std::path::PathBuf> {
     ))]
 pub async fn health(state: web::Data<AppState>) -> AppResult<HttpResponse> {
     let cli = state.settings.cli_path.clone();
-    let cli_available = web::block(move || resolve_executable(&cli).is_some()).await.unwrap_or(false);
+    let cli_available = web::block(move || crate::process::executable::resolve(&cli).is_some()).await.unwrap_or(false);
     let counted = state.store.run(db::projects::count).await;
     let database_ok = counted.is_ok();
     let projects = counted.unwrap_or(0);
     let active_sessions = state.registry.send(LiveCount).await.unwrap_or(0) as i64;
     let checks = checks(&state, cli_available, database_ok).await;
     let max_sessions = state.settings.max_sessions_global;
-    let status = match (database_ok, cli_available && checks.storage_writable) {
+    let status = match (database_ok, cli_available && checks.storage_writable && checks.sandbox.usable()) {
         (false, _) => HealthStatus::Unhealthy,
         (true, false) => HealthStatus::Degraded,
         (true, true) => HealthStatus::Healthy,
@@ -141,5 +159,6 @@ async fn checks(state: &AppState, cli_available: bool, database_ok: bool) -> Hea
         process_containment: state.containment.kind.clone(),
         containment_note: state.containment.note.clone(),
         stream_history_bytes: state.bus.send(HistoryBytes).await.unwrap_or(0) as u64,
+        sandbox: SandboxHealth::of(state.settings.sandbox.default_mode, &state.sandbox),
     }
 }

@@ -54,6 +54,8 @@ pub struct AppState {
     pub locks: Addr<DirLockQueue>,
     /// How CLIs' process trees are contained (health reports it).
     pub containment: ContainmentReport,
+    /// What this machine offers for sandboxing CLIs (health reports it).
+    pub sandbox: std::sync::Arc<crate::sandbox::SandboxSupport>,
 }
 
 /// One row of the route table.

@@ -16,6 +16,7 @@
 
 pub mod cgroup;
 pub mod command;
+pub mod executable;
 pub mod kill;
 pub mod procfs;
 pub mod tree;

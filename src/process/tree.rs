@@ -16,12 +16,26 @@ pub struct ProcessTree {
     /// The session or execution id every process of the tree carries in its environment.
     pub marker: String,
     pub cgroup: Option<Cgroup>,
+    /// The group's leader is the sandbox (bubblewrap), which exits with the CLI's status as
+    /// soon as the CLI exits, and at once on SIGTERM: polite signals skip it, so the CLI
+    /// still gets its grace period to end on its own.
+    pub wrapped: bool,
 }
 
 impl ProcessTree {
     /// `signal` to every process of the tree (SIGKILL through `cgroup.kill`, which nothing can
     /// fork its way out of).
     pub fn signal(&self, signal: i32) {
+        if self.wrapped && signal != libc::SIGKILL {
+            let pids = match &self.cgroup {
+                Some(cgroup) => cgroup.pids(),
+                None => kill::survivors(self.pgid, SESSION_MARKER_ENV, &self.marker),
+            };
+            for pid in pids.into_iter().filter(|&pid| pid != self.pgid) {
+                let _ = kill::signal_pid(pid, signal);
+            }
+            return;
+        }
         if let Some(cgroup) = &self.cgroup {
             if signal == libc::SIGKILL {
                 if let Err(e) = cgroup.kill() {

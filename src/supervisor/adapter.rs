@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::domain::decision::{ToolCall, Verdict};
 use crate::domain::launch::CliOptions;
 use crate::protocol::incoming::Incoming;
+pub use crate::sandbox::fence::StatePath;
 
 /// How the CLI reaches Conduit.
 #[derive(Debug, Clone)]
@@ -72,6 +73,10 @@ pub enum Decoded {
 pub trait AgentAdapter: Send + 'static {
     /// The program's arguments (after the program itself).
     fn arguments(&self, options: &CliOptions, wire: &Wire) -> Vec<String>;
+
+    /// Where the CLI keeps its own state under `home` (settings, transcripts): writable inside
+    /// the sandbox, like the project folder.
+    fn state_paths(&self, home: &std::path::Path) -> Vec<StatePath>;
 
     /// The first request, sent as soon as the CLI runs; it is ready once this is answered.
     fn handshake(&mut self, request_id: &str) -> String;

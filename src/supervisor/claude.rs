@@ -3,7 +3,7 @@
 //! Conduit), and `can_use_tool` / `hook_callback` requests answered from the rules. The wire
 //! format itself lives in [`crate::protocol`].
 
-use super::adapter::{AgentAdapter, Ask, Command, Decoded, Wire};
+use super::adapter::{AgentAdapter, Ask, Command, Decoded, StatePath, Wire};
 use crate::domain::decision::{ToolCall, Verdict};
 use crate::domain::launch::CliOptions;
 use crate::process::command::{stdio_args, websocket_args};
@@ -20,6 +20,11 @@ impl AgentAdapter for ClaudeCode {
             Wire::Stdio => stdio_args(options),
             Wire::WebSocket { url } => websocket_args(options, url),
         }
+    }
+
+    /// `~/.claude/` (settings, transcripts, todos) and `~/.claude.json` (its global config).
+    fn state_paths(&self, home: &std::path::Path) -> Vec<StatePath> {
+        vec![StatePath::Folder(home.join(".claude")), StatePath::File(home.join(".claude.json"))]
     }
 
     fn handshake(&mut self, request_id: &str) -> String {

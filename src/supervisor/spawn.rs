@@ -13,6 +13,7 @@ use crate::db::backlog::Backlog;
 use crate::process::cgroup::Cgroup;
 use crate::process::tree::ProcessTree;
 use crate::process::{procfs, SESSION_MARKER_ENV};
+use crate::sandbox::Fence;
 use crate::transport::{stdio, websocket, CliOutput, OutLine};
 
 /// A CLI's arguments, given how it reaches Conduit.
@@ -29,14 +30,16 @@ pub struct Exit {
 }
 
 impl Exit {
-    fn of(status: std::process::ExitStatus) -> Exit {
+    /// `sandboxed`: the status is bubblewrap's, which reports a CLI killed by signal N as
+    /// status 128+N (the shell's convention); it is read back as the signal.
+    fn of(status: std::process::ExitStatus, sandboxed: bool) -> Exit {
         use std::os::unix::process::ExitStatusExt;
-        let how = match (status.code(), status.signal()) {
-            (Some(code), _) => format!("exited with status {code}"),
-            (None, Some(sig)) => format!("was killed by signal {sig}"),
-            _ => "ended".to_string(),
-        };
-        Exit { how, code: status.code() }
+        let signal = status.signal().or_else(|| status.code().filter(|c| sandboxed && (129..=192).contains(c)).map(|c| c - 128));
+        match (signal, status.code()) {
+            (Some(sig), _) => Exit { how: format!("was killed by signal {sig}"), code: None },
+            (None, Some(code)) => Exit { how: format!("exited with status {code}"), code: Some(code) },
+            _ => Exit { how: "ended".to_string(), code: None },
+        }
     }
 }
 
@@ -53,6 +56,8 @@ pub struct SpawnRequest {
     pub bridge: Option<(TcpListener, u16)>,
     /// The cgroup to put the CLI in, when the service uses cgroups.
     pub cgroup: Option<Cgroup>,
+    /// The sandbox to run it in (prepared), unless its project's is `off`.
+    pub fence: Option<Fence>,
     /// Bytes read but not yet stored, when the output is stored: its readers wait when full.
     pub backlog: Option<Arc<Backlog>>,
 }
@@ -73,16 +78,24 @@ pub struct Spawned {
 
 /// Starts the CLI. On failure nothing of it is left running; the error says why.
 pub fn spawn(req: SpawnRequest) -> Result<Spawned, String> {
-    let SpawnRequest { marker, program, arguments, folder, env, bridge, cgroup, backlog } = req;
+    let SpawnRequest { marker, program, arguments, folder, env, bridge, cgroup, fence, backlog } = req;
     let secret = websocket::new_secret();
-    let mut cmd = tokio::process::Command::new(&program);
-    match &bridge {
-        None => cmd.args(arguments(&Wire::Stdio)).stdin(std::process::Stdio::piped()),
+    let (wire, stdin) = match &bridge {
+        None => (Wire::Stdio, std::process::Stdio::piped()),
         Some((_, port)) => {
-            let wire = Wire::WebSocket { url: format!("ws://127.0.0.1:{port}/{secret}") };
-            cmd.args(arguments(&wire)).stdin(std::process::Stdio::null())
+            (Wire::WebSocket { url: format!("ws://127.0.0.1:{port}/{secret}") }, std::process::Stdio::null())
         }
     };
+    let args = arguments(&wire);
+    // Sandboxed, the program started is bubblewrap, and the CLI its grandchild; bubblewrap
+    // stays in the CLI's process group and cgroup and exits with its status.
+    let (started, args) = match &fence {
+        Some(fence) => fence.command_line(&program, args, bridge.as_ref().map(|(_, port)| *port)),
+        None => (program.clone(), args),
+    };
+    let sandboxed = fence.is_some();
+    let mut cmd = tokio::process::Command::new(&started);
+    cmd.args(args).stdin(stdin);
     cmd.current_dir(&folder)
         .process_group(0)
         .env(SESSION_MARKER_ENV, &marker)
@@ -99,7 +112,8 @@ pub fn spawn(req: SpawnRequest) -> Result<Spawned, String> {
         Ok(child) => child,
         Err(e) => {
             discard(cgroup);
-            return Err(format!("cannot start the CLI {program:?}: {e}"));
+            let how = if sandboxed { format!(" in its sandbox ({started:?})") } else { String::new() };
+            return Err(format!("cannot start the CLI {program:?}{how}: {e}"));
         }
     };
     let Some(pid) = child.id().map(|p| p as i32) else {
@@ -121,7 +135,7 @@ pub fn spawn(req: SpawnRequest) -> Result<Spawned, String> {
             None
         }
     });
-    let tree = ProcessTree { pgid: pid, marker, cgroup };
+    let tree = ProcessTree { pgid: pid, marker, cgroup, wrapped: sandboxed };
     let end_now = |tree: &ProcessTree, why: &str| {
         let tree = tree.clone();
         tokio::task::spawn_blocking(move || tree.end(std::time::Duration::from_secs(2)));
@@ -160,7 +174,7 @@ pub fn spawn(req: SpawnRequest) -> Result<Spawned, String> {
     let started_at = procfs::stat(pid).map(|s| s.start_time.to_string());
     let exited = Box::pin(async move {
         match child.wait().await {
-            Ok(status) => Exit::of(status),
+            Ok(status) => Exit::of(status, sandboxed),
             Err(e) => Exit { how: format!("could not be waited for: {e}"), code: None },
         }
     });

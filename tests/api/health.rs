@@ -61,6 +61,7 @@ async fn has_exactly_the_documented_keys() {
         "process_containment",
         "containment_note",
         "stream_history_bytes",
+        "sandbox",
     ];
     assert_eq!(keys(&body["checks"]), checks.into_iter().collect());
     assert_eq!(body["checks"]["unstored_lines"], 0);
@@ -68,6 +69,19 @@ async fn has_exactly_the_documented_keys() {
     assert!(body["checks"]["storage_error"].is_null(), "{body}");
     assert_eq!(body["checks"]["rejected_writes"], 0);
     assert!(matches!(body["checks"]["process_containment"].as_str(), Some("cgroup" | "process_group")), "{body}");
+    let sandbox = [
+        "default_mode",
+        "mechanism",
+        "available",
+        "bwrap_path",
+        "version",
+        "problem",
+        "landlock_abi",
+        "network_limit_available",
+    ];
+    assert_eq!(keys(&body["checks"]["sandbox"]), sandbox.into_iter().collect());
+    assert_eq!(body["checks"]["sandbox"]["mechanism"], "bubblewrap");
+    assert_eq!(body["checks"]["sandbox"]["default_mode"], "workspace");
 
     assert!(body["uptime_seconds"].is_u64(), "{body}");
     assert!(body["session_capacity_pct"].is_number(), "{body}");

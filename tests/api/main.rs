@@ -25,6 +25,7 @@ mod projects;
 mod readme;
 mod rebuild;
 mod rules;
+mod sandbox_real;
 mod schemathesis;
 mod security;
 mod sessions_api;

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::support::procs::running;
 use crate::support::service::{fake_cli, ServiceConfig, TestService};
 
 /// Generous: many services and CLIs run in parallel.
@@ -309,7 +310,8 @@ async fn closing_kills_grandchildren_including_a_setsid_escapee() {
         .map(content)
         .find(|c| c.starts_with("grandchildren "))
         .expect("the grandchildren line");
-    let pids: Vec<i32> = line["grandchildren ".len()..].split_whitespace().map(|p| p.parse().expect("a pid")).collect();
+    let pids: Vec<i32> =
+        line["grandchildren ".len()..].split_whitespace().flat_map(|nap| running(&["sleep", nap])).collect();
     assert_eq!(pids.len(), 2, "{line}");
     for p in &pids {
         assert!(alive(*p), "grandchild {p} is alive before the close");

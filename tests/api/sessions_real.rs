@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::fake_api::{FakeApi, Reply};
+use crate::support::procs::running;
 use crate::support::service::{real_cli, ServiceConfig, TestService};
 
 const READY: Duration = Duration::from_secs(60);
@@ -187,8 +188,10 @@ async fn delete_ends_the_cli_and_a_grandchild_that_left_its_group() {
     let (api, service) = rig().await;
     let project = service.project("tree").await;
     let id = idle_session(&service, &project, json!({})).await;
-    let pidfile = service.root.join("tree/escapee.pid");
-    let command = "setsid sh -c 'echo $$ > escapee.pid; exec sleep 600' > /dev/null 2>&1 < /dev/null &";
+    // Found by a command line of its own: a sandboxed CLI's pids are those of its pid
+    // namespace, so the pid the daemon could write down is not the host's.
+    let nap = format!("600.{}", std::process::id());
+    let command = format!("setsid sh -c 'exec sleep {nap}' > /dev/null 2>&1 < /dev/null &");
     api.on(
         "start a daemon",
         Reply::ToolUse { name: "Bash".into(), input: json!({"command": command, "description": "daemon"}) },
@@ -197,14 +200,13 @@ async fn delete_ends_the_cli_and_a_grandchild_that_left_its_group() {
     service.post(&format!("/api/sessions/{id}/message"), json!({"content": "start a daemon"})).await;
     service.wait_for(&id, READY, |r| r["num_turns"] == 1 && r["status"] == "idle").await;
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let escapee: i64 = loop {
-        if let Some(pid) = std::fs::read_to_string(&pidfile).ok().and_then(|s| s.trim().parse().ok()) {
-            break pid;
+    let escapee = loop {
+        if let Some(pid) = running(&["sleep", &nap]).first() {
+            break i64::from(*pid);
         }
         assert!(std::time::Instant::now() < deadline, "the Bash tool never ran: {}", service.log());
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    assert!(alive(escapee), "the daemon runs");
     let cli_pid = service.get_json(&format!("/api/sessions/{id}")).await["cli_pid"].as_i64().expect("pid");
 
     let closed: Value = service.delete(&format!("/api/sessions/{id}")).await.json().await.expect("json");

@@ -18,13 +18,14 @@ use crate::domain::launch::{CliOptions, LaunchSpec};
 use crate::domain::session::{ClosedReason, SessionStatus};
 use crate::domain::validate::Transport;
 use crate::domain::{names, time};
-use crate::process::cgroup::Cgroup;
 use crate::process::version::{self};
+use crate::sandbox::{Fence, FenceError};
 use crate::supervisor::adapter::AgentAdapter;
 use crate::supervisor::claude::ClaudeCode;
 use crate::supervisor::spawn::{spawn, SpawnRequest};
 use crate::transport::websocket;
 
+use super::enclose::Enclosure;
 use super::{Live, SessionRegistry};
 
 #[derive(Message)]
@@ -49,6 +50,9 @@ pub enum LaunchError {
     /// Every port of the bridge range is taken.
     #[error("{0}")]
     NoPort(String),
+    /// The project asks for a sandbox this machine cannot provide.
+    #[error(transparent)]
+    Sandbox(#[from] FenceError),
     #[error(transparent)]
     Store(#[from] StoreError),
     /// The launch could not be recorded (storage is failing).
@@ -178,19 +182,23 @@ impl SessionRegistry {
         launch: SessionLaunch,
         announce: bool,
     ) -> std::pin::Pin<Box<dyn ActorFuture<Self, Output = Result<Session, LaunchError>>>> {
-        let SessionLaunch { mut row, folder, options, bridge, resumed, last_seq, cgroup } = launch;
+        let SessionLaunch { mut row, folder, options, bridge, resumed, last_seq, enclosure } = launch;
         let backlog = Backlog::new(self.settings.session_backlog_bytes);
-        let req = SpawnRequest {
-            marker: row.id.to_string(),
-            program: self.settings.cli_path.clone(),
-            arguments: Box::new(move |wire| ClaudeCode.arguments(&options, wire)),
-            folder,
-            env: self.cli_env(),
-            bridge,
-            cgroup,
-            backlog: Some(backlog.clone()),
-        };
-        let spawned = match spawn(req) {
+        let (program, env) = (self.settings.cli_path.clone(), self.cli_env());
+        let spawned = enclosure.and_then(|Enclosure { cgroup, fence }| {
+            spawn(SpawnRequest {
+                marker: row.id.to_string(),
+                program,
+                arguments: Box::new(move |wire| ClaudeCode.arguments(&options, wire)),
+                folder,
+                env,
+                bridge,
+                cgroup,
+                fence,
+                backlog: Some(backlog.clone()),
+            })
+        });
+        let spawned = match spawned {
             Ok(spawned) => spawned,
             Err(reason) => {
                 let row = self.launch_failed(row, reason, announce);
@@ -251,7 +259,8 @@ pub(super) struct SessionLaunch {
     pub(super) resumed: bool,
     /// The last event number stored for the session.
     pub(super) last_seq: u64,
-    pub(super) cgroup: Option<Cgroup>,
+    /// Its cgroup and sandbox, or why they could not be prepared.
+    pub(super) enclosure: Result<Enclosure, String>,
 }
 
 type LaunchFuture = std::pin::Pin<Box<dyn ActorFuture<SessionRegistry, Output = Result<Launched, LaunchError>>>>;
@@ -280,6 +289,10 @@ impl Handler<Launch> for SessionRegistry {
         if let Some(reason) = self.capacity_error(&msg.project) {
             return AtomicResponse::new(Box::pin(actix::fut::ready(Err(LaunchError::Capacity(reason)))));
         }
+        let fence: Option<Fence> = match self.fence(msg.project.sandbox, &msg.project.folder_path, &ClaudeCode) {
+            Ok(fence) => fence,
+            Err(e) => return AtomicResponse::new(Box::pin(actix::fut::ready(Err(e.into())))),
+        };
         let wanted = msg.spec.transport.unwrap_or(self.settings.transport);
         // `auto` reads the CLI's version once; launches wait for it in order.
         let probe = (wanted == Transport::Auto && self.cli_version.is_none()).then(|| {
@@ -314,22 +327,21 @@ impl Handler<Launch> for SessionRegistry {
             row.transport = transport.as_str().to_string();
             row.ws_port = bridge.as_ref().map(|(_, port)| i32::from(*port));
             let stored = row.clone();
-            let (store, containment) = (act.store.clone(), act.containment.clone());
-            // The row, then its cgroup (cgroupfs work, off the executor).
+            let store = act.store.clone();
+            let enclose = act.enclose(row.id.to_string(), fence);
+            // The row, then its cgroup and sandbox (off the executor).
             let prepare = async move {
                 store.run(move |conn| sessions::insert(conn, &stored)).await?;
-                let id = row.id.clone();
-                let cgroup = tokio::task::spawn_blocking(move || containment.cgroup_for(id.as_str())).await.ok().flatten();
-                Ok::<_, StoreError>((row, cgroup))
+                Ok::<_, StoreError>((row, enclose.await))
             };
             let folder = msg.project.folder_path.clone();
             let options = msg.spec.options.clone();
             Box::pin(prepare.into_actor(act).then(move |prepared, act, _ctx| {
-                let (row, cgroup) = match prepared {
+                let (row, enclosure) = match prepared {
                     Ok(prepared) => prepared,
                     Err(e) => return Box::pin(actix::fut::ready(Err(e.into()))) as LaunchFuture,
                 };
-                let req = SessionLaunch { row, folder, options, bridge, resumed: false, last_seq: 0, cgroup };
+                let req = SessionLaunch { row, folder, options, bridge, resumed: false, last_seq: 0, enclosure };
                 Box::pin(
                     act.launch_cli(req, true).map(|launched, _, _| launched.map(|session| Launched { session, created: true })),
                 ) as LaunchFuture

@@ -14,6 +14,7 @@ use std::time::Duration;
 use actix::prelude::*;
 
 mod deliver;
+mod enclose;
 mod launch;
 mod reaper;
 mod resume;
@@ -36,6 +37,7 @@ use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::session::ClosedReason;
 use crate::process::cgroup::Containment;
 use crate::process::version::CliVersion;
+use crate::sandbox::SandboxSupport;
 use crate::supervisor::process::ProcessGone;
 
 #[derive(Message)]
@@ -96,6 +98,16 @@ pub struct SessionRegistry {
     sweep: Sweep,
     /// How each CLI's process tree is contained (a cgroup each, or process groups).
     containment: Arc<Containment>,
+    /// What this machine offers for sandboxing CLIs (probed at startup).
+    sandbox: Arc<SandboxSupport>,
+}
+
+/// What the machine offers to fence CLIs in, settled at startup.
+pub struct Confinement {
+    /// A cgroup per CLI, or process groups.
+    pub containment: Arc<Containment>,
+    /// The OS sandbox (bubblewrap, Landlock).
+    pub sandbox: Arc<SandboxSupport>,
 }
 
 impl SessionRegistry {
@@ -106,8 +118,9 @@ impl SessionRegistry {
         engine: Recipient<Evaluate>,
         bus: Recipient<Publish>,
         reap_orphans: bool,
-        containment: Arc<Containment>,
+        confinement: Confinement,
     ) -> Self {
+        let Confinement { containment, sandbox } = confinement;
         SessionRegistry {
             settings,
             store,
@@ -121,6 +134,7 @@ impl SessionRegistry {
             children: HashSet::new(),
             sweep: Sweep::Idle,
             containment,
+            sandbox,
         }
     }
 }

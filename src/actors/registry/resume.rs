@@ -10,6 +10,8 @@ use crate::db::StoreError;
 use crate::domain::launch::CliOptions;
 use crate::domain::time;
 use crate::domain::validate::Transport;
+use crate::sandbox::Fence;
+use crate::supervisor::claude::ClaudeCode;
 use crate::transport::websocket;
 
 use super::launch::{LaunchError, SessionLaunch};
@@ -54,6 +56,7 @@ struct Relaunch {
     folder: String,
     options: CliOptions,
     bridge: Option<(std::net::TcpListener, u16)>,
+    fence: Option<Fence>,
 }
 
 impl SessionRegistry {
@@ -78,6 +81,7 @@ impl SessionRegistry {
         if let Some(reason) = self.capacity_error(&project) {
             return Err(LaunchError::Capacity(reason).into());
         }
+        let fence = self.fence(project.sandbox, &project.folder_path, &ClaudeCode).map_err(LaunchError::from)?;
         let bridge = match Transport::parse(&row.transport) {
             Some(Transport::Websocket) => Some(
                 websocket::allocate_port(self.settings.ws_port_range_start, self.settings.ws_port_range_end)
@@ -115,7 +119,7 @@ impl SessionRegistry {
             },
         });
         tracing::info!(session = %row.id, transport = %row.transport, "resuming a session");
-        Ok(Relaunch { row, folder: project.folder_path, options, bridge })
+        Ok(Relaunch { row, folder: project.folder_path, options, bridge, fence })
     }
 }
 
@@ -147,12 +151,10 @@ impl Handler<Resume> for SessionRegistry {
                 Ok(checked) => checked,
                 Err(e) => return Box::pin(actix::fut::ready(Err(e))) as ResumeFuture,
             };
-            let (containment, id) = (act.containment.clone(), relaunch.row.id.to_string());
-            let cgroup =
-                async move { tokio::task::spawn_blocking(move || containment.cgroup_for(&id)).await.ok().flatten() };
-            Box::pin(cgroup.into_actor(act).then(move |cgroup, act, _ctx| {
-                let Relaunch { row, folder, options, bridge } = relaunch;
-                let req = SessionLaunch { row, folder, options, bridge, resumed: true, last_seq, cgroup };
+            let Relaunch { row, folder, options, bridge, fence } = relaunch;
+            let enclose = act.enclose(row.id.to_string(), fence);
+            Box::pin(enclose.into_actor(act).then(move |enclosure, act, _ctx| {
+                let req = SessionLaunch { row, folder, options, bridge, resumed: true, last_seq, enclosure };
                 act.launch_cli(req, false).map(|launched, _, _| launched.map_err(ResumeError::from))
             })) as ResumeFuture
         })))

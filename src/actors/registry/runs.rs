@@ -5,10 +5,12 @@ use std::time::Duration;
 
 use actix::prelude::*;
 
+use super::enclose::Enclosure;
 use super::SessionRegistry;
 use crate::actors::agent_run::{AgentRunProcess, Cancel, OneTurn, RunEnded, RunRecords};
 use crate::actors::locks::DirLock;
 use crate::db::agents::{Agent, Execution};
+use crate::db::projects;
 use crate::domain::launch::CliOptions;
 use crate::supervisor::adapter::AgentAdapter;
 use crate::supervisor::claude::ClaudeCode;
@@ -31,13 +33,29 @@ impl Handler<StartRun> for SessionRegistry {
     type Result = ResponseActFuture<Self, Result<Recipient<Cancel>, String>>;
 
     fn handle(&mut self, msg: StartRun, _ctx: &mut Context<Self>) -> Self::Result {
-        // Its cgroup first (cgroupfs work, off the executor), then the CLI.
-        let (containment, id) = (self.containment.clone(), msg.exec.id.clone());
-        let cgroup = async move {
-            tokio::task::spawn_blocking(move || containment.cgroup_for(id.as_str())).await.ok().flatten()
+        // The project's sandbox (its row), then the cgroup and the sandbox (off the executor),
+        // then the CLI.
+        let (store, project) = (self.store.clone(), msg.agent.project_id.clone());
+        let sandbox = async move {
+            match project {
+                Some(id) => store.run(move |conn| projects::find(conn, &id)).await.map(|p| p.and_then(|p| p.sandbox)),
+                None => Ok(None),
+            }
         };
-        Box::pin(cgroup.into_actor(self).map(move |cgroup, act, ctx| {
+        Box::pin(sandbox.into_actor(self).then(move |sandbox, act, _ctx| {
+            let fence = sandbox
+                .map_err(|e| format!("the agent's project could not be read: {e}"))
+                .and_then(|mode| act.fence(mode, &msg.agent.cwd, &ClaudeCode).map_err(|e| e.to_string()));
+            let enclose = fence.map(|fence| act.enclose(msg.exec.id.to_string(), fence));
+            let enclosed = async move {
+                match enclose {
+                    Ok(enclose) => enclose.await,
+                    Err(e) => Err(e),
+                }
+            };
+            enclosed.into_actor(act).map(move |enclosure, act, ctx| {
             let StartRun { agent, exec, lock, parent } = msg;
+            let Enclosure { cgroup, fence } = enclosure?;
             let options = CliOptions { model: agent.model.clone(), ..Default::default() };
             let req = SpawnRequest {
                 marker: exec.id.to_string(),
@@ -47,6 +65,7 @@ impl Handler<StartRun> for SessionRegistry {
                 env: act.cli_env(),
                 bridge: None,
                 cgroup,
+                fence,
                 backlog: None,
             };
             let spawned = spawn(req)?;
@@ -59,6 +78,7 @@ impl Handler<StartRun> for SessionRegistry {
             let addr: Addr<AgentRunProcess> =
                 CliProcess::start(id.as_str(), spawned, Box::new(ClaudeCode), peers, grace, run);
             Ok(addr.recipient())
+            })
         }))
     }
 }

@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 use super::{check_defaults, conflict_on_folder, resolve_folder, Defaults};
 use crate::db::{self, projects::Project, StoreError};
 use crate::domain::ids::ProjectId;
+use crate::domain::sandbox::SandboxMode;
 use crate::domain::time;
 use crate::domain::validate::{self, PermissionMode};
 use crate::error::{AppError, AppResult, ErrorBody};
@@ -35,6 +36,9 @@ pub struct CreateProject {
     /// Live sessions allowed at once in this project, 1-1000 (default 5).
     #[schema(minimum = 1, maximum = 1000)]
     pub max_sessions: Option<i32>,
+    /// The OS sandbox its CLIs run in: `off`, `workspace` or `strict`; absent or `null`: the
+    /// service's `sandbox` setting.
+    pub sandbox: Option<SandboxMode>,
 }
 
 /// Like creating a project, but the name defaults to the folder's name and `source` is `imported`.
@@ -56,6 +60,9 @@ pub struct ImportProject {
     pub default_append_system_prompt: Option<String>,
     #[schema(minimum = 1, maximum = 1000)]
     pub max_sessions: Option<i32>,
+    /// The OS sandbox its CLIs run in: `off`, `workspace` or `strict`; absent or `null`: the
+    /// service's `sandbox` setting.
+    pub sandbox: Option<SandboxMode>,
 }
 
 /// Create a project.
@@ -79,6 +86,7 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateProject>) 
         default_system_prompt: b.default_system_prompt.as_deref(),
         default_append_system_prompt: b.default_append_system_prompt.as_deref(),
         max_sessions: b.max_sessions,
+        sandbox: b.sandbox,
     };
     check_defaults(&defaults)?;
     let folder = resolve_folder(&state, b.folder_path.clone()).await?;
@@ -105,6 +113,7 @@ pub async fn import(state: web::Data<AppState>, body: web::Json<ImportProject>) 
         default_system_prompt: b.default_system_prompt.as_deref(),
         default_append_system_prompt: b.default_append_system_prompt.as_deref(),
         max_sessions: b.max_sessions,
+        sandbox: b.sandbox,
     };
     check_defaults(&defaults)?;
     let folder = resolve_folder(&state, b.folder_path.clone()).await?;
@@ -154,5 +163,6 @@ fn new_project(name: String, folder: (String, &str), source: &str, d: &Defaults<
         max_sessions: d.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS),
         created_at: now.clone(),
         updated_at: now,
+        sandbox: d.sandbox,
     }
 }

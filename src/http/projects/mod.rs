@@ -12,6 +12,7 @@ use super::AppState;
 use crate::db::{self, projects::Project, StoreError};
 use crate::domain::folders;
 use crate::domain::ids::ProjectId;
+use crate::domain::sandbox::SandboxMode;
 use crate::domain::validate::{self, PermissionMode};
 use crate::error::{AppError, AppResult};
 
@@ -26,6 +27,7 @@ struct Defaults<'a> {
     default_system_prompt: Option<&'a str>,
     default_append_system_prompt: Option<&'a str>,
     max_sessions: Option<i32>,
+    sandbox: Option<SandboxMode>,
 }
 
 fn check_defaults(d: &Defaults<'_>) -> Result<(), AppError> {

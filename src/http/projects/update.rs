@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 use super::{check_defaults, conflict_on_folder, load, no_project, resolve_folder, Defaults};
 use crate::db::{self, projects::Project, StoreError};
 use crate::domain::ids::ProjectId;
+use crate::domain::sandbox::SandboxMode;
 use crate::domain::time;
 use crate::domain::validate::{self, PermissionMode};
 use crate::error::{AppError, AppResult, ErrorBody};
@@ -41,6 +42,10 @@ pub struct UpdateProject {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = i32, minimum = 1, maximum = 1000)]
     pub max_sessions: Option<Option<i32>>,
+    /// `null`: back to the service's `sandbox` setting.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<SandboxMode>)]
+    pub sandbox: Option<Option<SandboxMode>>,
 }
 
 /// Update a project (partial: absent fields keep their value, `null` clears).
@@ -106,6 +111,7 @@ impl Checked {
             default_system_prompt: system.as_deref(),
             default_append_system_prompt: append.as_deref(),
             max_sessions,
+            sandbox: None,
         })?;
         Ok(Checked { name, folder_path, max_sessions, rest: b })
     }
@@ -128,6 +134,9 @@ impl Checked {
         set(&mut project.default_append_system_prompt, b.default_append_system_prompt);
         if let Some(n) = self.max_sessions {
             project.max_sessions = n;
+        }
+        if let Some(sandbox) = b.sandbox {
+            project.sandbox = sandbox;
         }
     }
 }

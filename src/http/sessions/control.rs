@@ -127,7 +127,7 @@ pub async fn close(state: web::Data<AppState>, id: web::Path<String>) -> AppResu
         (status = 404, description = "No such session", body = ErrorBody),
         (status = 409, description = "The session is live (`session_live`), or its CLI never reported a session id (`not_resumable`)", body = ErrorBody),
         (status = 429, description = "The project's or the global session limit is reached", body = ErrorBody),
-        (status = 503, description = "The service is shutting down, or no port is free for a WebSocket bridge", body = ErrorBody),
+        (status = 503, description = "The service is shutting down, no port is free for a WebSocket bridge, or the project asks for a sandbox this machine cannot provide (`sandbox_unavailable`)", body = ErrorBody),
     ))]
 pub async fn resume(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
     let id: SessionId = id.parse()?;

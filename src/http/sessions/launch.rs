@@ -59,7 +59,7 @@ pub struct LaunchSession {
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "Validation failed", body = ErrorBody),
         (status = 429, description = "The project's or the global session limit is reached", body = ErrorBody),
-        (status = 503, description = "The service is shutting down, or no port is free for a WebSocket bridge", body = ErrorBody),
+        (status = 503, description = "The service is shutting down, no port is free for a WebSocket bridge, or the project asks for a sandbox this machine cannot provide (`sandbox_unavailable`)", body = ErrorBody),
     ))]
 pub async fn launch(
     state: web::Data<AppState>,

@@ -1,0 +1,228 @@
+//! What one sandboxed CLI may touch, and the bubblewrap command line that fences it in.
+//!
+//! Inside: the whole file system read-only (`--ro-bind / /`), a private `/tmp`, its own `/dev`,
+//! `/proc` and pid space (it cannot see or signal the service or other sessions), no
+//! capabilities (root inside cannot remount anything writable). Writable: the project folder and
+//! the CLI's own state. Hidden: the secret folders (an empty folder or file in their place).
+//! Read-only again inside the writable folder: the paths of `Write`/`Edit` deny rules that name
+//! a file or folder literally. `strict` adds the network limit of [`super::netlock`].
+//!
+//! Building a fence is cheap; [`Fence::prepare`] looks at the file system (which paths exist,
+//! folders or files) and must run on the blocking pool.
+
+use std::path::{Path, PathBuf};
+
+use super::support::SandboxSupport;
+use crate::config::SandboxSettings;
+use crate::domain::sandbox::SandboxMode;
+
+/// Where an agent CLI keeps its own state: writable inside the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatePath {
+    /// Created when missing.
+    Folder(PathBuf),
+    /// Created (empty JSON object) when missing: only an existing file can be bound.
+    File(PathBuf),
+}
+
+/// Why a CLI cannot be started in the sandbox it asks for.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum FenceError {
+    #[error(
+        "the project asks for the `{mode}` sandbox, but {problem}. Conduit never runs a sandboxed CLI unsandboxed: fix that, or set the project's `sandbox` (or the `sandbox` setting) to `off`"
+    )]
+    Unavailable { mode: SandboxMode, problem: String },
+}
+
+/// The fence of one CLI.
+#[derive(Debug, Clone)]
+pub struct Fence {
+    pub mode: SandboxMode,
+    bwrap: String,
+    folder: PathBuf,
+    home: Option<PathBuf>,
+    state: Vec<StatePath>,
+    hidden: Vec<PathBuf>,
+    /// Deny-rule paths to keep read-only inside the writable folders.
+    read_only: Vec<PathBuf>,
+    /// `strict`: the ports TCP connections may go to (the model API's), and the service's own
+    /// executable that applies the limit.
+    connect_ports: Vec<u16>,
+    shim: Option<PathBuf>,
+    /// Set by [`Fence::prepare`]: the hidden paths that exist, each with whether it is a folder.
+    existing_hidden: Vec<(PathBuf, bool)>,
+    /// Set by [`Fence::prepare`]: the CLI's executable, found the way a shell would. Looked up
+    /// outside, so a missing CLI fails the launch as it does unsandboxed (bubblewrap would
+    /// start, then exit), and so a CLI under `/tmp` can be shown inside.
+    program: Option<PathBuf>,
+}
+
+impl Fence {
+    /// The fence for `mode`, or `None` for `off`; an error when the machine cannot provide it.
+    pub fn plan(
+        mode: SandboxMode,
+        support: &SandboxSupport,
+        settings: &SandboxSettings,
+        folder: &str,
+        home: Option<&Path>,
+        state: Vec<StatePath>,
+    ) -> Result<Option<Fence>, FenceError> {
+        if !mode.is_on() {
+            return Ok(None);
+        }
+        if !support.available {
+            let problem = support.problem.clone().unwrap_or_else(|| "bubblewrap is not available".to_string());
+            return Err(FenceError::Unavailable { mode, problem });
+        }
+        let (connect_ports, shim) = if mode == SandboxMode::Strict {
+            if !support.limits_network() {
+                let problem = format!(
+                    "its network limit needs Landlock ABI 4 (Linux 6.7+) and this kernel offers ABI {}",
+                    support.landlock_abi
+                );
+                return Err(FenceError::Unavailable { mode, problem });
+            }
+            let shim = std::env::current_exe()
+                .map_err(|e| FenceError::Unavailable { mode, problem: format!("the service's executable is unknown: {e}") })?;
+            (model_api_ports(), Some(shim))
+        } else {
+            (Vec::new(), None)
+        };
+        Ok(Some(Fence {
+            mode,
+            bwrap: support.bwrap_path.clone(),
+            folder: PathBuf::from(folder),
+            home: home.map(Path::to_path_buf),
+            state,
+            hidden: settings.hidden.clone(),
+            read_only: Vec::new(),
+            connect_ports,
+            shim,
+            existing_hidden: Vec::new(),
+            program: None,
+        }))
+    }
+
+    /// Paths of deny rules to keep read-only (applied where they exist inside a writable folder).
+    pub fn keep_read_only(&mut self, paths: Vec<PathBuf>) {
+        self.read_only = paths;
+    }
+
+    /// Looks at the file system: finds `program`, creates the CLI's missing state, notes which
+    /// hidden paths exist. Blocking.
+    pub fn prepare(&mut self, program: &str) -> Result<(), String> {
+        let found = crate::process::executable::resolve(program)
+            .ok_or_else(|| format!("cannot start the CLI {program:?}: no such executable file"))?;
+        self.program = Some(found);
+        for state in &self.state {
+            match state {
+                StatePath::Folder(dir) => std::fs::create_dir_all(dir)
+                    .map_err(|e| format!("cannot create the CLI's state folder {}: {e}", dir.display()))?,
+                StatePath::File(file) if !file.exists() => {
+                    if let Some(parent) = file.parent() {
+                        let _ = std::fs::create_dir_all(parent);
+                    }
+                    std::fs::write(file, "{}")
+                        .map_err(|e| format!("cannot create the CLI's state file {}: {e}", file.display()))?
+                }
+                StatePath::File(_) => {}
+            }
+        }
+        self.existing_hidden = self
+            .hidden
+            .iter()
+            .filter_map(|p| std::fs::symlink_metadata(p).ok().map(|m| (p.clone(), m.is_dir())))
+            .collect();
+        self.read_only.retain(|p| p.exists());
+        Ok(())
+    }
+
+    /// The command line that runs `program args` inside the fence. `bridge_port`: the
+    /// session's WebSocket bridge, which `strict` must let it reach.
+    pub fn command_line(&self, program: &str, args: Vec<String>, bridge_port: Option<u16>) -> (String, Vec<String>) {
+        let program = self.program.as_deref().map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|| program.to_string());
+        let program = program.as_str();
+        let mut a: Vec<String> = Vec::with_capacity(40 + args.len());
+        let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
+        push(&["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--proc", "/proc", "--unshare-ipc"]);
+        push(&["--tmpfs", "/tmp", "--cap-drop", "ALL"]);
+        let path = |p: &Path| p.to_string_lossy().into_owned();
+        // What a private /tmp would hide but the CLI needs: its program, the shim, its HOME.
+        let tmp = Path::new("/tmp");
+        let mut visible: Vec<PathBuf> = [Some(PathBuf::from(program)), self.shim.clone(), self.home.clone()]
+            .into_iter()
+            .flatten()
+            .filter(|p| p.starts_with(tmp))
+            .collect();
+        visible.dedup();
+        for p in &visible {
+            a.extend(["--ro-bind".to_string(), path(p), path(p)]);
+        }
+        a.extend(["--bind".to_string(), path(&self.folder), path(&self.folder)]);
+        for state in &self.state {
+            let (StatePath::Folder(p) | StatePath::File(p)) = state;
+            a.extend(["--bind-try".to_string(), path(p), path(p)]);
+        }
+        for p in &self.read_only {
+            a.extend(["--ro-bind-try".to_string(), path(p), path(p)]);
+        }
+        for (p, is_dir) in &self.existing_hidden {
+            if *is_dir {
+                a.extend(["--tmpfs".to_string(), path(p), "--remount-ro".to_string(), path(p)]);
+            } else {
+                a.extend(["--ro-bind".to_string(), "/dev/null".to_string(), path(p)]);
+            }
+        }
+        a.extend(["--chdir".to_string(), path(&self.folder), "--".to_string()]);
+        if let Some(shim) = &self.shim {
+            a.extend([path(shim), "sandbox-exec".to_string()]);
+            let mut ports = self.connect_ports.clone();
+            ports.extend(bridge_port);
+            for port in ports {
+                a.extend(["--tcp-port".to_string(), port.to_string()]);
+            }
+            a.push("--".to_string());
+        }
+        a.push(program.to_string());
+        a.extend(args);
+        (self.bwrap.clone(), a)
+    }
+}
+
+/// The model API's port, from `ANTHROPIC_BASE_URL` (as the CLI will read it), 443 by default.
+fn model_api_ports() -> Vec<u16> {
+    let url = std::env::var("ANTHROPIC_BASE_URL").unwrap_or_default();
+    vec![port_of(&url).unwrap_or(443)]
+}
+
+/// `http://127.0.0.1:8080/v1` -> 8080, `http://host` -> 80, `https://host` -> 443.
+fn port_of(url: &str) -> Option<u16> {
+    let (scheme, rest) = url.trim().split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit('@').next()?;
+    let explicit = match host_port.rsplit_once(':') {
+        Some((host, port)) if !host.ends_with(']') || host_port.starts_with('[') => port.parse::<u16>().ok(),
+        _ => None,
+    };
+    explicit.or(match scheme.to_ascii_lowercase().as_str() {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::port_of;
+
+    #[test]
+    fn the_model_api_port_is_read_from_its_url() {
+        assert_eq!(port_of("http://127.0.0.1:8080/v1"), Some(8080));
+        assert_eq!(port_of("https://api.anthropic.com"), Some(443));
+        assert_eq!(port_of("http://example.com/x:9"), Some(80));
+        assert_eq!(port_of("http://[::1]:5000"), Some(5000));
+        assert_eq!(port_of("http://user:pw@host:81/"), Some(81));
+        assert_eq!(port_of(""), None);
+        assert_eq!(port_of("ftp://host"), None);
+    }
+}

@@ -1,0 +1,133 @@
+//! The OS sandbox end to end, with the real CLI and no rules at all: what the model's commands
+//! can and cannot touch, and a sandboxed launch where the sandbox is missing.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::fake_api::{FakeApi, Reply};
+use crate::support::service::{real_cli, ServiceConfig, TestService};
+
+const READY: Duration = Duration::from_secs(60);
+
+async fn rig(config: impl FnOnce(ServiceConfig) -> ServiceConfig) -> (FakeApi, TestService) {
+    let api = FakeApi::start().await;
+    let service = TestService::start(config(ServiceConfig::new(real_cli()).api(&api.base_url)));
+    (api, service)
+}
+
+async fn project(service: &TestService, name: &str, sandbox: &str) -> String {
+    let folder = service.root.join(name);
+    std::fs::create_dir_all(&folder).expect("project folder");
+    let res = service
+        .post("/api/projects", json!({"name": name, "folder_path": folder.to_string_lossy(), "sandbox": sandbox}))
+        .await;
+    assert_eq!(res.status().as_u16(), 201, "create project");
+    let body: Value = res.json().await.expect("json");
+    assert_eq!(body["sandbox"], sandbox);
+    body["id"].as_str().expect("id").to_string()
+}
+
+async fn idle_session(service: &TestService, project: &str) -> String {
+    let session = service.launch(project, json!({})).await;
+    let id = session["id"].as_str().expect("id").to_string();
+    service.wait_status(&id, "idle", READY).await;
+    id
+}
+
+/// The model runs `command` with Bash on `prompt`; answers once the turn has ended with what
+/// the CLI sent back to the model as the tool's result.
+async fn run_bash(api: &FakeApi, service: &TestService, session: &str, prompt: &str, command: &str, turns: i64) -> String {
+    api.on(prompt, Reply::ToolUse { name: "Bash".into(), input: json!({"command": command, "description": prompt}) });
+    api.on("tool_result", Reply::Text(format!("{prompt}: done")));
+    let res = service.post(&format!("/api/sessions/{session}/message"), json!({"content": prompt})).await;
+    assert_eq!(res.status().as_u16(), 202);
+    service.wait_for(session, READY, |r| r["num_turns"] == turns && r["status"] == "idle").await;
+    api.requests().into_iter().rev().find(|r| r.contains(prompt) && r.contains("tool_result")).unwrap_or_default()
+}
+
+#[actix_web::test]
+async fn the_sandbox_keeps_the_model_inside_the_project_with_no_rules_at_all() {
+    let (api, service) = rig(|c| c).await;
+    let health = service.get_json("/api/health").await;
+    assert_eq!(health["checks"]["sandbox"]["available"], true, "bubblewrap is installed by test-setup: {health}");
+    let home = service.dir.path().join("home");
+    std::fs::create_dir_all(home.join(".ssh")).expect(".ssh");
+    std::fs::write(home.join(".ssh/id_rsa"), "PRIVATE-KEY-MATERIAL").expect("key");
+    let outside = service.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).expect("outside");
+    let project = project(&service, "fenced", "workspace").await;
+    let folder = service.root.join("fenced");
+    let id = idle_session(&service, &project).await;
+
+    // HOME is visible and read-only; the test's other folders live under /tmp, which the
+    // sandbox replaces with a private one.
+    let (escaped, hidden) = (home.join("escaped.txt"), outside.join("escaped.txt"));
+    let command = format!("touch {}; touch {}", escaped.display(), hidden.display());
+    let told = run_bash(&api, &service, &id, "touch outside", &command, 1).await;
+    assert!(!escaped.exists() && !hidden.exists(), "nothing was written outside the project");
+    assert!(told.contains("Read-only file system"), "the refusal is in the transcript the model sees: {told}");
+
+    let told = run_bash(&api, &service, &id, "read the key", "cat ~/.ssh/id_rsa > leaked.txt; ls -A ~/.ssh | wc -l", 2).await;
+    let leaked = std::fs::read_to_string(folder.join("leaked.txt")).unwrap_or_default();
+    assert!(!leaked.contains("PRIVATE-KEY-MATERIAL"), "the secret folder is hidden: {leaked:?}");
+    assert!(!told.contains("PRIVATE-KEY-MATERIAL"), "the model never saw the key");
+
+    let told = run_bash(&api, &service, &id, "write usr", "touch /usr/conduit-sandbox-probe", 3).await;
+    assert!(!std::path::Path::new("/usr/conduit-sandbox-probe").exists(), "/usr is read-only");
+    assert!(told.contains("Read-only file system"), "{told}");
+
+    run_bash(&api, &service, &id, "work inside", "mkdir -p src && echo built > src/out.txt", 4).await;
+    let built = std::fs::read_to_string(folder.join("src/out.txt")).expect("work inside the project succeeds");
+    assert_eq!(built.trim(), "built");
+    // The CLI kept its own state (its transcript) in its HOME.
+    assert!(home.join(".claude/projects").is_dir(), "the CLI's state folder is writable");
+}
+
+#[actix_web::test]
+async fn strict_limits_the_network_to_the_model_api() {
+    let (api, service) = rig(|c| c).await;
+    let health = service.get_json("/api/health").await;
+    if health["checks"]["sandbox"]["network_limit_available"] != true {
+        // Only a kernel without Landlock ABI 4 gets here; the launch must then be refused.
+        let project = project(&service, "strict-refused", "strict").await;
+        let res = service.post(&format!("/api/projects/{project}/sessions"), json!({})).await;
+        assert_eq!(res.status().as_u16(), 503);
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    listener.set_nonblocking(true).expect("nonblocking");
+    let project = project(&service, "strict", "strict").await;
+    let id = idle_session(&service, &project).await;
+    let command = format!("(exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected) > net.txt 2>&1");
+    let told = run_bash(&api, &service, &id, "phone home", &command, 1).await;
+    let net = std::fs::read_to_string(service.root.join("strict/net.txt")).unwrap_or_default();
+    assert!(!net.contains("connected"), "the connection was refused: {net:?} / {told}");
+    assert!(listener.accept().is_err(), "nothing reached the other port");
+    // The model API itself stays reachable: the turn above completed, and another does.
+    run_bash(&api, &service, &id, "still talking", "echo hi", 2).await;
+}
+
+#[actix_web::test]
+async fn a_sandboxed_launch_without_the_mechanism_is_refused_never_run_bare() {
+    let (_api, service) = rig(|c| c.env("CONDUIT_BWRAP_PATH", "/nonexistent/bwrap")).await;
+    let health = service.get_json("/api/health").await;
+    assert_eq!(health["status"], "degraded", "{health}");
+    assert_eq!(health["checks"]["sandbox"]["available"], false);
+    assert!(health["checks"]["sandbox"]["problem"].as_str().is_some_and(|p| p.contains("bubblewrap")), "{health}");
+
+    let sandboxed = project(&service, "needs-sandbox", "workspace").await;
+    let res = service.post(&format!("/api/projects/{sandboxed}/sessions"), json!({})).await;
+    assert_eq!(res.status().as_u16(), 503);
+    let body: Value = res.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "sandbox_unavailable", "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("bubblewrap") && message.contains("`off`"), "says what is missing and the way out: {message}");
+    let sessions = service.get_json(&format!("/api/projects/{sandboxed}/sessions")).await;
+    assert_eq!(sessions.as_array().map(Vec::len), Some(0), "nothing was started or stored: {sessions}");
+
+    // A project that opts out runs, unsandboxed, as it asked.
+    let bare = project(&service, "bare", "off").await;
+    idle_session(&service, &bare).await;
+}
