@@ -3,7 +3,8 @@
 //! Every figure is reported next to a baseline measured in the same run, as a ratio, because
 //! the machines are shared and noisy:
 //! 1. launch overhead: POST /api/projects/{id}/sessions until the session is idle, against a
-//!    bare tokio spawn of the same fake CLI plus its initialize answer (median of N);
+//!    bare tokio spawn of the same fake CLI plus its initialize answer (median of N); and the
+//!    sandbox's share: a sandboxed project's launches against one with `sandbox: off`;
 //! 2. the same with this process's memory inflated by 1 GiB (spawning must not slow down with
 //!    the parent's size: posix_spawn-style, not fork+copy);
 //! 3. memory per idle session with 1,000 fake-CLI sessions (growth of the service's RSS);
@@ -23,6 +24,8 @@
 mod common;
 #[path = "sessions/crash.rs"]
 mod crash;
+#[path = "sessions/sandbox.rs"]
+mod sandbox;
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -351,6 +354,7 @@ fn main() {
     actix_web::rt::System::new().block_on(async move {
         let bench = Bench::start().await;
         launch_overhead(&bench, launches, "(service as is)").await;
+        sandbox::sandbox_overhead(&bench, launches).await;
         {
             // 1 GiB of touched memory in the service's own process.
             let ballast = vec![1u8; 1 << 30];

@@ -55,6 +55,21 @@ pub fn list(
     })
 }
 
+/// The `rule_content` of every deny rule on a file-writing tool that applies to `project`
+/// (its own and the global ones), for the sandbox's read-only binds.
+pub fn write_denials(conn: &mut DbConnection, project: Option<&ProjectId>) -> Result<Vec<String>, StoreError> {
+    let query = permission_rules::table
+        .filter(permission_rules::behavior.eq(Decision::Deny))
+        .filter(permission_rules::tool_name.eq_any(["Write", "Edit", "MultiEdit", "NotebookEdit"]))
+        .select(permission_rules::rule_content);
+    Ok(match project {
+        Some(p) => query
+            .filter(permission_rules::project_id.eq(p).or(permission_rules::project_id.is_null()))
+            .load(conn)?,
+        None => query.filter(permission_rules::project_id.is_null()).load(conn)?,
+    })
+}
+
 /// Every rule, for the permission engine.
 pub fn all(conn: &mut DbConnection) -> Result<Vec<RuleRow>, StoreError> {
     Ok(permission_rules::table.select(RuleRow::as_select()).load(conn)?)

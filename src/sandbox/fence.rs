@@ -103,9 +103,13 @@ impl Fence {
         }))
     }
 
-    /// Paths of deny rules to keep read-only (applied where they exist inside a writable folder).
-    pub fn keep_read_only(&mut self, paths: Vec<PathBuf>) {
-        self.read_only = paths;
+    /// Keeps read-only what `Write`/`Edit` deny rules name literally (their `rule_content`):
+    /// an absolute path with no glob characters, or such a folder followed by `/**`. Other
+    /// patterns are left to the rules.
+    pub fn keep_read_only(&mut self, denied: &[String]) {
+        self.read_only = denied.iter().filter_map(|content| literal_path(content)).collect();
+        self.read_only.sort();
+        self.read_only.dedup();
     }
 
     /// Looks at the file system: finds `program`, creates the CLI's missing state, notes which
@@ -189,6 +193,15 @@ impl Fence {
     }
 }
 
+/// `/srv/app/.env` -> itself, `/srv/app/secrets/**` -> `/srv/app/secrets`; globs -> `None`.
+fn literal_path(content: &str) -> Option<PathBuf> {
+    let content = content.trim();
+    let path = content.strip_suffix("/**").unwrap_or(content);
+    let literal = path.starts_with('/') && !path.contains(['*', '?', '[', ']', '{', '}', '\\']);
+    let normalized = crate::domain::folders::normalize_lexically(Path::new(path));
+    (literal && normalized != Path::new("/")).then_some(normalized)
+}
+
 /// The model API's port, from `ANTHROPIC_BASE_URL` (as the CLI will read it), 443 by default.
 fn model_api_ports() -> Vec<u16> {
     let url = std::env::var("ANTHROPIC_BASE_URL").unwrap_or_default();
@@ -213,7 +226,20 @@ fn port_of(url: &str) -> Option<u16> {
 
 #[cfg(test)]
 mod tests {
-    use super::port_of;
+    use std::path::PathBuf;
+
+    use super::{literal_path, port_of};
+
+    #[test]
+    fn only_literal_deny_paths_become_read_only_binds() {
+        let p = |s: &str| literal_path(s);
+        assert_eq!(p("/srv/app/.env"), Some(PathBuf::from("/srv/app/.env")));
+        assert_eq!(p("/srv/app/secrets/**"), Some(PathBuf::from("/srv/app/secrets")));
+        assert_eq!(p(" /srv/app/../app/x "), Some(PathBuf::from("/srv/app/x")));
+        for glob in ["/srv/*.env", "**/.env", "/srv/app/[ab]", "relative/path", "", "/", "/**", "/a/{b,c}"] {
+            assert_eq!(p(glob), None, "{glob:?}");
+        }
+    }
 
     #[test]
     fn the_model_api_port_is_read_from_its_url() {
@@ -224,5 +250,92 @@ mod tests {
         assert_eq!(port_of("http://user:pw@host:81/"), Some(81));
         assert_eq!(port_of(""), None);
         assert_eq!(port_of("ftp://host"), None);
+    }
+
+    fn support(available: bool, landlock_abi: i32) -> super::SandboxSupport {
+        super::SandboxSupport {
+            mechanism: "bubblewrap",
+            available,
+            bwrap_path: "/usr/bin/bwrap".into(),
+            version: None,
+            problem: (!available).then(|| "bubblewrap (\"bwrap\") is not installed".to_string()),
+            landlock_abi,
+        }
+    }
+
+    fn settings(hidden: Vec<PathBuf>) -> crate::config::SandboxSettings {
+        crate::config::SandboxSettings {
+            default_mode: super::SandboxMode::Workspace,
+            bwrap_path: "bwrap".into(),
+            hidden,
+        }
+    }
+
+    #[test]
+    fn the_command_line_fences_the_cli_in() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (home, folder) = (dir.path().join("home"), dir.path().join("project"));
+        std::fs::create_dir_all(home.join(".ssh")).expect("ssh");
+        std::fs::write(home.join(".netrc"), "secret").expect("netrc");
+        std::fs::create_dir_all(&folder).expect("folder");
+        let state = vec![super::StatePath::Folder(home.join(".claude")), super::StatePath::File(home.join(".claude.json"))];
+        let hidden = vec![home.join(".ssh"), home.join(".netrc"), home.join(".aws")];
+        let mut fence = super::Fence::plan(
+            super::SandboxMode::Workspace,
+            &support(true, 0),
+            &settings(hidden),
+            &folder.to_string_lossy(),
+            Some(&home),
+            state,
+        )
+        .expect("available")
+        .expect("on");
+        fence.prepare("/bin/sh").expect("prepare");
+        assert!(home.join(".claude").is_dir() && home.join(".claude.json").is_file(), "the CLI's state is created");
+        let (program, args) = fence.command_line("/bin/sh", vec!["-c".into(), "true".into()], None);
+        assert_eq!(program, "/usr/bin/bwrap");
+        let line = args.join(" ");
+        let (h, f) = (home.display(), folder.display());
+        for expected in [
+            "--ro-bind / / --dev /dev --unshare-pid --proc /proc".to_string(),
+            "--tmpfs /tmp --cap-drop ALL".to_string(),
+            format!("--bind {f} {f}"),
+            format!("--bind-try {h}/.claude {h}/.claude"),
+            format!("--tmpfs {h}/.ssh --remount-ro {h}/.ssh"),
+            format!("--ro-bind /dev/null {h}/.netrc"),
+            format!("--chdir {f} -- /bin/sh -c true"),
+        ] {
+            assert!(line.contains(&expected), "{expected:?} in {line}");
+        }
+        assert!(!line.contains(".aws"), "a hidden path that does not exist is skipped: {line}");
+        assert!(!line.contains("sandbox-exec"), "workspace leaves the network alone");
+    }
+
+    #[test]
+    fn strict_limits_tcp_and_a_missing_mechanism_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let folder = dir.path().to_string_lossy().into_owned();
+        let strict = super::SandboxMode::Strict;
+        let mut fence = super::Fence::plan(strict, &support(true, 6), &settings(vec![]), &folder, None, vec![])
+            .expect("available")
+            .expect("on");
+        fence.prepare("/bin/sh").expect("prepare");
+        let (_, args) = fence.command_line("/bin/sh", vec![], Some(9005));
+        let line = args.join(" ");
+        assert!(line.contains("sandbox-exec --tcp-port"), "{line}");
+        assert!(line.contains("--tcp-port 9005 -- /bin/sh"), "the bridge port is allowed: {line}");
+
+        let refused = super::Fence::plan(strict, &support(true, 3), &settings(vec![]), &folder, None, vec![]);
+        assert!(refused.is_err_and(|e| e.to_string().contains("Landlock ABI 4")));
+        let refused = super::Fence::plan(super::SandboxMode::Workspace, &support(false, 6), &settings(vec![]), &folder, None, vec![]);
+        let message = refused.expect_err("refused").to_string();
+        assert!(message.contains("not installed") && message.contains("`off`"), "{message}");
+        let off = super::Fence::plan(super::SandboxMode::Off, &support(false, 0), &settings(vec![]), &folder, None, vec![]);
+        assert!(off.is_ok_and(|f| f.is_none()), "off needs nothing");
+
+        let mut missing = super::Fence::plan(super::SandboxMode::Workspace, &support(true, 0), &settings(vec![]), &folder, None, vec![])
+            .expect("available")
+            .expect("on");
+        assert!(missing.prepare("/nonexistent/claude").is_err_and(|e| e.contains("/nonexistent/claude")));
     }
 }

@@ -69,7 +69,7 @@ async fn the_sandbox_keeps_the_model_inside_the_project_with_no_rules_at_all() {
     assert!(told.contains("Read-only file system"), "the refusal is in the transcript the model sees: {told}");
 
     let told = run_bash(&api, &service, &id, "read the key", "cat ~/.ssh/id_rsa > leaked.txt; ls -A ~/.ssh | wc -l", 2).await;
-    let leaked = std::fs::read_to_string(folder.join("leaked.txt")).unwrap_or_default();
+    let leaked = std::fs::read_to_string(folder.join("leaked.txt")).expect("the command ran");
     assert!(!leaked.contains("PRIVATE-KEY-MATERIAL"), "the secret folder is hidden: {leaked:?}");
     assert!(!told.contains("PRIVATE-KEY-MATERIAL"), "the model never saw the key");
 
@@ -102,7 +102,7 @@ async fn strict_limits_the_network_to_the_model_api() {
     let id = idle_session(&service, &project).await;
     let command = format!("(exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected) > net.txt 2>&1");
     let told = run_bash(&api, &service, &id, "phone home", &command, 1).await;
-    let net = std::fs::read_to_string(service.root.join("strict/net.txt")).unwrap_or_default();
+    let net = std::fs::read_to_string(service.root.join("strict/net.txt")).expect("the command ran");
     assert!(!net.contains("connected"), "the connection was refused: {net:?} / {told}");
     assert!(listener.accept().is_err(), "nothing reached the other port");
     // The model API itself stays reachable: the turn above completed, and another does.
@@ -130,4 +130,22 @@ async fn a_sandboxed_launch_without_the_mechanism_is_refused_never_run_bare() {
     // A project that opts out runs, unsandboxed, as it asked.
     let bare = project(&service, "bare", "off").await;
     idle_session(&service, &bare).await;
+}
+
+#[actix_web::test]
+async fn a_write_deny_rule_on_a_path_also_holds_against_the_shell() {
+    let (api, service) = rig(|c| c).await;
+    let project = project(&service, "guarded", "workspace").await;
+    let folder = service.root.join("guarded");
+    let protected = folder.join("protected.txt");
+    std::fs::write(&protected, "original").expect("write");
+    let rule = json!({"tool_name": "Write", "rule_content": protected.to_string_lossy(), "behavior": "deny"});
+    let res = service.post(&format!("/api/projects/{project}/rules"), rule).await;
+    assert_eq!(res.status().as_u16(), 201);
+    let id = idle_session(&service, &project).await;
+    // The rule names the Write tool; Bash slips past it, and the sandbox holds the line.
+    let told = run_bash(&api, &service, &id, "overwrite it", "echo changed > protected.txt; echo fine > other.txt", 1).await;
+    assert_eq!(std::fs::read_to_string(&protected).expect("read"), "original", "the denied path stayed read-only");
+    assert!(told.contains("Read-only file system"), "{told}");
+    assert_eq!(std::fs::read_to_string(folder.join("other.txt")).expect("the rest is writable").trim(), "fine");
 }

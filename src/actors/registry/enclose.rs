@@ -6,6 +6,8 @@
 use std::future::Future;
 
 use super::SessionRegistry;
+use crate::db::rules;
+use crate::domain::ids::ProjectId;
 use crate::domain::sandbox::SandboxMode;
 use crate::process::cgroup::Cgroup;
 use crate::sandbox::{Fence, FenceError};
@@ -32,15 +34,28 @@ impl SessionRegistry {
         Fence::plan(mode, &self.sandbox, &self.settings.sandbox, folder, home, state)
     }
 
-    /// Creates the cgroup named `id` and prepares `fence` for the CLI, off the executor. A sandbox that
+    /// Creates the cgroup named `id` and prepares `fence` for the CLI, off the executor: the
+    /// deny rules of `project` on file-writing tools become read-only binds. A sandbox that
     /// cannot be prepared is an error (the cgroup is removed again).
-    pub(super) fn enclose(&self, id: String, fence: Option<Fence>) -> impl Future<Output = Result<Enclosure, String>> {
-        let containment = self.containment.clone();
+    pub(super) fn enclose(
+        &self,
+        id: String,
+        project: Option<ProjectId>,
+        fence: Option<Fence>,
+    ) -> impl Future<Output = Result<Enclosure, String>> {
+        let (containment, store) = (self.containment.clone(), self.store.clone());
         let program = self.settings.cli_path.clone();
         async move {
+            let mut fence = fence;
+            if let Some(f) = fence.as_mut() {
+                let denied = store
+                    .run(move |conn| rules::write_denials(conn, project.as_ref()))
+                    .await
+                    .map_err(|e| format!("the sandbox could not read the project's rules: {e}"))?;
+                f.keep_read_only(&denied);
+            }
             let work = move || {
                 let cgroup = containment.cgroup_for(&id);
-                let mut fence = fence;
                 if let Some(f) = fence.as_mut() {
                     if let Err(e) = f.prepare(&program) {
                         if let Some(cg) = cgroup {

@@ -328,7 +328,7 @@ impl Handler<Launch> for SessionRegistry {
             row.ws_port = bridge.as_ref().map(|(_, port)| i32::from(*port));
             let stored = row.clone();
             let store = act.store.clone();
-            let enclose = act.enclose(row.id.to_string(), fence);
+            let enclose = act.enclose(row.id.to_string(), Some(row.project_id.clone()), fence);
             // The row, then its cgroup and sandbox (off the executor).
             let prepare = async move {
                 store.run(move |conn| sessions::insert(conn, &stored)).await?;

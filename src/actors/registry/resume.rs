@@ -152,7 +152,7 @@ impl Handler<Resume> for SessionRegistry {
                 Err(e) => return Box::pin(actix::fut::ready(Err(e))) as ResumeFuture,
             };
             let Relaunch { row, folder, options, bridge, fence } = relaunch;
-            let enclose = act.enclose(row.id.to_string(), fence);
+            let enclose = act.enclose(row.id.to_string(), Some(row.project_id.clone()), fence);
             Box::pin(enclose.into_actor(act).then(move |enclosure, act, _ctx| {
                 let req = SessionLaunch { row, folder, options, bridge, resumed: true, last_seq, enclosure };
                 act.launch_cli(req, false).map(|launched, _, _| launched.map_err(ResumeError::from))

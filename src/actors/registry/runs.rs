@@ -46,7 +46,7 @@ impl Handler<StartRun> for SessionRegistry {
             let fence = sandbox
                 .map_err(|e| format!("the agent's project could not be read: {e}"))
                 .and_then(|mode| act.fence(mode, &msg.agent.cwd, &ClaudeCode).map_err(|e| e.to_string()));
-            let enclose = fence.map(|fence| act.enclose(msg.exec.id.to_string(), fence));
+            let enclose = fence.map(|fence| act.enclose(msg.exec.id.to_string(), msg.agent.project_id.clone(), fence));
             let enclosed = async move {
                 match enclose {
                     Ok(enclose) => enclose.await,
