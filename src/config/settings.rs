@@ -62,6 +62,8 @@ pub struct SandboxSettings {
     pub bwrap_path: String,
     /// Absolute paths (`~` expanded), hidden from sandboxed CLIs where they exist.
     pub hidden: Vec<PathBuf>,
+    /// Absolute paths (`~` expanded), writable for sandboxed CLIs where they exist (build caches).
+    pub writable: Vec<PathBuf>,
 }
 
 impl fmt::Debug for Settings {

@@ -102,15 +102,18 @@ fn sandbox_settings(l: &Layers, home: Option<&str>) -> Result<SandboxSettings, C
     if bwrap_path.trim().is_empty() || bwrap_path.contains('\0') {
         return Err(l.err("bwrap_path", "expected an executable name or path"));
     }
-    let mut hidden = Vec::new();
-    for raw in l.list("sandbox_hidden")? {
-        let path = expand_home(&raw, home).map_err(|e| l.err("sandbox_hidden", format!("{raw:?}: {e}")))?;
-        if !path.is_absolute() {
-            return Err(l.err("sandbox_hidden", format!("expected absolute paths or ~/..., got {raw:?}")));
+    let paths = |key: &str| -> Result<Vec<PathBuf>, ConfigError> {
+        let mut paths = Vec::new();
+        for raw in l.list(key)? {
+            let path = expand_home(&raw, home).map_err(|e| l.err(key, format!("{raw:?}: {e}")))?;
+            if !path.is_absolute() {
+                return Err(l.err(key, format!("expected absolute paths or ~/..., got {raw:?}")));
+            }
+            paths.push(path);
         }
-        hidden.push(path);
-    }
-    Ok(SandboxSettings { default_mode, bwrap_path, hidden })
+        Ok(paths)
+    };
+    Ok(SandboxSettings { default_mode, bwrap_path, hidden: paths("sandbox_hidden")?, writable: paths("sandbox_writable")? })
 }
 
 /// `~` and `~/...` mean the home folder of the environment the settings were read from.

@@ -55,6 +55,11 @@ pub struct Fence {
     /// outside, so a missing CLI fails the launch as it does unsandboxed (bubblewrap would
     /// start, then exit), and so a CLI under `/tmp` can be shown inside.
     program: Option<PathBuf>,
+    /// Set by [`Fence::prepare`]: what the private `/tmp` would hide but the CLI needs (the
+    /// folders of its program and of the shim, its HOME), shown again read-only.
+    shown: Vec<PathBuf>,
+    /// Caches the model's builds need (`sandbox_writable`), writable where they exist.
+    writable: Vec<PathBuf>,
 }
 
 impl Fence {
@@ -100,6 +105,8 @@ impl Fence {
             shim,
             existing_hidden: Vec::new(),
             program: None,
+            shown: Vec::new(),
+            writable: settings.writable.clone(),
         }))
     }
 
@@ -138,6 +145,12 @@ impl Fence {
             .filter_map(|p| std::fs::symlink_metadata(p).ok().map(|m| (p.clone(), m.is_dir())))
             .collect();
         self.read_only.retain(|p| p.exists());
+        let tmp = Path::new("/tmp");
+        let folder_of = |p: &Path| std::fs::canonicalize(p).ok().and_then(|c| c.parent().map(Path::to_path_buf));
+        let needed = [self.program.as_deref().and_then(folder_of), self.shim.as_deref().and_then(folder_of), self.home.clone()];
+        self.shown = needed.into_iter().flatten().filter(|p| p.starts_with(tmp) && p != tmp).collect();
+        self.shown.sort();
+        self.shown.dedup();
         Ok(())
     }
 
@@ -151,20 +164,17 @@ impl Fence {
         push(&["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--proc", "/proc", "--unshare-ipc"]);
         push(&["--tmpfs", "/tmp", "--cap-drop", "ALL"]);
         let path = |p: &Path| p.to_string_lossy().into_owned();
-        // What a private /tmp would hide but the CLI needs: its program, the shim, its HOME.
-        let tmp = Path::new("/tmp");
-        let mut visible: Vec<PathBuf> = [Some(PathBuf::from(program)), self.shim.clone(), self.home.clone()]
-            .into_iter()
-            .flatten()
-            .filter(|p| p.starts_with(tmp))
-            .collect();
-        visible.dedup();
-        for p in &visible {
+        // Tools that honour TMPDIR must find it: the service's may be a folder the private
+        // /tmp does not have, or one outside it that is read-only here.
+        push(&["--setenv", "TMPDIR", "/tmp"]);
+        for p in &self.shown {
             a.extend(["--ro-bind".to_string(), path(p), path(p)]);
         }
         a.extend(["--bind".to_string(), path(&self.folder), path(&self.folder)]);
-        for state in &self.state {
-            let (StatePath::Folder(p) | StatePath::File(p)) = state;
+        let state = self.state.iter().map(|s| match s {
+            StatePath::Folder(p) | StatePath::File(p) => p,
+        });
+        for p in state.chain(&self.writable) {
             a.extend(["--bind-try".to_string(), path(p), path(p)]);
         }
         for p in &self.read_only {
@@ -268,6 +278,7 @@ mod tests {
             default_mode: super::SandboxMode::Workspace,
             bwrap_path: "bwrap".into(),
             hidden,
+            writable: vec![],
         }
     }
 
