@@ -20,19 +20,25 @@
 //! `find -exec`) or in variables (`$CMD`); deny those programs themselves (`bash:*`, `sh:*`,
 //! `eval:*`, ...) when that matters.
 
-mod bash;
 mod input;
 mod pattern;
+mod reading;
 mod rule;
 mod set;
+pub mod shell;
 mod subject;
 
-pub use bash::{bash_parts, CommandPart};
 pub use input::{merge_input, redact};
 pub use pattern::{compile_pattern, Pattern};
+pub use reading::CommandReading;
 pub use rule::{Behavior, CompiledRule};
 pub use set::{RuleMatch, RuleSet};
+pub use shell::{read_command, CommandPart, ShellAnalysis};
 pub use subject::{subject, Subject};
 
+#[cfg(test)]
+mod reading_tests;
+#[cfg(test)]
+mod shell_tests;
 #[cfg(test)]
 mod tests;
