@@ -46,6 +46,8 @@ pub struct Settings {
     pub max_agents: u32,
     /// Between SIGTERM and SIGKILL when an agent run times out or is cancelled (5-60 s).
     pub agent_kill_grace_ms: u64,
+    /// What a Bash part that cannot be analyzed means under a deny rule.
+    pub shell_analysis: crate::domain::rules::ShellAnalysis,
     pub log_level: String,
     pub log_format: LogFormat,
     /// HOME of the environment the settings came from (where the CLI keeps its transcripts).
