@@ -15,8 +15,8 @@ pub struct CommandReading {
     /// Every simple command the shell would run, as the words it would execute (program
     /// basename, wrappers, assignments and redirections dropped), in order.
     pub commands: Vec<String>,
-    /// The command (or another reading of it, such as `sudo rm x`) the deciding deny rule
-    /// matched.
+    /// The command the deciding deny rule matched (itself, or another reading of it such as
+    /// the command with its wrapper, `sudo rm x`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matched: Option<String>,
     /// What could not be analyzed, when something could not (a variable as the program word,
