@@ -41,7 +41,10 @@ impl Settings {
         })?;
         let shell_analysis = l.string("shell_analysis")?;
         let shell_analysis = ShellAnalysis::parse(&shell_analysis).ok_or_else(|| {
-            l.err("shell_analysis", format!("expected one of {}, got {shell_analysis:?}", ShellAnalysis::ALL.join(", ")))
+            l.err(
+                "shell_analysis",
+                format!("expected one of {}, got {shell_analysis:?}", ShellAnalysis::ALL.join(", ")),
+            )
         })?;
         let db_path = l.string("db_path")?;
         if db_path.trim().is_empty() || db_path.contains('\0') {

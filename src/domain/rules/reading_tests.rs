@@ -56,8 +56,7 @@ fn the_reading_names_what_matched_and_what_could_not_be_read() {
         serde_json::to_value(reading).expect("json"),
         json!({"commands": ["ls", "$CMD x"], "not_analyzable": "the program word is taken from a variable ($CMD)"})
     );
-    let reading: CommandReading =
-        serde_json::from_str(r#"{"commands": ["ls"]}"#).expect("the stored form reads back");
+    let reading: CommandReading = serde_json::from_str(r#"{"commands": ["ls"]}"#).expect("the stored form reads back");
     assert_eq!(reading, CommandReading { commands: vec!["ls".into()], matched: None, not_analyzable: None });
 }
 

@@ -45,9 +45,7 @@ impl CompiledRule {
         match subject {
             Subject::Commands(parts) if deny => {
                 let part = parts.iter().find(|p| {
-                    any_input
-                        || self.pattern.matches(&p.text)
-                        || p.alternatives.iter().any(|a| self.pattern.matches(a))
+                    any_input || self.pattern.matches(&p.text) || p.alternatives.iter().any(|a| self.pattern.matches(a))
                 });
                 match part {
                     Some(p) => hit(Some(&p.text)),
@@ -60,9 +58,12 @@ impl CompiledRule {
                 let mut runs = parts.iter().filter(|p| !p.deny_only).peekable();
                 (runs.peek().is_some() && runs.all(|p| self.pattern.matches(&p.text))).then_some(Hit { part: None })
             }
-            Subject::Paths(paths) if deny => paths.iter().any(|p| self.pattern.matches(p)).then_some(Hit { part: None }),
-            Subject::Paths(paths) => (!paths.is_empty() && paths.iter().all(|p| self.pattern.matches(p)))
-                .then_some(Hit { part: None }),
+            Subject::Paths(paths) if deny => {
+                paths.iter().any(|p| self.pattern.matches(p)).then_some(Hit { part: None })
+            }
+            Subject::Paths(paths) => {
+                (!paths.is_empty() && paths.iter().all(|p| self.pattern.matches(p))).then_some(Hit { part: None })
+            }
             Subject::Json(text) => self.pattern.matches(text).then_some(Hit { part: None }),
         }
     }

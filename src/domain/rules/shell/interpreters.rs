@@ -184,8 +184,11 @@ impl Reader {
                 Some(text) => texts.push(text),
                 None => {
                     let (source, from) = word.first_dynamic().unwrap_or(("?", Source::Unreadable));
-                    let why =
-                        format!("the command string {} runs is built at run time ({} {source})", script.by, from.describe());
+                    let why = format!(
+                        "the command string {} runs is built at run time ({} {source})",
+                        script.by,
+                        from.describe()
+                    );
                     let text = script.words.iter().map(Field::text).collect::<Vec<_>>().join(" ");
                     return self.opaque(&text, why);
                 }
@@ -208,7 +211,8 @@ impl Reader {
             if !matches!(text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
                 continue;
             }
-            let end = args[i..].iter().position(|w| matches!(w.text().as_str(), ";" | "+")).map_or(args.len(), |p| i + p);
+            let end =
+                args[i..].iter().position(|w| matches!(w.text().as_str(), ";" | "+")).map_or(args.len(), |p| i + p);
             let command = args[i..end].to_vec();
             i = end + 1;
             match command.first() {
@@ -258,7 +262,8 @@ fn inline_code(name: &str, args: &[Field], stdin: &Stdin, scope: Scope) -> Optio
         }
         if !text.starts_with('-') || text == "--" {
             // The first operand is the program's file (or, for deno, its subcommand).
-            return (family == Family::Deno && text == "eval").then(|| "deno eval runs inline code that is not analyzed".to_string());
+            return (family == Family::Deno && text == "eval")
+                .then(|| "deno eval runs inline code that is not analyzed".to_string());
         }
         if let Some(option) = family.inline_option(&text) {
             return Some(format!("{name} {option} runs inline code that is not analyzed"));
@@ -288,7 +293,8 @@ enum Family {
 
 impl Family {
     fn of(name: &str) -> Option<Family> {
-        let versioned = |base: &str| name.strip_prefix(base).is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'));
+        let versioned =
+            |base: &str| name.strip_prefix(base).is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'));
         Some(match name {
             _ if versioned("python") || versioned("pypy") => Family::Python,
             "node" | "nodejs" | "bun" => Family::Node,
@@ -315,7 +321,9 @@ impl Family {
             Family::Php => ("rRBE", "cdfzt"),
             Family::DashE => ("e", ""),
         };
-        if self == Family::Node && ["--eval", "--print"].iter().any(|l| option == *l || option.starts_with(&format!("{l}="))) {
+        if self == Family::Node
+            && ["--eval", "--print"].iter().any(|l| option == *l || option.starts_with(&format!("{l}=")))
+        {
             return Some(option.split('=').next().unwrap_or(option).to_string());
         }
         if self == Family::Php && option == "--run" {

@@ -63,4 +63,3 @@ pub fn nesting(script: &str) -> usize {
     end_word(&mut word, &mut keywords, &mut command_start);
     deepest.max(brackets + keywords)
 }
-

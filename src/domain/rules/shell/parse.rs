@@ -329,7 +329,9 @@ impl Reader {
 fn parse_program(script: &str) -> Result<ast::Program, String> {
     let options = brush_parser::ParserOptions::default();
     let parse = || {
-        brush_parser::Parser::new(BufReader::new(script.as_bytes()), &options).parse_program().map_err(|e| e.to_string())
+        brush_parser::Parser::new(BufReader::new(script.as_bytes()), &options)
+            .parse_program()
+            .map_err(|e| e.to_string())
     };
     catch_unwind(AssertUnwindSafe(parse)).unwrap_or_else(|_| Err("the parser failed on it".to_string()))
 }

@@ -178,7 +178,8 @@ impl Reader {
         };
         for piece in pieces {
             let source = raw.get(piece.start_index..piece.end_index).unwrap_or_default().to_string();
-            let dynamic = |out: &mut Field, from: Source| out.segments.push(Segment::Dynamic { source: source.clone(), from });
+            let dynamic =
+                |out: &mut Field, from: Source| out.segments.push(Segment::Dynamic { source: source.clone(), from });
             match &piece.piece {
                 WordPiece::Text(text) => literal(out, text, quoted),
                 WordPiece::SingleQuotedText(text) => literal(out, text, true),
