@@ -20,6 +20,7 @@
 //! `find -exec`) or in variables (`$CMD`); deny those programs themselves (`bash:*`, `sh:*`,
 //! `eval:*`, ...) when that matters.
 
+mod cache;
 mod input;
 mod pattern;
 mod reading;

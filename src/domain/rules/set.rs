@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::cache::ReadingCache;
 use super::reading::CommandReading;
 use super::rule::{Behavior, CompiledRule};
 use super::shell::ShellAnalysis;
@@ -39,6 +40,7 @@ pub struct RuleSet {
     projects: HashMap<String, Groups>,
     len: usize,
     shell_analysis: ShellAnalysis,
+    readings: ReadingCache,
 }
 
 /// The outcome for one tool call.
@@ -83,7 +85,10 @@ impl RuleSet {
     }
 
     pub fn evaluate(&self, project_id: Option<&str>, tool_name: &str, input: &Value) -> RuleMatch<'_> {
-        let subject = subject(tool_name, input);
+        let subject = match (tool_name, input.get("command").and_then(Value::as_str)) {
+            ("Bash", Some(command)) => Subject::Commands(self.readings.read(command)),
+            _ => subject(tool_name, input),
+        };
         let mut reading = match &subject {
             Subject::Commands(parts) => Some(CommandReading::of(parts)),
             _ => None,

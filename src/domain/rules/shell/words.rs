@@ -152,6 +152,11 @@ impl Reader {
     }
 
     fn expand_one(&mut self, raw: &str, scope: Scope) -> Field {
+        // Most words are plain (`git`, `--release`, `src/main.rs`): nothing for the word
+        // parser to remove or expand, so it is skipped (globs stay unquoted text).
+        if !raw.contains(['\'', '"', '\\', '$', '`', '~', '{']) {
+            return Field { segments: vec![Segment::Literal { text: raw.to_string(), quoted: false }] };
+        }
         let options = brush_parser::ParserOptions::default();
         match catch_unwind(AssertUnwindSafe(|| bw::parse(raw, &options))) {
             Ok(Ok(pieces)) => {
