@@ -7,12 +7,16 @@
 //! `$'...'`, `$"..."`), backslash escapes, line continuations and brace-expansion parsing, so
 //! little is hand-written here; tree-sitter gives a concrete syntax tree whose words would all
 //! have to be unquoted by hand, needs a C build, and parsed a realistic mix of commands more
-//! slowly (measured: ~323k/s for brush vs ~223k/s for tree-sitter, parse only). Its one
-//! weakness is recursion: a very deeply nested command overflows the stack (around 200 levels
-//! on a 1 MiB stack), so nesting is bounded before parsing (see [`limits`]).
+//! slowly (measured on a mix of six agent commands, parse only: ~323k/s for brush-parser 0.4,
+//! ~223k/s for tree-sitter-bash 0.25). Its weaknesses: recursion (a very deeply nested command
+//! overflows the stack, around 200 levels on a 1 MiB stack), so nesting is bounded before
+//! parsing (see [`limits`]); no `select` (a parse error, so not analyzable); and it is not
+//! written against hostile input, so a panic inside it is caught and counts as a parse error.
+//! A full reading costs about twice the parse (5-15 us for agent commands); the rule set keeps
+//! a small cache of readings, since commands repeat.
 //!
 //! **What is collected** ([`read_command`]): the simple commands of lists, pipelines, `if`,
-//! `for`, `while`, `until`, `case`, `select`, subshells, brace groups, function bodies (as if
+//! `for`, `while`, `until`, `case`, subshells, brace groups, function bodies (as if
 //! called), coprocesses, `[[ ]]` and `(( ))`; command substitutions `$(...)` and backticks and
 //! process substitutions `<(...)`/`>(...)` wherever they are (inside words, double quotes,
 //! assignments, redirections, parameter defaults, here-documents that expand, arithmetic).
@@ -27,8 +31,9 @@
 //! `VAR=value` assignments and redirections anywhere are dropped, and wrappers are stripped with
 //! their options and the arguments those take: `sudo`, `doas`, `env`, `exec`, `command`,
 //! `builtin`, `nohup`, `nice`, `time`, `timeout`, `setsid`, `stdbuf`, `ionice`, `chrt`,
-//! `taskset`, `flock`, `unbuffer`, `chroot`, `busybox`, `xargs` (see [`wrappers`]). A wrapper
-//! option that is not known makes every later word a possible program start, for deny rules.
+//! `taskset`, `flock`, `unbuffer`, `chroot`, `busybox`, `watch`, `xargs` (see `wrappers.rs`).
+//! A wrapper option that is not known makes every later word a possible program start, for
+//! deny rules.
 //!
 //! **Not analyzable** (a part with [`CommandPart::not_analyzable`]): a program word taken from
 //! a variable or a substitution (`$CMD x`, `$(echo rm) x`); a glob in the program word
@@ -37,8 +42,9 @@
 //! from a here-document or a pipe; a shell reading its commands from a pipe (`echo x | sh`) or
 //! a script from a process substitution; `bash -c`/`eval` text built at run time (`bash -c
 //! "$X"`); `xargs` or `find -exec` supplying the program word (`xargs -I{} {} x`, `xargs env`);
-//! `fish`/`csh`/`tcsh -c` (another grammar); a parse error; more than [`limits::MAX_DEPTH`]
-//! nested readings or [`limits::MAX_NESTING`] nesting levels; a command over 1 MiB. What the
+//! `fish`/`csh`/`tcsh -c` (another grammar); `source <(...)`; a parse error; more than
+//! [`limits::MAX_DEPTH`] nested readings or [`limits::MAX_NESTING`] nesting levels; a command
+//! over 1 MiB; more than 1,000 commands in one call. What the
 //! permission engine does with such a part depends on the `shell_analysis` setting
 //! ([`ShellAnalysis`]): see the parent module.
 //!
@@ -51,7 +57,7 @@ mod interpreters;
 pub mod limits;
 mod parse;
 mod words;
-pub(super) mod wrappers;
+mod wrappers;
 
 use parse::{Reader, Scope};
 
