@@ -238,4 +238,14 @@ async fn a_project_deny_rm_stops_every_spelling_and_the_audit_shows_how_each_was
     }
     let told = api.requests().into_iter().any(|r| r.contains("strict shell analysis"));
     assert!(told, "the model heard why the call it could not have analyzed was denied");
+
+    // The session's stream replays its permission.decision events, each with the reading.
+    let mut stream = service.get(&format!("/api/sessions/{id}/stream?since=0")).await;
+    let (mut seen, deadline) = (String::new(), tokio::time::Instant::now() + Duration::from_secs(10));
+    while !(seen.contains("\"matched\":\"rm sp01.txt\"") && seen.contains("\"not_analyzable\":")) {
+        match tokio::time::timeout_at(deadline, stream.chunk()).await {
+            Ok(Ok(Some(chunk))) => seen.push_str(&String::from_utf8_lossy(&chunk)),
+            other => panic!("the stream's permission.decision events carry command_reading: {other:?}\n{seen}"),
+        }
+    }
 }
