@@ -171,6 +171,20 @@ const READ_AS_RM: &[&str] = &[
     "su -c 'rm x'",
     "watch rm x",
     "echo x | xargs sh -c 'rm x'",
+    "bash /dev/stdin <<< 'rm x'",
+    ". /dev/stdin <<EOF\nrm x\nEOF",
+    "script -c 'rm x' /dev/null",
+    // Definitions whose text runs later in the same shell.
+    "alias r='rm -rf'\nr x",
+    "trap 'rm x' EXIT",
+    // Launchers beyond the classic wrappers.
+    "strace -f rm x",
+    "strace -o log -e trace=file rm x",
+    "fakeroot rm x",
+    "eatmydata rm x",
+    "unshare -r rm x",
+    "systemd-run --user --wait rm x",
+    "entr -s 'rm x'",
 ];
 
 #[test]
@@ -220,6 +234,10 @@ const NOT_ANALYZABLE: &[(&str, &str)] = &[
     ("echo rm x | xargs env", "xargs supplies the program word from its input"),
     ("find . -exec {} \\;", "find puts file names in the program word"),
     ("fish -c 'rm x'", "fish runs commands in another shell's language"),
+    ("exec 3<<<'rm x'; bash <&3", "bash reads its commands from another file descriptor"),
+    ("echo 'rm x' | . /dev/stdin", ". reads its commands from a pipe"),
+    ("parallel rm ::: x", "GNU parallel runs commands built from its input"),
+    ("alias r=$X", "an alias defined at run time"),
     ("echo 'rm x' | sh -s", "sh reads its commands from a pipe"),
     ("echo x; if", "the shell grammar cannot parse it"),
     // brush's grammar has no `select`: it fails closed.

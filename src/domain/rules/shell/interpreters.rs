@@ -2,6 +2,7 @@
 //! a shell's `-c` string or here-document, `eval`'s arguments, `find -exec`'s command. Inline
 //! code of other languages is not analyzed.
 
+use super::inline::inline_code;
 use super::parse::{Reader, Scope, Stdin};
 use super::words::{Field, Segment, Source};
 use super::wrappers::{self, Script};
@@ -84,7 +85,46 @@ impl Reader {
             "source" | "." if args.first().is_some_and(Field::is_process_substitution) => {
                 self.opaque(&part.text, format!("{name} runs a script from a process substitution"));
             }
-            "su" | "runuser" | "sg" => {
+            // An alias's text replaces its name in later lines: read it as the commands it runs.
+            "alias" => {
+                self.push(CommandPart { deny_only: true, ..part });
+                for value in args.iter().filter_map(|a| a.static_text()?.split_once('=').map(|(_, v)| v.to_string())) {
+                    self.read_command_string(
+                        Script { words: vec![Field::literal(&value)], by: "alias".to_string() },
+                        stdin,
+                        scope,
+                    );
+                }
+                for word in args.iter().filter(|a| a.static_text().is_none()) {
+                    self.opaque(&word.text(), format!("an alias defined at run time ({})", word.text()));
+                }
+            }
+            // `trap 'rm x' EXIT`: the handler runs later in the same shell.
+            "trap" => {
+                let handler = args.iter().find(|a| !a.text().starts_with('-'));
+                self.push(CommandPart { deny_only: handler.is_some(), ..part });
+                if let (Some(handler), true) = (handler, args.len() > 1) {
+                    self.read_command_string(
+                        Script { words: vec![handler.clone()], by: "trap".to_string() },
+                        stdin,
+                        scope,
+                    );
+                }
+            }
+            "parallel" => {
+                self.opaque(&part.text, "GNU parallel runs commands built from its input, which are not analyzed");
+            }
+            "source" | "." if args.first().is_some_and(is_standard_input) => {
+                match (stdin, reads_program_from(stdin, scope)) {
+                    (Stdin::Document(Some(text)), _) => {
+                        self.push(CommandPart { deny_only: true, ..part });
+                        self.read_script(text, Scope { stdin_piped: false, ..scope.deeper() });
+                    }
+                    (_, Some(from)) => self.opaque(&part.text, format!("{name} reads its commands from {from}")),
+                    _ => self.push(part),
+                }
+            }
+            "su" | "runuser" | "sg" | "script" => {
                 let option_at = args.iter().position(is_command_option);
                 // `sg group command...` runs the rest through a shell too.
                 let sg_command = name == "sg" && option_at.is_none() && args.len() > 1;
@@ -158,7 +198,7 @@ impl Reader {
         if operands.first().is_some_and(Field::is_process_substitution) {
             return self.opaque(&part.text, format!("{name} runs a script from a process substitution"));
         }
-        if !operands.is_empty() && !stdin_mode {
+        if !operands.is_empty() && !stdin_mode && !operands.first().is_some_and(is_standard_input) {
             // A script file: what it does is out of sight, like `./script.sh`.
             return self.push(part);
         }
@@ -226,6 +266,11 @@ impl Reader {
     }
 }
 
+/// `/dev/stdin` and its other names: a script read from there is the standard input.
+fn is_standard_input(word: &Field) -> bool {
+    matches!(word.text().as_str(), "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")
+}
+
 fn is_command_option(word: &Field) -> bool {
     let text = word.text();
     text == "-c" || text == "--command" || text.starts_with("--command=")
@@ -242,112 +287,11 @@ fn command_option_value(args: &[Field]) -> Option<Field> {
 
 /// Where a program reads its input from when that is its program text: a here-document, a
 /// here-string or a pipe. `None` for a file or the tool's own input.
-fn reads_program_from(stdin: &Stdin, scope: Scope) -> Option<&'static str> {
+pub(super) fn reads_program_from(stdin: &Stdin, scope: Scope) -> Option<&'static str> {
     match stdin {
         Stdin::Document(_) => Some("a here-document or here-string"),
         Stdin::Inherited if scope.stdin_piped => Some("a pipe"),
+        Stdin::Descriptor => Some("another file descriptor"),
         _ => None,
-    }
-}
-
-/// Why `name args` runs code that is not analyzed, when it does: inline code (`python3 -c`),
-/// or its program read from a here-document or a pipe.
-fn inline_code(name: &str, args: &[Field], stdin: &Stdin, scope: Scope) -> Option<String> {
-    let family = Family::of(name)?;
-    let mut i = 0;
-    while let Some(text) = args.get(i).map(Field::text) {
-        i += 1;
-        if text == "-" {
-            break;
-        }
-        if !text.starts_with('-') || text == "--" {
-            // The first operand is the program's file (or, for deno, its subcommand).
-            return (family == Family::Deno && text == "eval")
-                .then(|| "deno eval runs inline code that is not analyzed".to_string());
-        }
-        if let Some(option) = family.inline_option(&text) {
-            return Some(format!("{name} {option} runs inline code that is not analyzed"));
-        }
-        if family.value_options().contains(&text.as_str()) {
-            i += 1;
-        }
-        if family == Family::Python && text.starts_with("-m") {
-            // A module runs; its arguments are its own.
-            return None;
-        }
-    }
-    reads_program_from(stdin, scope).map(|from| format!("{name} reads its program from {from}, which is not analyzed"))
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Family {
-    Python,
-    Node,
-    Deno,
-    Perl,
-    Ruby,
-    Php,
-    /// lua, Rscript, osascript: `-e CODE`.
-    DashE,
-}
-
-impl Family {
-    fn of(name: &str) -> Option<Family> {
-        let versioned =
-            |base: &str| name.strip_prefix(base).is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'));
-        Some(match name {
-            _ if versioned("python") || versioned("pypy") => Family::Python,
-            "node" | "nodejs" | "bun" => Family::Node,
-            "deno" => Family::Deno,
-            _ if versioned("perl") => Family::Perl,
-            _ if versioned("ruby") => Family::Ruby,
-            _ if versioned("php") => Family::Php,
-            "lua" | "luajit" | "Rscript" | "R" | "osascript" | "tclsh" | "wish" => Family::DashE,
-            _ if versioned("lua") => Family::DashE,
-            _ => return None,
-        })
-    }
-
-    /// The option (as written) that gives inline code, if `option` is one.
-    fn inline_option(self, option: &str) -> Option<String> {
-        let cluster = option.strip_prefix('-').filter(|c| !c.starts_with('-'));
-        // Letters after which the rest of a cluster is that option's value.
-        let (letters, stops): (&str, &str) = match self {
-            Family::Python => ("c", "WXQm"),
-            Family::Node => ("ep", "r"),
-            Family::Deno => ("", ""),
-            Family::Perl => ("eE", "IMmixdDl0CV"),
-            Family::Ruby => ("e", "ICrEFTxWK0l"),
-            Family::Php => ("rRBE", "cdfzt"),
-            Family::DashE => ("e", ""),
-        };
-        if self == Family::Node
-            && ["--eval", "--print"].iter().any(|l| option == *l || option.starts_with(&format!("{l}=")))
-        {
-            return Some(option.split('=').next().unwrap_or(option).to_string());
-        }
-        if self == Family::Php && option == "--run" {
-            return Some(option.to_string());
-        }
-        for c in cluster?.chars() {
-            if letters.contains(c) {
-                return Some(format!("-{c}"));
-            }
-            if stops.contains(c) {
-                return None;
-            }
-        }
-        None
-    }
-
-    /// Options whose value is the next word (so it is not the program's file).
-    fn value_options(self) -> &'static [&'static str] {
-        match self {
-            Family::Python => &["-W", "-X", "-Q"],
-            Family::Node => &["-r", "--require", "--import", "--loader", "--experimental-loader", "--conditions"],
-            Family::Perl | Family::Ruby => &["-I"],
-            Family::Php => &["-c", "-d", "-z"],
-            Family::Deno | Family::DashE => &[],
-        }
     }
 }

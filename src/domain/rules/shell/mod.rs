@@ -21,9 +21,11 @@
 //! process substitutions `<(...)`/`>(...)` wherever they are (inside words, double quotes,
 //! assignments, redirections, parameter defaults, here-documents that expand, arithmetic).
 //! Interpreters are read recursively: `bash|sh|zsh|dash|ksh|mksh|ash -c STRING`, `eval ARGS`,
-//! `env -S STRING`, `flock ... -c STRING`, `su -c STRING`, a here-document or here-string fed
-//! to a shell (`bash <<EOF ... EOF`), and the command of `find -exec/-execdir/-ok/-okdir`
-//! (`find -delete` reads as `rm {}`).
+//! `env -S STRING`, `flock ... -c STRING`, `su -c STRING`, `script -c STRING`, `entr -s`,
+//! `watch`, a here-document or here-string fed to a shell (`bash <<EOF ... EOF`,
+//! `. /dev/stdin <<EOF`), the text of `alias NAME=TEXT` and `trap TEXT SIGNAL` (it runs later
+//! in the same shell), and the command of `find -exec/-execdir/-ok/-okdir` (`find -delete`
+//! reads as `rm {}`).
 //!
 //! **Each command's words** are what the shell would execute: brace expansion (`{rm,x}` is
 //! `rm x`), quote removal, `$'...'` escapes, backslashes and line continuations. Then the
@@ -31,7 +33,8 @@
 //! `VAR=value` assignments and redirections anywhere are dropped, and wrappers are stripped with
 //! their options and the arguments those take: `sudo`, `doas`, `env`, `exec`, `command`,
 //! `builtin`, `nohup`, `nice`, `time`, `timeout`, `setsid`, `stdbuf`, `ionice`, `chrt`,
-//! `taskset`, `flock`, `unbuffer`, `chroot`, `busybox`, `watch`, `xargs` (see `wrappers.rs`).
+//! `taskset`, `flock`, `unbuffer`, `chroot`, `busybox`, `watch`, `xargs`, and launchers such as
+//! `strace`, `fakeroot`, `unshare`, `nsenter`, `systemd-run`, `firejail` (see `wrappers.rs`).
 //! A wrapper option that is not known makes every later word a possible program start, for
 //! deny rules.
 //!
@@ -40,7 +43,8 @@
 //! (`/bin/r?`, `[r]m`); inline code of `python -c`, `node -e/-p`, `perl -e`, `ruby -e`,
 //! `php -r`, `lua -e`, `Rscript -e`, `osascript -e`, or such an interpreter reading its program
 //! from a here-document or a pipe; a shell reading its commands from a pipe (`echo x | sh`) or
-//! a script from a process substitution; `bash -c`/`eval` text built at run time (`bash -c
+//! another descriptor (`bash <&3`), or a script from a process substitution; GNU `parallel`;
+//! `bash -c`/`eval`/`alias` text built at run time (`bash -c
 //! "$X"`); `xargs` or `find -exec` supplying the program word (`xargs -I{} {} x`, `xargs env`);
 //! `fish`/`csh`/`tcsh -c` (another grammar); `source <(...)`; a parse error; more than
 //! [`limits::MAX_DEPTH`] nested readings or [`limits::MAX_NESTING`] nesting levels; a command
@@ -49,10 +53,13 @@
 //! ([`ShellAnalysis`]): see the parent module.
 //!
 //! **Still out of sight** in every mode: what a script file does (`bash x.sh`, `./x.sh`,
-//! `source x.sh`), programs that run commands by their own means (`awk 'BEGIN{system(...)}'`,
-//! `git` aliases, `make`, `npm run`), commands sent to another machine (`ssh host rm x`), and
-//! the value of a variable in an argument (`rm $X` is read as `rm $X`).
+//! `source x.sh`), a program under another name (a copy or link of `rm`), aliases and functions
+//! defined before the call (the user's shell profile), programs that run commands by their own
+//! means (`awk 'BEGIN{system(...)}'`, `git` aliases, `make`, `npm run`, launchers not listed
+//! above), commands sent to another machine (`ssh host rm x`), and the value of a variable in
+//! an argument (`rm $X` is read as `rm $X`).
 
+mod inline;
 mod interpreters;
 pub mod limits;
 mod parse;

@@ -43,6 +43,8 @@ pub(super) enum Stdin {
     Document(Option<String>),
     /// `< file`.
     File,
+    /// `<&3`: whatever was opened on another descriptor.
+    Descriptor,
 }
 
 /// Collects the parts of one tool call.
@@ -296,8 +298,14 @@ impl Reader {
                     Target::ProcessSubstitution(_, subshell) => self.compound_list(&subshell.list, scope),
                     Target::Fd(_) => {}
                 }
-                if matches!(kind, Kind::Read | Kind::ReadAndWrite | Kind::DuplicateInput) && is_stdin(fd) {
-                    *stdin = Stdin::File;
+                if matches!(kind, Kind::Read | Kind::ReadAndWrite) && is_stdin(fd) {
+                    *stdin = if matches!(target, Target::Fd(_) | Target::Duplicate(_)) {
+                        Stdin::Descriptor
+                    } else {
+                        Stdin::File
+                    };
+                } else if matches!(kind, Kind::DuplicateInput) && is_stdin(fd) {
+                    *stdin = Stdin::Descriptor;
                 }
             }
             R::HereDocument(fd, doc) => {
