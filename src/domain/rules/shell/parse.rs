@@ -10,7 +10,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use brush_parser::ast;
 
-use super::limits::{nesting, MAX_BYTES, MAX_DEPTH, MAX_NESTING, MAX_PARTS, MAX_READINGS};
+use super::limits::{nesting, MAX_BYTES, MAX_DEPTH, MAX_NESTING, MAX_PARSED_BYTES, MAX_PARTS, MAX_READINGS};
 use super::CommandPart;
 
 /// Where a reading sits: how deep among nested readings, and whether its standard input is a
@@ -52,6 +52,7 @@ pub(super) enum Stdin {
 pub(super) struct Reader {
     parts: Vec<CommandPart>,
     readings: usize,
+    parsed_bytes: usize,
     overflowed: bool,
 }
 
@@ -71,10 +72,22 @@ impl Reader {
 
     pub fn finish(mut self) -> Vec<CommandPart> {
         if self.overflowed {
-            let why = format!("more than {MAX_PARTS} commands or {MAX_READINGS} nested scripts in one call");
+            let why = format!(
+                "more than {MAX_PARTS} commands, {MAX_READINGS} nested scripts or {MAX_PARSED_BYTES} bytes to parse in one call"
+            );
             self.parts.push(CommandPart::opaque(String::new(), why));
         }
         self.parts
+    }
+
+    /// Counts `bytes` more text to parse against this call's budget; false when it is spent
+    /// (the call then ends with a part that is not analyzable).
+    pub fn spend(&mut self, bytes: usize) -> bool {
+        self.parsed_bytes = self.parsed_bytes.saturating_add(bytes);
+        if self.parsed_bytes > MAX_PARSED_BYTES {
+            self.overflowed = true;
+        }
+        !self.overflowed
     }
 
     /// Reads one script: the top-level command, or text a shell would run from inside it.
@@ -82,13 +95,15 @@ impl Reader {
         self.readings += 1;
         if self.readings > MAX_READINGS {
             self.overflowed = true;
+        }
+        if !self.spend(script.len()) {
             return;
         }
         if scope.depth > MAX_DEPTH {
             return self.opaque(script, format!("commands nested more than {MAX_DEPTH} readings deep"));
         }
         if script.len() > MAX_BYTES {
-            return self.opaque(&script[..0], format!("a command longer than {MAX_BYTES} bytes"));
+            return self.opaque("", format!("a command longer than {MAX_BYTES} bytes"));
         }
         if nesting(script) > MAX_NESTING {
             return self.opaque(script, format!("commands nested more than {MAX_NESTING} levels deep"));

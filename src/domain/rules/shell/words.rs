@@ -157,6 +157,9 @@ impl Reader {
         if !raw.contains(['\'', '"', '\\', '$', '`', '~', '{']) {
             return Field { segments: vec![Segment::Literal { text: raw.to_string(), quoted: false }] };
         }
+        if !self.spend(raw.len()) {
+            return Field { segments: vec![Segment::Dynamic { source: raw.to_string(), from: Source::Unreadable }] };
+        }
         let options = brush_parser::ParserOptions::default();
         match catch_unwind(AssertUnwindSafe(|| bw::parse(raw, &options))) {
             Ok(Ok(pieces)) => {
