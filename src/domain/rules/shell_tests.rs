@@ -237,6 +237,8 @@ const NOT_ANALYZABLE: &[(&str, &str)] = &[
     ("exec 3<<<'rm x'; bash <&3", "bash reads its commands from another file descriptor"),
     ("echo 'rm x' | . /dev/stdin", ". reads its commands from a pipe"),
     ("parallel rm ::: x", "GNU parallel runs commands built from its input"),
+    ("bash < <(echo rm x)", "bash reads its commands from a process substitution"),
+    ("hash -p /bin/rm r; r x", "hash binds a command name to a program"),
     ("alias r=$X", "an alias defined at run time"),
     ("echo 'rm x' | sh -s", "sh reads its commands from a pipe"),
     ("echo x; if", "the shell grammar cannot parse it"),

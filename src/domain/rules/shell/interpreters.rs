@@ -111,6 +111,10 @@ impl Reader {
                     );
                 }
             }
+            // `hash -p /bin/rm foo` makes `foo` run rm; `enable -f lib.so` loads new builtins.
+            "hash" | "enable" if args.iter().any(|a| matches!(a.text().as_str(), "-p" | "-f")) => {
+                self.opaque(&part.text, format!("{name} binds a command name to a program it names"));
+            }
             "parallel" => {
                 self.opaque(&part.text, "GNU parallel runs commands built from its input, which are not analyzed");
             }
@@ -292,6 +296,7 @@ pub(super) fn reads_program_from(stdin: &Stdin, scope: Scope) -> Option<&'static
         Stdin::Document(_) => Some("a here-document or here-string"),
         Stdin::Inherited if scope.stdin_piped => Some("a pipe"),
         Stdin::Descriptor => Some("another file descriptor"),
+        Stdin::Process => Some("a process substitution"),
         _ => None,
     }
 }

@@ -43,7 +43,8 @@
 //! (`/bin/r?`, `[r]m`); inline code of `python -c`, `node -e/-p`, `perl -e`, `ruby -e`,
 //! `php -r`, `lua -e`, `Rscript -e`, `osascript -e`, or such an interpreter reading its program
 //! from a here-document or a pipe; a shell reading its commands from a pipe (`echo x | sh`) or
-//! another descriptor (`bash <&3`), or a script from a process substitution; GNU `parallel`;
+//! another descriptor (`bash <&3`), or a process substitution (`bash <(...)`, `bash < <(...)`);
+//! `hash -p` and `enable -f` (a name bound to another program); GNU `parallel`;
 //! `bash -c`/`eval`/`alias` text built at run time (`bash -c
 //! "$X"`); `xargs` or `find -exec` supplying the program word (`xargs -I{} {} x`, `xargs env`);
 //! `fish`/`csh`/`tcsh -c` (another grammar); `source <(...)`; a parse error; more than

@@ -45,6 +45,8 @@ pub(super) enum Stdin {
     File,
     /// `<&3`: whatever was opened on another descriptor.
     Descriptor,
+    /// `< <(...)`: another command's output.
+    Process,
 }
 
 /// Collects the parts of one tool call.
@@ -314,10 +316,10 @@ impl Reader {
                     Target::Fd(_) => {}
                 }
                 if matches!(kind, Kind::Read | Kind::ReadAndWrite) && is_stdin(fd) {
-                    *stdin = if matches!(target, Target::Fd(_) | Target::Duplicate(_)) {
-                        Stdin::Descriptor
-                    } else {
-                        Stdin::File
+                    *stdin = match target {
+                        Target::Fd(_) | Target::Duplicate(_) => Stdin::Descriptor,
+                        Target::ProcessSubstitution(..) => Stdin::Process,
+                        Target::Filename(_) => Stdin::File,
                     };
                 } else if matches!(kind, Kind::DuplicateInput) && is_stdin(fd) {
                     *stdin = Stdin::Descriptor;
