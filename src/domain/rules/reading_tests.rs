@@ -45,12 +45,21 @@ fn the_reading_names_what_matched_and_what_could_not_be_read() {
         created_at: String::new(),
         updated_input: None,
     };
-    let set = RuleSet::new(vec![deny]);
+    let set = RuleSet::new(vec![deny.clone()]);
     let reading = set.evaluate(None, "Bash", &json!({"command": "echo hi && sudo rm -rf x"})).reading;
     assert_eq!(
         serde_json::to_value(reading).expect("json"),
         json!({"commands": ["echo hi", "rm -rf x"], "matched": "rm -rf x"})
     );
+    let sudo = CompiledRule {
+        id: "no-sudo".into(),
+        content: "sudo:*".into(),
+        pattern: compile_pattern("Bash", "sudo:*").expect("valid"),
+        ..deny
+    };
+    let with_sudo = RuleSet::new(vec![sudo]);
+    let reading = with_sudo.evaluate(None, "Bash", &json!({"command": "sudo -u root rm x"})).reading;
+    assert_eq!(reading.and_then(|r| r.matched).as_deref(), Some("sudo -u root rm x"), "the reading that matched");
     let reading = set.evaluate(None, "Bash", &json!({"command": "ls; $CMD x"})).reading;
     assert_eq!(
         serde_json::to_value(reading).expect("json"),

@@ -44,11 +44,16 @@ impl CompiledRule {
         let hit = |part: Option<&'s str>| Some(Hit { part });
         match subject {
             Subject::Commands(parts) if deny => {
-                let part = parts.iter().find(|p| {
-                    any_input || self.pattern.matches(&p.text) || p.alternatives.iter().any(|a| self.pattern.matches(a))
+                // The reading that matched: the part itself, or another reading of it.
+                let matched = parts.iter().find_map(|p| {
+                    if any_input || self.pattern.matches(&p.text) {
+                        Some(p.text.as_str())
+                    } else {
+                        p.alternatives.iter().find(|a| self.pattern.matches(a)).map(String::as_str)
+                    }
                 });
-                match part {
-                    Some(p) => hit(Some(&p.text)),
+                match matched {
+                    Some(text) => hit(Some(text)),
                     None if any_input => hit(None),
                     None => None,
                 }

@@ -115,6 +115,10 @@ impl RuleSet {
                     && !allows.into_iter().flatten().flatten().any(|rule| rule.explicitly_allows(part))
             });
             if let (Some(rule), Some(part)) = (in_scope, unexplained) {
+                // The audit names the part that decided (an earlier one may have been allowed).
+                if let Some(reading) = reading.as_mut() {
+                    reading.not_analyzable.clone_from(&part.not_analyzable);
+                }
                 return decided(Behavior::Deny, Some(rule), part.not_analyzable.clone(), reading);
             }
         }
