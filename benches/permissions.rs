@@ -1,8 +1,10 @@
 //! Permission benchmarks: `scripts/bench.sh permissions`.
 //!
 //! 1. Decisions per second, single-threaded, with 1,000 rules across 50 projects (plus global
-//!    ones), over a mix of Bash commands (compound ones included) and file paths. Baseline in
-//!    the same run: parsing the same tool inputs from JSON, which every decision needs anyway.
+//!    ones), over a mix of Bash commands (compound ones as agents write them: lists, loops,
+//!    conditionals, substitutions, a here-document, `bash -c`, `find -exec`) and file paths.
+//!    Baseline in the same run: parsing the same tool inputs from JSON, which every decision
+//!    needs anyway.
 //! 2. Decision latency as a session sees it: a round trip of `Evaluate` to the
 //!    `PermissionEngine` actor (audit row queued included), p50 and p99, against a round trip
 //!    to an actor that does nothing.
@@ -67,12 +69,27 @@ fn calls() -> Vec<(String, String, String)> {
         ("Bash", json!({"command": "git status && git diff | head -50"})),
         ("Bash", json!({"command": "cargo build --release; /bin/rm -rf target/tmp"})),
         ("Bash", json!({"command": "echo $(curl -s http://example.invalid) > out"})),
+        // Compound commands as agents write them: loops, conditionals, a commit message in a
+        // here-document inside a substitution, a `bash -c` string, find's actions.
+        ("Bash", json!({"command": "for f in src/*.rs; do grep -n TODO \"$f\" || true; done 2>/dev/null | head -20"})),
+        (
+            "Bash",
+            json!({"command": "cd /srv/project-7 && git add -A && git commit -m \"$(cat <<'EOF'\nfix: tidy the parser\n\nCo-authored-by: agent\nEOF\n)\""}),
+        ),
+        (
+            "Bash",
+            json!({"command": "if [ -f Cargo.toml ]; then cargo test --release 2>&1 | tail -n 30; else npm test; fi"}),
+        ),
+        (
+            "Bash",
+            json!({"command": "find . -name '*.tmp' -mtime +1 -exec rm -f {} + && bash -c 'make clean >/dev/null'"}),
+        ),
         ("Read", json!({"file_path": "/srv/project-7/src/../secret-1/key.pem"})),
         ("Read", json!({"file_path": "/srv/project-7/src/main.rs"})),
         ("Write", json!({"file_path": "/srv/project-7/src/lib/mod.rs", "content": "fn main() {}"})),
         ("WebFetch", json!({"url": "https://docs.example/page", "prompt": "summarize"})),
     ];
-    (0..PROJECTS * 8)
+    (0..PROJECTS * inputs.len())
         .map(|i| {
             let (tool, input) = &inputs[i % inputs.len()];
             (format!("project-{}", i % PROJECTS), tool.to_string(), input.to_string())
@@ -111,6 +128,25 @@ fn decisions_per_second() {
         set.len(),
         rate / parse_rate
     );
+
+    // The same mix with every Bash command new (a trailing comment makes each one unique), so
+    // none is a repeat of one read before: every one is parsed.
+    let fresh: Vec<(String, String, Value)> = (0..n / 10)
+        .map(|i| {
+            let (project, tool, input) = &parsed[i % parsed.len()];
+            let mut input = input.clone();
+            if let Some(command) = input.get("command").and_then(Value::as_str) {
+                input["command"] = Value::String(format!("{command} # {i}"));
+            }
+            (project.clone(), tool.clone(), input)
+        })
+        .collect();
+    let started = Instant::now();
+    for (project, tool, input) in &fresh {
+        std::hint::black_box(set.evaluate(Some(project), tool, input).behavior);
+    }
+    let fresh_rate = fresh.len() as f64 / started.elapsed().as_secs_f64();
+    println!("decisions with every Bash command new: {} decisions single-threaded: {fresh_rate:.0}/s", fresh.len());
 }
 
 struct Noop;

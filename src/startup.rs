@@ -116,7 +116,9 @@ impl Application {
         let settings = Arc::new(settings);
         let (writer, _writer_thread) = Writer::start(store.clone());
         let bus = EventBus::new(settings.stream_history_bytes).start();
-        let engine = PermissionEngine::new(store.clone(), writer.clone(), Some(bus.clone().recipient())).start();
+        let engine = PermissionEngine::new(store.clone(), writer.clone(), Some(bus.clone().recipient()))
+            .with_shell_analysis(settings.shell_analysis)
+            .start();
         let rules = engine
             .send(Reload)
             .await

@@ -13,7 +13,7 @@ use crate::db::writer::{WriteOp, Writer};
 use crate::db::{Store, StoreError};
 use crate::domain::decision::{Decision, DecisionSource, ToolCall, Verdict};
 use crate::domain::ids::{ProjectId, RuleId, SessionId};
-use crate::domain::rules::{self, Behavior, CompiledRule, RuleSet};
+use crate::domain::rules::{self, Behavior, CompiledRule, RuleSet, ShellAnalysis};
 use crate::domain::time;
 
 // ---------------------------------------------------------------------------------------------
@@ -40,12 +40,21 @@ pub struct PermissionEngine {
     store: Store,
     writer: Writer,
     bus: Option<Recipient<Publish>>,
+    shell_analysis: ShellAnalysis,
 }
 
 impl PermissionEngine {
     /// `bus`: where decisions are published (`permission.decision`), when there is one.
+    /// Shell analysis is strict unless [`PermissionEngine::with_shell_analysis`] says otherwise.
     pub fn new(store: Store, writer: Writer, bus: Option<Recipient<Publish>>) -> Self {
-        PermissionEngine { rules: RuleSet::default(), store, writer, bus }
+        PermissionEngine { rules: RuleSet::default(), store, writer, bus, shell_analysis: ShellAnalysis::Strict }
+    }
+
+    /// The `shell_analysis` setting: what a Bash part that cannot be analyzed means.
+    pub fn with_shell_analysis(mut self, mode: ShellAnalysis) -> Self {
+        self.shell_analysis = mode;
+        self.rules = std::mem::take(&mut self.rules).with_shell_analysis(mode);
+        self
     }
 }
 
@@ -97,13 +106,20 @@ impl Handler<Evaluate> for PermissionEngine {
         let Evaluate { project_id, session_id, call } = msg;
         let decided = self.rules.evaluate(project_id.as_ref().map(ProjectId::as_str), &call.tool_name, &call.input);
         let allow = decided.behavior == Behavior::Allow;
-        let (reason, rule_id, updated_input) = match decided.rule {
-            Some(rule) => {
+        let (reason, rule_id, updated_input) = match (decided.rule, &decided.not_analyzable) {
+            (Some(rule), Some(unseen)) => {
+                let reason = format!(
+                    "denied: not analyzable under a deny rule (strict shell analysis): {unseen}; Conduit {} applies to this call",
+                    describe(rule)
+                );
+                (reason, Some(rule.id.clone()), None)
+            }
+            (Some(rule), None) => {
                 let verb = if allow { "allowed" } else { "denied" };
                 let updated = rule.updated_input.as_ref().filter(|_| allow).map(|u| rules::merge_input(&call.input, u));
                 (format!("{verb} by Conduit {}", describe(rule)), Some(rule.id.clone()), updated)
             }
-            None => ("allowed: no Conduit rule matched".to_string(), None, None),
+            (None, _) => ("allowed: no Conduit rule matched".to_string(), None, None),
         };
         let row = NewDecision {
             project_id,
@@ -118,12 +134,14 @@ impl Handler<Evaluate> for PermissionEngine {
             rule_id: rule_id.clone().map(RuleId::from_stored),
             reason: Some(reason.clone()),
             decided_at: time::now(),
+            command_reading: decided.reading.as_ref().and_then(|r| serde_json::to_string(r).ok()),
         };
         let data = serde_json::json!({
             "session_id": row.session_id, "project_id": row.project_id, "request_id": row.request_id,
             "tool_use_id": row.tool_use_id, "decision_point": row.decision_point, "tool_name": row.tool_name,
             "tool_input": row.tool_input, "decision": row.decision, "decision_source": row.decision_source,
             "rule_id": row.rule_id, "reason": row.reason, "decided_at": row.decided_at,
+            "command_reading": decided.reading,
         });
         let event = match (&row.session_id, &self.bus) {
             (Some(_), _) => Some(data.to_string()),
@@ -145,7 +163,7 @@ impl Handler<Reload> for PermissionEngine {
         let store = self.store.clone();
         let load = async move { store.run(rule_rows::all).await };
         Box::pin(load.into_actor(self).map(|rows, act, _ctx| {
-            let set = RuleSet::new(compile_rows(rows?));
+            let set = RuleSet::new(compile_rows(rows?)).with_shell_analysis(act.shell_analysis);
             let n = set.len();
             act.rules = set;
             tracing::debug!(rules = n, "permission rules loaded");

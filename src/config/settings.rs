@@ -48,6 +48,8 @@ pub struct Settings {
     pub agent_kill_grace_ms: u64,
     /// The OS sandbox of a project that chooses none, and what it needs.
     pub sandbox: SandboxSettings,
+    /// What a Bash part that cannot be analyzed means under a deny rule.
+    pub shell_analysis: crate::domain::rules::ShellAnalysis,
     pub log_level: String,
     pub log_format: LogFormat,
     /// HOME of the environment the settings came from (where the CLI keeps its transcripts).

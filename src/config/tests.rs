@@ -33,6 +33,9 @@ fn defaults_match_the_documented_values() {
     assert_eq!(s.auth_token, None);
     assert_eq!(s.log_level, "info");
     assert_eq!(s.log_format, LogFormat::Pretty);
+    assert_eq!(s.shell_analysis, crate::domain::rules::ShellAnalysis::Strict);
+    let lenient = Settings::load_from(None, &env(&[("CONDUIT_SHELL_ANALYSIS", "lenient")])).expect("valid");
+    assert_eq!(lenient.shell_analysis, crate::domain::rules::ShellAnalysis::Lenient);
 }
 
 #[test]
@@ -73,6 +76,7 @@ fn bad_values_name_the_key_and_the_allowed_values() {
         ("CONDUIT_WS_PORT_RANGE_END", "10", "`ws_port_range_end`", "at least"),
         ("CONDUIT_ALLOWED_ORIGINS", "evil.com", "`allowed_origins`", "http://"),
         ("CONDUIT_TRANSPORT", "tcp", "`transport`", "stdio, websocket, auto"),
+        ("CONDUIT_SHELL_ANALYSIS", "loose", "`shell_analysis`", "strict, lenient"),
         ("CONDUIT_JANITOR_INTERVAL_MS", "10", "`janitor_interval_ms`", "50 to 86400000"),
         ("CONDUIT_JANITOR_INTERVAL_MS", "soon", "`janitor_interval_ms`", "integer"),
         ("CONDUIT_SESSION_IDLE_TIMEOUT_MS", "999", "`session_idle_timeout_ms`", "from 1000"),

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use super::layers::Layers;
 use super::{ConfigError, LogFormat, SandboxSettings, Settings};
+use crate::domain::rules::ShellAnalysis;
 
 impl Settings {
     pub(super) fn from_layers(l: &Layers, home: Option<&str>) -> Result<Settings, ConfigError> {
@@ -36,6 +37,13 @@ impl Settings {
             l.err(
                 "transport",
                 format!("expected one of {}, got {transport:?}", crate::domain::validate::Transport::ALL.join(", ")),
+            )
+        })?;
+        let shell_analysis = l.string("shell_analysis")?;
+        let shell_analysis = ShellAnalysis::parse(&shell_analysis).ok_or_else(|| {
+            l.err(
+                "shell_analysis",
+                format!("expected one of {}, got {shell_analysis:?}", ShellAnalysis::ALL.join(", ")),
             )
         })?;
         let db_path = l.string("db_path")?;
@@ -84,6 +92,7 @@ impl Settings {
             // Clamped rather than refused: the grace only has to stay within sane bounds.
             agent_kill_grace_ms: l.integer("agent_kill_grace_ms", 0, i64::MAX)?.clamp(5_000, 60_000) as u64,
             sandbox,
+            shell_analysis,
             log_level,
             log_format,
             home: home.filter(|h| !h.is_empty()).map(PathBuf::from),

@@ -8,6 +8,7 @@ use super::schema::permission_log;
 use super::{DbConnection, StoreError};
 use crate::domain::decision::{self, DecisionPoint, DecisionSource};
 use crate::domain::ids::{ProjectId, RuleId, SessionId};
+use crate::domain::rules::CommandReading;
 
 #[derive(Debug, Clone, PartialEq, Insertable)]
 #[diesel(table_name = permission_log)]
@@ -24,6 +25,8 @@ pub struct NewDecision {
     pub rule_id: Option<RuleId>,
     pub reason: Option<String>,
     pub decided_at: String,
+    /// JSON text of a [`CommandReading`], for a Bash call.
+    pub command_reading: Option<String>,
 }
 
 /// An audited decision.
@@ -52,6 +55,17 @@ pub struct Decision {
     pub rule_id: Option<RuleId>,
     pub reason: Option<String>,
     pub decided_at: String,
+    /// How a Bash call's command was read (`null` for other tools): the simple commands the
+    /// shell would run, the one a deny rule matched, and what could not be analyzed.
+    #[schema(value_type = Option<CommandReading>)]
+    #[serde(serialize_with = "reading_as_object")]
+    pub command_reading: Option<String>,
+}
+
+/// The stored JSON text, answered as the object it is (`null` if it no longer reads).
+fn reading_as_object<S: serde::Serializer>(text: &Option<String>, serializer: S) -> Result<S::Ok, S::Error> {
+    let reading = text.as_deref().and_then(|t| serde_json::from_str::<CommandReading>(t).ok());
+    serde::Serialize::serialize(&reading, serializer)
 }
 
 #[derive(Debug, Default, Clone)]

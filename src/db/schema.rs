@@ -105,6 +105,7 @@ diesel::table! {
         rule_id -> Nullable<Text>,
         reason -> Nullable<Text>,
         decided_at -> Text,
+        command_reading -> Nullable<Text>,
     }
 }
 

@@ -85,7 +85,7 @@ impl Modify for BearerToken {
         health::HealthChecks, health::HealthStatus, crate::domain::validate::PermissionMode, crate::domain::validate::Transport,
         crate::db::sessions::Session, crate::db::messages::Message, sessions::launch::LaunchSession, sessions::turns::SendMessage,
         sessions::control::SetModel, sessions::control::SetPermissionMode, crate::actors::session::SendOutcome,
-        rules::Rule, rules::create::CreateRule, rules::update::UpdateRule, crate::db::permission_log::Decision,
+        rules::Rule, rules::create::CreateRule, rules::update::UpdateRule, crate::db::permission_log::Decision, crate::domain::rules::CommandReading,
         webhooks::Webhook, webhooks::CreateWebhook, crate::db::webhooks::Attempt,
         agents::AgentView, agents::create::CreateAgent, agents::update::UpdateAgent, crate::db::agents::Agent,
         crate::db::agents::Execution, crate::db::agents::ExecutionSummary, crate::actors::locks::LockState,

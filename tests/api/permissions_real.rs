@@ -131,3 +131,121 @@ async fn a_rule_added_while_a_session_lives_applies_to_its_next_call() {
     run_bash(&api, &service, &id, "second touch", "touch b.txt", 2).await;
     assert!(!service.root.join("live/b.txt").exists(), "denied after the rule");
 }
+
+/// Spellings of `rm FILE` from every class the shell reading covers, one file each. Each is
+/// run by the real CLI's Bash tool; `not_analyzable` marks the ones strict analysis denies for
+/// what it cannot see rather than by matching `rm`.
+const SPELLINGS: &[(&str, bool)] = &[
+    ("\"rm\" sp01.txt", false),
+    ("'r'm sp02.txt", false),
+    ("\\rm sp03.txt", false),
+    ("$'\\x72m' sp04.txt", false),
+    ("{rm,sp05.txt}", false),
+    ("r\\\nm sp06.txt", false),
+    ("if true; then rm sp07.txt; fi", false),
+    ("for f in sp08.txt; do rm \"$f\"; done", false),
+    ("f() { rm sp09.txt; }; f", false),
+    ("case x in x) rm sp10.txt;; esac", false),
+    ("timeout 5 rm sp11.txt", false),
+    ("nice -n 5 rm sp12.txt", false),
+    (">/dev/null rm sp13.txt", false),
+    ("bash -c 'rm sp14.txt'", false),
+    ("eval \"rm sp15.txt\"", false),
+    ("sh <<EOF\nrm sp16.txt\nEOF", false),
+    ("echo sp17.txt | xargs rm", false),
+    ("find . -name sp18.txt -delete", false),
+    ("CMD=rm; $CMD sp19.txt", true),
+    ("python3 -c 'import os; os.remove(\"sp20.txt\")'", true),
+];
+
+/// Runs every spelling in one session, one turn each, in order; returns the session id.
+async fn run_spellings(api: &FakeApi, service: &TestService, project: &str) -> String {
+    let id = idle_session(service, project).await;
+    for (turn, (command, _)) in SPELLINGS.iter().enumerate() {
+        // A prompt no other prompt contains, so each request picks its own reply.
+        let prompt = format!("spelling-turn-{:02}-go", turn + 1);
+        api.on(
+            &prompt,
+            Reply::ToolUse { name: "Bash".into(), input: json!({"command": command, "description": prompt}) },
+        );
+        api.on("tool_result", Reply::Text(format!("{prompt}-finished")));
+        let res = service.post(&format!("/api/sessions/{id}/message"), json!({"content": prompt})).await;
+        assert_eq!(res.status().as_u16(), 202);
+        let turns = turn as i64 + 1;
+        service.wait_for(&id, READY, |r| r["num_turns"] == turns && r["status"] == "idle").await;
+    }
+    id
+}
+
+fn spelling_files(folder: &std::path::Path) -> Vec<std::path::PathBuf> {
+    (1..=SPELLINGS.len()).map(|k| folder.join(format!("sp{k:02}.txt"))).collect()
+}
+
+#[actix_web::test]
+async fn every_spelling_of_rm_deletes_its_file_when_no_rule_stops_it() {
+    let (api, service) = rig().await;
+    let project = service.project("open").await;
+    let files = spelling_files(&service.root.join("open"));
+    for file in &files {
+        std::fs::write(file, "x").expect("write");
+    }
+    let id = run_spellings(&api, &service, &project).await;
+    let survivors: Vec<_> = files.iter().filter(|f| f.exists()).collect();
+    assert!(survivors.is_empty(), "each spelling really runs rm: {survivors:?}");
+    let log = decisions(&service, &id).await;
+    assert!(log.iter().all(|d| d["decision"] == "allow"), "no rule, nothing denied");
+    let reading = log.iter().find(|d| d["tool_input"].as_str().is_some_and(|t| t.contains("sp05.txt")));
+    let reading = &reading.expect("the brace spelling was audited")["command_reading"];
+    assert_eq!(reading["commands"], json!(["rm sp05.txt"]), "read as the shell runs it, even when allowed");
+}
+
+#[actix_web::test]
+async fn a_project_deny_rm_stops_every_spelling_and_the_audit_shows_how_each_was_read() {
+    let (api, service) = rig().await;
+    let project = service.project("shut").await;
+    let files = spelling_files(&service.root.join("shut"));
+    for file in &files {
+        std::fs::write(file, "x").expect("write");
+    }
+    let path = format!("/api/projects/{project}/rules");
+    let rule_id = rule(&service, &path, json!({"tool_name": "Bash", "rule_content": "rm:*", "behavior": "deny"})).await;
+    let id = run_spellings(&api, &service, &project).await;
+    let deleted: Vec<_> = files.iter().filter(|f| !f.exists()).collect();
+    assert!(deleted.is_empty(), "every spelling was denied: {deleted:?}");
+
+    let log = service.get_json(&format!("/api/permissions/log?session_id={id}&limit=1000")).await;
+    let log = log.as_array().cloned().unwrap_or_default();
+    for (k, (command, not_analyzable)) in SPELLINGS.iter().enumerate() {
+        let file = format!("sp{:02}.txt", k + 1);
+        let row = log
+            .iter()
+            .find(|d| d["decision"] == "deny" && d["tool_input"].as_str().is_some_and(|t| t.contains(&file)))
+            .unwrap_or_else(|| panic!("{command:?} has a deny row: {log:?}"));
+        assert_eq!(row["rule_id"], rule_id.as_str(), "{command:?}");
+        let reading = &row["command_reading"];
+        let commands: Vec<&str> =
+            reading["commands"].as_array().expect("commands").iter().flat_map(|c| c.as_str()).collect();
+        if *not_analyzable {
+            let why = reading["not_analyzable"].as_str().unwrap_or_default();
+            assert!(!why.is_empty(), "{command:?}: {reading}");
+            let reason = row["reason"].as_str().unwrap_or_default();
+            assert!(reason.contains("strict shell analysis") && reason.contains(why), "{command:?}: {reason}");
+        } else {
+            let matched = reading["matched"].as_str().unwrap_or_default();
+            assert!(matched.starts_with("rm"), "{command:?} matched an rm command: {reading}");
+            assert!(commands.contains(&matched), "{command:?}: the matched command is one of the parts: {reading}");
+        }
+    }
+    let told = api.requests().into_iter().any(|r| r.contains("strict shell analysis"));
+    assert!(told, "the model heard why the call it could not have analyzed was denied");
+
+    // The session's stream replays its permission.decision events, each with the reading.
+    let mut stream = service.get(&format!("/api/sessions/{id}/stream?since=0")).await;
+    let (mut seen, deadline) = (String::new(), tokio::time::Instant::now() + Duration::from_secs(10));
+    while !(seen.contains("\"matched\":\"rm sp01.txt\"") && seen.contains("\"not_analyzable\":")) {
+        match tokio::time::timeout_at(deadline, stream.chunk()).await {
+            Ok(Ok(Some(chunk))) => seen.push_str(&String::from_utf8_lossy(&chunk)),
+            other => panic!("the stream's permission.decision events carry command_reading: {other:?}\n{seen}"),
+        }
+    }
+}

@@ -10,29 +10,42 @@
 //! text for any other tool. For file subjects `*` stays within one path segment and `**` crosses
 //! them; for commands and JSON `*` matches anything.
 //!
-//! Bash commands are split into the simple commands a shell would run (on `;`, `&`, `&&`, `||`,
-//! `|`, newlines, and inside `$(...)`, `<(...)`, `>(...)` and backticks; separators inside quotes
-//! do not split), and each is normalized: surrounding whitespace, leading `VAR=value`
-//! assignments, wrappers (`sudo`, `env`, `exec`, `command`, `nohup`, `nice`, `time`), and an
-//! absolute program path (`/bin/rm` is `rm`). A deny rule denies the call when ANY part matches;
-//! an allow rule applies only when EVERY part matches. What this cannot see: commands hidden in
-//! strings run by another interpreter (`bash -c "..."`, `sh -c`, `eval`, `python -c`, `xargs`,
-//! `find -exec`) or in variables (`$CMD`); deny those programs themselves (`bash:*`, `sh:*`,
-//! `eval:*`, ...) when that matters.
+//! Bash commands are read with a bash grammar into the simple commands a shell would run, each
+//! as the words it would execute (see [`shell`] for what is read, how, and what is not
+//! analyzable). A deny rule denies the call when ANY part matches (or another reading of it:
+//! the part with its wrappers, `sudo rm x`); an allow rule applies only when EVERY part
+//! matches (an interpreter's own invocation, `bash -c ...`, aside: its commands are parts).
+//!
+//! Strict shell analysis ([`ShellAnalysis::Strict`], the default): when a deny rule whose tool
+//! is `Bash` or `*` is in scope (project or global), a part that is not analyzable (a program
+//! word from a variable or substitution, a glob program word, inline `python -c`/`node -e`/
+//! `perl -e`/... code, a shell reading a pipe, `bash -c`/`eval` text built at run time, `xargs`
+//! or `find -exec` supplying the program, a parse error, too deep or too long) denies the call,
+//! naming what could not be analyzed, unless an allow rule with a non-empty `rule_content`
+//! matches that part. Deny rules are checked first and still win. Lenient
+//! ([`ShellAnalysis::Lenient`]): such parts are matched as plain text, like any other. With no
+//! such deny rule in scope both modes decide alike.
 
-mod bash;
+mod cache;
 mod input;
 mod pattern;
+mod reading;
 mod rule;
 mod set;
+pub mod shell;
 mod subject;
 
-pub use bash::{bash_parts, CommandPart};
 pub use input::{merge_input, redact};
 pub use pattern::{compile_pattern, Pattern};
+pub use reading::CommandReading;
 pub use rule::{Behavior, CompiledRule};
 pub use set::{RuleMatch, RuleSet};
+pub use shell::{read_command, CommandPart, ShellAnalysis};
 pub use subject::{subject, Subject};
 
+#[cfg(test)]
+mod reading_tests;
+#[cfg(test)]
+mod shell_tests;
 #[cfg(test)]
 mod tests;

@@ -4,8 +4,11 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::cache::ReadingCache;
+use super::reading::CommandReading;
 use super::rule::{Behavior, CompiledRule};
-use super::subject::subject;
+use super::shell::ShellAnalysis;
+use super::subject::{subject, Subject};
 
 #[derive(Debug, Default, Clone)]
 struct Groups {
@@ -36,14 +39,21 @@ pub struct RuleSet {
     global: Groups,
     projects: HashMap<String, Groups>,
     len: usize,
+    shell_analysis: ShellAnalysis,
+    readings: ReadingCache,
 }
 
 /// The outcome for one tool call.
 #[derive(Debug, Clone)]
 pub struct RuleMatch<'a> {
     pub behavior: Behavior,
-    /// The rule that decided; `None` for the default.
+    /// The rule that decided; `None` for the default. For a strict denial (see
+    /// `not_analyzable`), the deny rule that put the call under strict analysis.
     pub rule: Option<&'a CompiledRule>,
+    /// Strict shell analysis denied the call: what could not be analyzed.
+    pub not_analyzable: Option<String>,
+    /// How a Bash command was read; `None` for other tools.
+    pub reading: Option<CommandReading>,
 }
 
 impl RuleSet {
@@ -60,6 +70,12 @@ impl RuleSet {
         set
     }
 
+    /// What to do with a Bash part that cannot be analyzed (strict by default).
+    pub fn with_shell_analysis(mut self, mode: ShellAnalysis) -> RuleSet {
+        self.shell_analysis = mode;
+        self
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }
@@ -69,15 +85,49 @@ impl RuleSet {
     }
 
     pub fn evaluate(&self, project_id: Option<&str>, tool_name: &str, input: &Value) -> RuleMatch<'_> {
-        let subject = subject(tool_name, input);
+        let subject = match (tool_name, input.get("command").and_then(Value::as_str)) {
+            ("Bash", Some(command)) => Subject::Commands(self.readings.read(command)),
+            _ => subject(tool_name, input),
+        };
+        let mut reading = match &subject {
+            Subject::Commands(parts) => Some(CommandReading::of(parts)),
+            _ => None,
+        };
         let project = project_id.and_then(|p| self.projects.get(p));
-        let groups =
-            [project.map(|g| &g.deny), Some(&self.global.deny), project.map(|g| &g.allow), Some(&self.global.allow)];
-        for rule in groups.into_iter().flatten().flatten() {
-            if rule.matches(tool_name, &subject) {
-                return RuleMatch { behavior: rule.behavior, rule: Some(rule) };
+        let decided = |behavior, rule, not_analyzable, reading| RuleMatch { behavior, rule, not_analyzable, reading };
+
+        let denies = [project.map(|g| &g.deny), Some(&self.global.deny)];
+        for rule in denies.into_iter().flatten().flatten() {
+            if let Some(hit) = rule.matches(tool_name, &subject) {
+                if let Some(reading) = reading.as_mut() {
+                    reading.matched = hit.part.map(str::to_string);
+                }
+                return decided(Behavior::Deny, Some(rule), None, reading);
             }
         }
-        RuleMatch { behavior: Behavior::Allow, rule: None }
+
+        let allows = [project.map(|g| &g.allow), Some(&self.global.allow)];
+        if let (ShellAnalysis::Strict, Subject::Commands(parts)) = (self.shell_analysis, &subject) {
+            // Strict applies only where a deny rule could apply to this call.
+            let in_scope = denies.into_iter().flatten().flatten().find(|r| r.tool_matches(tool_name));
+            let unexplained = parts.iter().find(|part| {
+                part.not_analyzable.is_some()
+                    && !allows.into_iter().flatten().flatten().any(|rule| rule.explicitly_allows(part))
+            });
+            if let (Some(rule), Some(part)) = (in_scope, unexplained) {
+                // The audit names the part that decided (an earlier one may have been allowed).
+                if let Some(reading) = reading.as_mut() {
+                    reading.not_analyzable.clone_from(&part.not_analyzable);
+                }
+                return decided(Behavior::Deny, Some(rule), part.not_analyzable.clone(), reading);
+            }
+        }
+
+        for rule in allows.into_iter().flatten().flatten() {
+            if rule.matches(tool_name, &subject).is_some() {
+                return decided(Behavior::Allow, Some(rule), None, reading);
+            }
+        }
+        decided(Behavior::Allow, None, None, reading)
     }
 }

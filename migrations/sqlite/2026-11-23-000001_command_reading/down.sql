@@ -1,0 +1,1 @@
+ALTER TABLE permission_log DROP COLUMN command_reading;
