@@ -67,9 +67,13 @@ impl Bench {
     }
 
     async fn launch(&self, body: Value) -> String {
+        self.launch_in(&self.project, body).await
+    }
+
+    async fn launch_in(&self, project: &str, body: Value) -> String {
         let res = self
             .client
-            .post(format!("{}/api/projects/{}/sessions", self.base, self.project))
+            .post(format!("{}/api/projects/{project}/sessions", self.base))
             .json(&body)
             .send()
             .await
@@ -108,8 +112,12 @@ impl Bench {
 
     /// POST to idle, polling the session without pause.
     async fn launch_to_idle(&self) -> Duration {
+        self.launch_to_idle_in(&self.project).await
+    }
+
+    async fn launch_to_idle_in(&self, project: &str) -> Duration {
         let started = Instant::now();
-        let id = self.launch(json!({})).await;
+        let id = self.launch_in(project, json!({})).await;
         self.wait(&id, |r| r["status"] == "idle").await;
         let took = started.elapsed();
         self.close(&id).await;

@@ -60,7 +60,8 @@ fn main() {
         "grandchild" => {
             // Named by their arguments, unique to this run: inside a sandbox's pid namespace
             // the pids this process sees are not the host's.
-            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+            let nanos =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
             let (inside, outside) = (format!("300.{nanos}"), format!("301.{nanos}"));
             std::process::Command::new("sleep").arg(&inside).spawn().expect("sleep");
             std::process::Command::new("setsid").args(["sleep", &outside]).spawn().expect("setsid sleep");

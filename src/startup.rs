@@ -296,7 +296,9 @@ async fn probe_sandbox(settings: &Settings) -> Arc<SandboxSupport> {
             tracing::warn!(%problem, sandbox = %mode, "sessions that need a sandbox will be refused")
         }
         (Some(problem), _) => tracing::info!(%problem, "no OS sandbox available"),
-        (None, mode) => tracing::info!(version = ?support.version, landlock_abi = support.landlock_abi, sandbox = %mode, "OS sandbox available"),
+        (None, mode) => {
+            tracing::info!(version = ?support.version, landlock_abi = support.landlock_abi, sandbox = %mode, "OS sandbox available")
+        }
     }
     Arc::new(support)
 }

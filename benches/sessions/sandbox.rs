@@ -1,8 +1,6 @@
 //! The sandbox's cost at launch: POST-to-idle of a session in a sandboxed project (`workspace`:
 //! bubblewrap) against one in a project with `sandbox: off`, interleaved, medians of N.
 
-use std::time::{Duration, Instant};
-
 use serde_json::{json, Value};
 
 use super::{median, ms, Bench};
@@ -21,34 +19,16 @@ async fn project(bench: &Bench, name: &str, sandbox: &str) -> String {
     v["id"].as_str().unwrap_or_else(|| panic!("project {name}: {v}")).to_string()
 }
 
-async fn launch_to_idle(bench: &Bench, project: &str) -> Duration {
-    let started = Instant::now();
-    let res = bench
-        .client
-        .post(format!("{}/api/projects/{project}/sessions", bench.base))
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("launch");
-    assert_eq!(res.status().as_u16(), 201, "launch: {}", res.text().await.unwrap_or_default());
-    let v: Value = res.json().await.expect("json");
-    let id = v["id"].as_str().expect("id").to_string();
-    bench.wait(&id, |r| r["status"] == "idle").await;
-    let took = started.elapsed();
-    bench.close(&id).await;
-    took
-}
-
 pub async fn sandbox_overhead(bench: &Bench, n: usize) {
     let (fenced, bare) = (project(bench, "p-fenced", "workspace").await, project(bench, "p-bare", "off").await);
     for _ in 0..3 {
-        launch_to_idle(bench, &fenced).await;
-        launch_to_idle(bench, &bare).await;
+        bench.launch_to_idle_in(&fenced).await;
+        bench.launch_to_idle_in(&bare).await;
     }
     let (mut with, mut without) = (Vec::new(), Vec::new());
     for _ in 0..n {
-        with.push(launch_to_idle(bench, &fenced).await);
-        without.push(launch_to_idle(bench, &bare).await);
+        with.push(bench.launch_to_idle_in(&fenced).await);
+        without.push(bench.launch_to_idle_in(&bare).await);
     }
     let (w, b) = (median(with), median(without));
     println!(

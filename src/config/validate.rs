@@ -122,7 +122,12 @@ fn sandbox_settings(l: &Layers, home: Option<&str>) -> Result<SandboxSettings, C
         }
         Ok(paths)
     };
-    Ok(SandboxSettings { default_mode, bwrap_path, hidden: paths("sandbox_hidden")?, writable: paths("sandbox_writable")? })
+    Ok(SandboxSettings {
+        default_mode,
+        bwrap_path,
+        hidden: paths("sandbox_hidden")?,
+        writable: paths("sandbox_writable")?,
+    })
 }
 
 /// `~` and `~/...` mean the home folder of the environment the settings were read from.

@@ -63,9 +63,9 @@ pub fn write_denials(conn: &mut DbConnection, project: Option<&ProjectId>) -> Re
         .filter(permission_rules::tool_name.eq_any(["Write", "Edit", "MultiEdit", "NotebookEdit"]))
         .select(permission_rules::rule_content);
     Ok(match project {
-        Some(p) => query
-            .filter(permission_rules::project_id.eq(p).or(permission_rules::project_id.is_null()))
-            .load(conn)?,
+        Some(p) => {
+            query.filter(permission_rules::project_id.eq(p).or(permission_rules::project_id.is_null())).load(conn)?
+        }
         None => query.filter(permission_rules::project_id.is_null()).load(conn)?,
     })
 }

@@ -11,8 +11,8 @@ use crate::actors::bus::{HistoryBytes, SubscriberCount};
 use crate::actors::registry::LiveCount;
 use crate::db;
 use crate::domain::sandbox::SandboxMode;
-use crate::sandbox::SandboxSupport;
 use crate::error::AppResult;
+use crate::sandbox::SandboxSupport;
 
 /// How CLIs' process trees are contained, as health reports it. Containment is settled once,
 /// at startup, which builds this from it: the HTTP layer needs nothing of the process layer.

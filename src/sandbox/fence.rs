@@ -87,8 +87,10 @@ impl Fence {
                 );
                 return Err(FenceError::Unavailable { mode, problem });
             }
-            let shim = std::env::current_exe()
-                .map_err(|e| FenceError::Unavailable { mode, problem: format!("the service's executable is unknown: {e}") })?;
+            let shim = std::env::current_exe().map_err(|e| FenceError::Unavailable {
+                mode,
+                problem: format!("the service's executable is unknown: {e}"),
+            })?;
             (model_api_ports(), Some(shim))
         } else {
             (Vec::new(), None)
@@ -147,7 +149,8 @@ impl Fence {
         self.read_only.retain(|p| p.exists());
         let tmp = Path::new("/tmp");
         let folder_of = |p: &Path| std::fs::canonicalize(p).ok().and_then(|c| c.parent().map(Path::to_path_buf));
-        let needed = [self.program.as_deref().and_then(folder_of), self.shim.as_deref().and_then(folder_of), self.home.clone()];
+        let needed =
+            [self.program.as_deref().and_then(folder_of), self.shim.as_deref().and_then(folder_of), self.home.clone()];
         self.shown = needed.into_iter().flatten().filter(|p| p.starts_with(tmp) && p != tmp).collect();
         self.shown.sort();
         self.shown.dedup();
@@ -157,7 +160,8 @@ impl Fence {
     /// The command line that runs `program args` inside the fence. `bridge_port`: the
     /// session's WebSocket bridge, which `strict` must let it reach.
     pub fn command_line(&self, program: &str, args: Vec<String>, bridge_port: Option<u16>) -> (String, Vec<String>) {
-        let program = self.program.as_deref().map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|| program.to_string());
+        let program =
+            self.program.as_deref().map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|| program.to_string());
         let program = program.as_str();
         let mut a: Vec<String> = Vec::with_capacity(40 + args.len());
         let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
@@ -218,20 +222,11 @@ fn model_api_ports() -> Vec<u16> {
     vec![port_of(&url).unwrap_or(443)]
 }
 
-/// `http://127.0.0.1:8080/v1` -> 8080, `http://host` -> 80, `https://host` -> 443.
+/// `http://127.0.0.1:8080/v1` -> 8080, `http://host` -> 80, `https://host` -> 443; other schemes
+/// are not a model API.
 fn port_of(url: &str) -> Option<u16> {
-    let (scheme, rest) = url.trim().split_once("://")?;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host_port = authority.rsplit('@').next()?;
-    let explicit = match host_port.rsplit_once(':') {
-        Some((host, port)) if !host.ends_with(']') || host_port.starts_with('[') => port.parse::<u16>().ok(),
-        _ => None,
-    };
-    explicit.or(match scheme.to_ascii_lowercase().as_str() {
-        "http" => Some(80),
-        "https" => Some(443),
-        _ => None,
-    })
+    let url = reqwest::Url::parse(url.trim()).ok()?;
+    matches!(url.scheme(), "http" | "https").then(|| url.port_or_known_default()).flatten()
 }
 
 #[cfg(test)]
@@ -289,7 +284,8 @@ mod tests {
         std::fs::create_dir_all(home.join(".ssh")).expect("ssh");
         std::fs::write(home.join(".netrc"), "secret").expect("netrc");
         std::fs::create_dir_all(&folder).expect("folder");
-        let state = vec![super::StatePath::Folder(home.join(".claude")), super::StatePath::File(home.join(".claude.json"))];
+        let state =
+            vec![super::StatePath::Folder(home.join(".claude")), super::StatePath::File(home.join(".claude.json"))];
         let hidden = vec![home.join(".ssh"), home.join(".netrc"), home.join(".aws")];
         let mut fence = super::Fence::plan(
             super::SandboxMode::Workspace,
@@ -338,15 +334,30 @@ mod tests {
 
         let refused = super::Fence::plan(strict, &support(true, 3), &settings(vec![]), &folder, None, vec![]);
         assert!(refused.is_err_and(|e| e.to_string().contains("Landlock ABI 4")));
-        let refused = super::Fence::plan(super::SandboxMode::Workspace, &support(false, 6), &settings(vec![]), &folder, None, vec![]);
+        let refused = super::Fence::plan(
+            super::SandboxMode::Workspace,
+            &support(false, 6),
+            &settings(vec![]),
+            &folder,
+            None,
+            vec![],
+        );
         let message = refused.expect_err("refused").to_string();
         assert!(message.contains("not installed") && message.contains("`off`"), "{message}");
-        let off = super::Fence::plan(super::SandboxMode::Off, &support(false, 0), &settings(vec![]), &folder, None, vec![]);
+        let off =
+            super::Fence::plan(super::SandboxMode::Off, &support(false, 0), &settings(vec![]), &folder, None, vec![]);
         assert!(off.is_ok_and(|f| f.is_none()), "off needs nothing");
 
-        let mut missing = super::Fence::plan(super::SandboxMode::Workspace, &support(true, 0), &settings(vec![]), &folder, None, vec![])
-            .expect("available")
-            .expect("on");
+        let mut missing = super::Fence::plan(
+            super::SandboxMode::Workspace,
+            &support(true, 0),
+            &settings(vec![]),
+            &folder,
+            None,
+            vec![],
+        )
+        .expect("available")
+        .expect("on");
         assert!(missing.prepare("/nonexistent/claude").is_err_and(|e| e.contains("/nonexistent/claude")));
     }
 }

@@ -31,7 +31,8 @@ impl SandboxSupport {
     /// Runs `bwrap --version` and a trivial sandbox. Blocking: call it on the blocking pool.
     pub fn probe(bwrap: &str) -> SandboxSupport {
         let resolved = crate::process::executable::resolve(bwrap);
-        let bwrap_path = resolved.as_ref().map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|| bwrap.to_string());
+        let bwrap_path =
+            resolved.as_ref().map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|| bwrap.to_string());
         let landlock_abi = super::netlock::landlock_abi();
         let missing = |problem: String| SandboxSupport::unavailable(&bwrap_path, problem);
         let Some(path) = resolved else {

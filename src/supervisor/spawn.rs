@@ -34,7 +34,8 @@ impl Exit {
     /// status 128+N (the shell's convention); it is read back as the signal.
     fn of(status: std::process::ExitStatus, sandboxed: bool) -> Exit {
         use std::os::unix::process::ExitStatusExt;
-        let signal = status.signal().or_else(|| status.code().filter(|c| sandboxed && (129..=192).contains(c)).map(|c| c - 128));
+        let signal =
+            status.signal().or_else(|| status.code().filter(|c| sandboxed && (129..=192).contains(c)).map(|c| c - 128));
         match (signal, status.code()) {
             (Some(sig), _) => Exit { how: format!("was killed by signal {sig}"), code: None },
             (None, Some(code)) => Exit { how: format!("exited with status {code}"), code: Some(code) },

@@ -37,7 +37,14 @@ async fn idle_session(service: &TestService, project: &str) -> String {
 
 /// The model runs `command` with Bash on `prompt`; answers once the turn has ended with what
 /// the CLI sent back to the model as the tool's result.
-async fn run_bash(api: &FakeApi, service: &TestService, session: &str, prompt: &str, command: &str, turns: i64) -> String {
+async fn run_bash(
+    api: &FakeApi,
+    service: &TestService,
+    session: &str,
+    prompt: &str,
+    command: &str,
+    turns: i64,
+) -> String {
     api.on(prompt, Reply::ToolUse { name: "Bash".into(), input: json!({"command": command, "description": prompt}) });
     api.on("tool_result", Reply::Text(format!("{prompt}: done")));
     let res = service.post(&format!("/api/sessions/{session}/message"), json!({"content": prompt})).await;
@@ -68,7 +75,8 @@ async fn the_sandbox_keeps_the_model_inside_the_project_with_no_rules_at_all() {
     assert!(!escaped.exists() && !hidden.exists(), "nothing was written outside the project");
     assert!(told.contains("Read-only file system"), "the refusal is in the transcript the model sees: {told}");
 
-    let told = run_bash(&api, &service, &id, "read the key", "cat ~/.ssh/id_rsa > leaked.txt; ls -A ~/.ssh | wc -l", 2).await;
+    let told =
+        run_bash(&api, &service, &id, "read the key", "cat ~/.ssh/id_rsa > leaked.txt; ls -A ~/.ssh | wc -l", 2).await;
     let leaked = std::fs::read_to_string(folder.join("leaked.txt")).expect("the command ran");
     assert!(!leaked.contains("PRIVATE-KEY-MATERIAL"), "the secret folder is hidden: {leaked:?}");
     assert!(!told.contains("PRIVATE-KEY-MATERIAL"), "the model never saw the key");
@@ -123,7 +131,10 @@ async fn a_sandboxed_launch_without_the_mechanism_is_refused_never_run_bare() {
     let body: Value = res.json().await.expect("json");
     assert_eq!(body["error"]["code"], "sandbox_unavailable", "{body}");
     let message = body["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("bubblewrap") && message.contains("`off`"), "says what is missing and the way out: {message}");
+    assert!(
+        message.contains("bubblewrap") && message.contains("`off`"),
+        "says what is missing and the way out: {message}"
+    );
     let sessions = service.get_json(&format!("/api/projects/{sandboxed}/sessions")).await;
     assert_eq!(sessions.as_array().map(Vec::len), Some(0), "nothing was started or stored: {sessions}");
 
@@ -144,7 +155,8 @@ async fn a_write_deny_rule_on_a_path_also_holds_against_the_shell() {
     assert_eq!(res.status().as_u16(), 201);
     let id = idle_session(&service, &project).await;
     // The rule names the Write tool; Bash slips past it, and the sandbox holds the line.
-    let told = run_bash(&api, &service, &id, "overwrite it", "echo changed > protected.txt; echo fine > other.txt", 1).await;
+    let told =
+        run_bash(&api, &service, &id, "overwrite it", "echo changed > protected.txt; echo fine > other.txt", 1).await;
     assert_eq!(std::fs::read_to_string(&protected).expect("read"), "original", "the denied path stayed read-only");
     assert!(told.contains("Read-only file system"), "{told}");
     assert_eq!(std::fs::read_to_string(folder.join("other.txt")).expect("the rest is writable").trim(), "fine");

@@ -36,49 +36,55 @@ impl Handler<StartRun> for SessionRegistry {
         // The project's sandbox (its row), then the cgroup and the sandbox (off the executor),
         // then the CLI.
         let (store, project) = (self.store.clone(), msg.agent.project_id.clone());
+        let (cwd, marker, rules_of) = (msg.agent.cwd.clone(), msg.exec.id.to_string(), project.clone());
         let sandbox = async move {
             match project {
                 Some(id) => store.run(move |conn| projects::find(conn, &id)).await.map(|p| p.and_then(|p| p.sandbox)),
                 None => Ok(None),
             }
         };
-        Box::pin(sandbox.into_actor(self).then(move |sandbox, act, _ctx| {
-            let fence = sandbox
-                .map_err(|e| format!("the agent's project could not be read: {e}"))
-                .and_then(|mode| act.fence(mode, &msg.agent.cwd, &ClaudeCode).map_err(|e| e.to_string()));
-            let enclose = fence.map(|fence| act.enclose(msg.exec.id.to_string(), msg.agent.project_id.clone(), fence));
-            let enclosed = async move {
-                match enclose {
-                    Ok(enclose) => enclose.await,
-                    Err(e) => Err(e),
-                }
-            };
-            enclosed.into_actor(act).map(move |enclosure, act, ctx| {
-            let StartRun { agent, exec, lock, parent } = msg;
-            let Enclosure { cgroup, fence } = enclosure?;
-            let options = CliOptions { model: agent.model.clone(), ..Default::default() };
-            let req = SpawnRequest {
-                marker: exec.id.to_string(),
-                program: act.settings.cli_path.clone(),
-                arguments: Box::new(move |wire| ClaudeCode.arguments(&options, wire)),
-                folder: agent.cwd.clone(),
-                env: act.cli_env(),
-                bridge: None,
-                cgroup,
-                fence,
-                backlog: None,
-            };
-            let spawned = spawn(req)?;
-            act.children.insert(spawned.pid);
-            let peers = Peers { engine: act.engine.clone(), registry: ctx.address().recipient() };
-            let records = RunRecords { store: act.store.clone(), bus: act.bus.clone() };
-            let id = exec.id.clone();
-            let run = OneTurn::new(agent, exec, records, parent, lock);
-            let grace = Duration::from_millis(act.settings.agent_kill_grace_ms);
-            let addr: Addr<AgentRunProcess> =
-                CliProcess::start(id.as_str(), spawned, Box::new(ClaudeCode), peers, grace, run);
-            Ok(addr.recipient())
-            })
-        }))
+        let enclosed = sandbox.into_actor(self).then(move |loaded, act, _ctx| {
+            let enclose = loaded.map_err(|e| format!("the agent's project could not be read: {e}")).and_then(|mode| {
+                let fence = act.fence(mode, &cwd, &ClaudeCode).map_err(|e| e.to_string())?;
+                Ok(act.enclose(marker, rules_of, fence))
+            });
+            async move { enclose?.await }.into_actor(act)
+        });
+        Box::pin(enclosed.map(move |enclosure, act, ctx| act.start_run(msg, enclosure?, ctx)))
+    }
+}
+
+impl SessionRegistry {
+    /// Spawns the CLI of an agent run inside its enclosure and starts its actor.
+    fn start_run(
+        &mut self,
+        msg: StartRun,
+        enclosure: Enclosure,
+        ctx: &mut Context<Self>,
+    ) -> Result<Recipient<Cancel>, String> {
+        let StartRun { agent, exec, lock, parent } = msg;
+        let Enclosure { cgroup, fence } = enclosure;
+        let options = CliOptions { model: agent.model.clone(), ..Default::default() };
+        let req = SpawnRequest {
+            marker: exec.id.to_string(),
+            program: self.settings.cli_path.clone(),
+            arguments: Box::new(move |wire| ClaudeCode.arguments(&options, wire)),
+            folder: agent.cwd.clone(),
+            env: self.cli_env(),
+            bridge: None,
+            cgroup,
+            fence,
+            backlog: None,
+        };
+        let spawned = spawn(req)?;
+        self.children.insert(spawned.pid);
+        let peers = Peers { engine: self.engine.clone(), registry: ctx.address().recipient() };
+        let records = RunRecords { store: self.store.clone(), bus: self.bus.clone() };
+        let id = exec.id.clone();
+        let run = OneTurn::new(agent, exec, records, parent, lock);
+        let grace = Duration::from_millis(self.settings.agent_kill_grace_ms);
+        let addr: Addr<AgentRunProcess> =
+            CliProcess::start(id.as_str(), spawned, Box::new(ClaudeCode), peers, grace, run);
+        Ok(addr.recipient())
     }
 }
