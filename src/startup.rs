@@ -17,7 +17,7 @@ use crate::actors::janitor::{Janitor, StopJanitor, Tidies};
 use crate::actors::locks::DirLockQueue;
 use crate::actors::permissions::{PermissionEngine, Reload};
 use crate::actors::recovery::recover_after_restart;
-use crate::actors::registry::{Confinement, SessionRegistry, Shutdown};
+use crate::actors::registry::{SessionRegistry, Shutdown};
 use crate::actors::webhooks::{ReloadWebhooks, WebhookDispatcher};
 use crate::config::Settings;
 use crate::db::lock::{Holder, InstanceLock, LockError};
@@ -27,6 +27,7 @@ use crate::domain::folders::ProjectRoot;
 use crate::http::health::ContainmentReport;
 use crate::http::{self, errors, guard::AccessPolicy, AppState};
 use crate::process::cgroup::Containment;
+use crate::sandbox::enclosure::Encloser;
 use crate::sandbox::SandboxSupport;
 use crate::telemetry;
 
@@ -125,6 +126,7 @@ impl Application {
             .map_err(|e| crate::db::StoreError::Other(format!("the permission engine did not start: {e}")))??;
         tracing::info!(rules, "permission rules loaded");
         let sandbox = probe_sandbox(&settings).await;
+        let encloser = Encloser::new(settings.clone(), store.clone(), containment.clone(), sandbox.clone());
         let registry = SessionRegistry::new(
             settings.clone(),
             store.clone(),
@@ -132,7 +134,7 @@ impl Application {
             engine.clone().recipient(),
             bus.clone().recipient(),
             options.subreaper,
-            Confinement { containment: containment.clone(), sandbox: sandbox.clone() },
+            encloser.clone(),
         )
         .start();
         let webhooks = WebhookDispatcher::new(
@@ -187,6 +189,7 @@ impl Application {
             locks,
             containment: report(&containment),
             sandbox,
+            encloser,
         });
 
         let server = HttpServer::new(move || {

@@ -164,3 +164,25 @@ pub fn fail_interrupted(conn: &mut DbConnection, now: &str) -> Result<Vec<Sessio
     })
     .map_err(StoreError::from)
 }
+
+/// Where a session's commands, processes and terminals run: its workspace, and the project it
+/// belongs to (for its rules and sandbox).
+#[derive(Debug, Clone)]
+pub struct SessionWorkspace {
+    pub session: Session,
+    pub project: super::projects::Project,
+    /// The folder: the session's own worktree, or the project's folder when it shares it.
+    pub folder: String,
+}
+
+/// The workspace of session `id`, if the session exists.
+pub fn workspace(conn: &mut DbConnection, id: &SessionId) -> Result<Option<SessionWorkspace>, StoreError> {
+    let Some(session) = find(conn, id)? else {
+        return Ok(None);
+    };
+    let Some(project) = super::projects::find(conn, &session.project_id)? else {
+        return Ok(None);
+    };
+    let folder = project.folder_path.clone();
+    Ok(Some(SessionWorkspace { session, project, folder }))
+}

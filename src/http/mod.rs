@@ -56,6 +56,8 @@ pub struct AppState {
     pub containment: ContainmentReport,
     /// What this machine offers for sandboxing CLIs (health reports it).
     pub sandbox: std::sync::Arc<crate::sandbox::SandboxSupport>,
+    /// The cgroup and sandbox of whatever starts in a workspace (exec, processes, terminals).
+    pub encloser: crate::sandbox::enclosure::Encloser,
 }
 
 /// One row of the route table.

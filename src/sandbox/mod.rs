@@ -3,6 +3,7 @@
 //!
 //! - [`support`]: what this machine offers, probed once at startup (health reports it).
 //! - [`fence`]: what one CLI may touch, and the command line that fences it in.
+//! - [`enclosure`]: a process's cgroup and sandbox, prepared before it starts.
 //! - [`netlock`]: `conduit sandbox-exec`, the network limit applied inside a `strict` sandbox.
 //!
 //! bubblewrap was chosen over Landlock alone for the file system because Landlock can only
@@ -10,6 +11,7 @@
 //! namespace does with one empty folder on top. It is also what Claude Code's own sandbox uses
 //! on Linux, and Debian packages it.
 
+pub mod enclosure;
 pub mod fence;
 pub mod netlock;
 pub mod support;

@@ -25,8 +25,8 @@ use crate::supervisor::claude::ClaudeCode;
 use crate::supervisor::spawn::{spawn, SpawnRequest};
 use crate::transport::websocket;
 
-use super::enclose::Enclosure;
 use super::{Live, SessionRegistry};
+use crate::sandbox::enclosure::Enclosure;
 
 #[derive(Message)]
 #[rtype(result = "Result<Launched, LaunchError>")]

@@ -35,9 +35,8 @@ use crate::db::Store;
 use crate::domain::idleness::Busy;
 use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::session::ClosedReason;
-use crate::process::cgroup::Containment;
 use crate::process::version::CliVersion;
-use crate::sandbox::SandboxSupport;
+use crate::sandbox::enclosure::Encloser;
 use crate::supervisor::process::ProcessGone;
 
 #[derive(Message)]
@@ -71,6 +70,19 @@ pub struct CloseProject(pub ProjectId);
 #[rtype(result = "()")]
 pub struct Shutdown;
 
+/// A session's CLI has ended (for any reason): what was started in its workspace ends too.
+#[derive(Message, Clone, Debug)]
+#[rtype(result = "()")]
+pub struct SessionEnded {
+    pub id: SessionId,
+    pub project_id: ProjectId,
+}
+
+/// Tells `0` of every session that ends from now on.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct WatchEnds(pub Recipient<SessionEnded>);
+
 // ---------------------------------------------------------------------------------------------
 // State
 
@@ -96,18 +108,10 @@ pub struct SessionRegistry {
     /// Every CLI pid tokio waits for (sessions' and agent runs'): the one owner of pids.
     children: HashSet<i32>,
     sweep: Sweep,
-    /// How each CLI's process tree is contained (a cgroup each, or process groups).
-    containment: Arc<Containment>,
-    /// What this machine offers for sandboxing CLIs (probed at startup).
-    sandbox: Arc<SandboxSupport>,
-}
-
-/// What the machine offers to fence CLIs in, settled at startup.
-pub struct Confinement {
-    /// A cgroup per CLI, or process groups.
-    pub containment: Arc<Containment>,
-    /// The OS sandbox (bubblewrap, Landlock).
-    pub sandbox: Arc<SandboxSupport>,
+    /// Each CLI's cgroup and sandbox.
+    encloser: Encloser,
+    /// Told of every session that ends (the workspace's processes and terminals end with it).
+    end_watchers: Vec<Recipient<SessionEnded>>,
 }
 
 impl SessionRegistry {
@@ -118,9 +122,8 @@ impl SessionRegistry {
         engine: Recipient<Evaluate>,
         bus: Recipient<Publish>,
         reap_orphans: bool,
-        confinement: Confinement,
+        encloser: Encloser,
     ) -> Self {
-        let Confinement { containment, sandbox } = confinement;
         SessionRegistry {
             settings,
             store,
@@ -133,8 +136,8 @@ impl SessionRegistry {
             reap_orphans,
             children: HashSet::new(),
             sweep: Sweep::Idle,
-            containment,
-            sandbox,
+            encloser,
+            end_watchers: Vec::new(),
         }
     }
 }
@@ -171,9 +174,21 @@ impl Handler<ProcessGone> for SessionRegistry {
 
     fn handle(&mut self, msg: ProcessGone, _ctx: &mut Context<Self>) {
         self.children.remove(&msg.pid);
-        if self.live.remove(msg.id.as_str()).is_some() {
-            tracing::debug!(session = %msg.id, pid = msg.pid, reason = ?msg.reason, "session ended");
+        if let Some((id, live)) = self.live.remove_entry(msg.id.as_str()) {
+            tracing::debug!(session = %id, pid = msg.pid, reason = ?msg.reason, "session ended");
+            let ended = SessionEnded { id, project_id: live.project_id };
+            for watcher in &self.end_watchers {
+                watcher.do_send(ended.clone());
+            }
         }
+    }
+}
+
+impl Handler<WatchEnds> for SessionRegistry {
+    type Result = ();
+
+    fn handle(&mut self, msg: WatchEnds, _ctx: &mut Context<Self>) {
+        self.end_watchers.push(msg.0);
     }
 }
 

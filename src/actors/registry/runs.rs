@@ -5,13 +5,13 @@ use std::time::Duration;
 
 use actix::prelude::*;
 
-use super::enclose::Enclosure;
 use super::SessionRegistry;
 use crate::actors::agent_run::{AgentRunProcess, Cancel, OneTurn, RunEnded, RunRecords};
 use crate::actors::locks::DirLock;
 use crate::db::agents::{Agent, Execution};
 use crate::db::projects;
 use crate::domain::launch::CliOptions;
+use crate::sandbox::enclosure::Enclosure;
 use crate::supervisor::adapter::AgentAdapter;
 use crate::supervisor::claude::ClaudeCode;
 use crate::supervisor::process::{CliProcess, Peers};
