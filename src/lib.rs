@@ -16,4 +16,5 @@ pub mod sandbox;
 pub mod startup;
 pub mod supervisor;
 pub mod telemetry;
+pub mod terminal;
 pub mod transport;

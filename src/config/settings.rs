@@ -48,6 +48,8 @@ pub struct Settings {
     pub agent_kill_grace_ms: u64,
     /// The OS sandbox of a project that chooses none, and what it needs.
     pub sandbox: SandboxSettings,
+    /// Terminals: idle timeout, scrollback, how many per workspace.
+    pub terminal: TerminalSettings,
     /// What a Bash part that cannot be analyzed means under a deny rule.
     pub shell_analysis: crate::domain::rules::ShellAnalysis,
     pub log_level: String,
@@ -66,6 +68,17 @@ pub struct SandboxSettings {
     pub hidden: Vec<PathBuf>,
     /// Absolute paths (`~` expanded), writable for sandboxed CLIs where they exist (build caches).
     pub writable: Vec<PathBuf>,
+}
+
+/// The `terminal_idle_timeout_ms`, `terminal_scrollback_bytes` and `max_terminals` settings.
+#[derive(Debug, Clone, Copy)]
+pub struct TerminalSettings {
+    /// No input and no attached client for this long ends a terminal.
+    pub idle_timeout: std::time::Duration,
+    /// Bytes of recent output kept to repaint a client that connects.
+    pub scrollback_bytes: usize,
+    /// Terminals one session or one project may have at once.
+    pub max_per_workspace: usize,
 }
 
 impl fmt::Debug for Settings {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::layers::Layers;
-use super::{ConfigError, LogFormat, SandboxSettings, Settings};
+use super::{ConfigError, LogFormat, SandboxSettings, Settings, TerminalSettings};
 use crate::domain::rules::ShellAnalysis;
 
 impl Settings {
@@ -92,6 +92,15 @@ impl Settings {
             // Clamped rather than refused: the grace only has to stay within sane bounds.
             agent_kill_grace_ms: l.integer("agent_kill_grace_ms", 0, i64::MAX)?.clamp(5_000, 60_000) as u64,
             sandbox,
+            terminal: TerminalSettings {
+                idle_timeout: std::time::Duration::from_millis(l.integer(
+                    "terminal_idle_timeout_ms",
+                    1_000,
+                    31_536_000_000,
+                )? as u64),
+                scrollback_bytes: l.integer("terminal_scrollback_bytes", 4 << 10, 64 << 20)? as usize,
+                max_per_workspace: l.integer("max_terminals", 1, 1_000)? as usize,
+            },
             shell_analysis,
             log_level,
             log_format,

@@ -145,6 +145,11 @@ id_type!(
     WebhookId,
     "webhook"
 );
+id_type!(
+    /// A terminal: a shell in a PTY in a workspace (not stored; it lives as long as its shell).
+    TerminalId,
+    "terminal"
+);
 
 #[cfg(test)]
 mod tests {

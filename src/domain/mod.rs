@@ -85,5 +85,6 @@ pub mod names;
 pub mod rules;
 pub mod sandbox;
 pub mod session;
+pub mod terminal;
 pub mod time;
 pub mod validate;

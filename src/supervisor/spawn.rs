@@ -32,7 +32,7 @@ pub struct Exit {
 impl Exit {
     /// `sandboxed`: the status is bubblewrap's, which reports a CLI killed by signal N as
     /// status 128+N (the shell's convention); it is read back as the signal.
-    fn of(status: std::process::ExitStatus, sandboxed: bool) -> Exit {
+    pub fn of(status: std::process::ExitStatus, sandboxed: bool) -> Exit {
         use std::os::unix::process::ExitStatusExt;
         let signal =
             status.signal().or_else(|| status.code().filter(|c| sandboxed && (129..=192).contains(c)).map(|c| c - 128));

@@ -1,0 +1,98 @@
+//! Starting a terminal's shell: a fresh PTY, the shell as the leader of a new session with the
+//! PTY as its controlling terminal (so job control works and a hangup reaches it), in its
+//! cgroup and sandbox, carrying the marker. Blocking (a fork, cgroupfs writes): call it on the
+//! blocking pool of the runtime that will read the PTY, whose reactor the master joins here.
+
+use crate::domain::terminal::Size;
+use crate::process::cgroup::Cgroup;
+use crate::process::tree::ProcessTree;
+use crate::process::SESSION_MARKER_ENV;
+use crate::sandbox::Fence;
+
+/// What a shell is started with.
+pub struct ShellRequest {
+    /// The terminal's id: the marker every process of its tree carries.
+    pub marker: String,
+    pub shell: String,
+    pub folder: String,
+    /// Added to (and overriding) the service's environment.
+    pub env: Vec<(String, String)>,
+    pub size: Size,
+    pub cgroup: Option<Cgroup>,
+    /// The sandbox (prepared for `shell`), unless the project's is `off`.
+    pub fence: Option<Fence>,
+}
+
+/// A running shell and the two halves of its PTY's master.
+pub struct Started {
+    pub pid: i32,
+    pub tree: ProcessTree,
+    pub child: tokio::process::Child,
+    pub reader: pty_process::OwnedReadPty,
+    pub writer: pty_process::OwnedWritePty,
+}
+
+/// Starts the shell. On failure nothing of it is left running; the error says why.
+pub fn spawn(req: ShellRequest) -> Result<Started, String> {
+    let ShellRequest { marker, shell, folder, env, size, cgroup, fence } = req;
+    let discard = |cgroup: Option<Cgroup>| {
+        if let Some(cgroup) = cgroup {
+            let _ = cgroup.kill_and_remove(std::time::Duration::from_secs(1));
+        }
+    };
+    let opened = pty_process::open().and_then(|(pty, pts)| {
+        pty.resize(pty_process::Size::new(size.rows, size.cols))?;
+        Ok((pty, pts))
+    });
+    let (pty, pts) = match opened {
+        Ok(opened) => opened,
+        Err(e) => {
+            discard(cgroup);
+            return Err(format!("cannot open a PTY: {e}"));
+        }
+    };
+    // Sandboxed, the program started is bubblewrap (without `--new-session`, so the shell keeps
+    // the PTY as its controlling terminal) and the shell its grandchild.
+    let (program, args) = match &fence {
+        Some(fence) => fence.command_line(&shell, Vec::new(), None),
+        None => (shell.clone(), Vec::new()),
+    };
+    let sandboxed = fence.is_some();
+    // The PTY crate makes the child a session leader and gives it the PTY as its controlling
+    // terminal in a `pre_exec` hook, so std forks (rather than `posix_spawn`s): which is why
+    // this runs on the blocking pool, not on an actor's thread.
+    let command = pty_process::Command::new(&program)
+        .args(args)
+        .current_dir(&folder)
+        .env("TERM", "xterm-256color")
+        .env("COLORTERM", "truecolor")
+        .envs(env)
+        .env(SESSION_MARKER_ENV, &marker)
+        .kill_on_drop(false);
+    let child = match command.spawn(pts) {
+        Ok(child) => child,
+        Err(e) => {
+            discard(cgroup);
+            let how = if sandboxed { format!(" in its sandbox ({program:?})") } else { String::new() };
+            return Err(format!("cannot start the shell {shell:?}{how}: {e}"));
+        }
+    };
+    let Some(pid) = child.id().map(|p| p as i32) else {
+        discard(cgroup);
+        return Err("the shell exited before it could be watched".to_string());
+    };
+    // Into its cgroup at once (see `supervisor::spawn` for why here); its session and the marker
+    // contain it where there is no cgroup.
+    let cgroup = cgroup.and_then(|cg| match cg.adopt(pid) {
+        Ok(()) => Some(cg),
+        Err(e) => {
+            tracing::warn!(terminal = %marker, error = %e, "cannot move the shell into its cgroup; its session contains it");
+            discard(Some(cg));
+            None
+        }
+    });
+    // setsid made the shell's pid its session's and its process group's id.
+    let tree = ProcessTree { pgid: pid, marker, cgroup, wrapped: sandboxed };
+    let (reader, writer) = pty.into_split();
+    Ok(Started { pid, tree, child, reader, writer })
+}
