@@ -14,4 +14,5 @@ pub mod recovery;
 pub mod registry;
 pub mod session;
 pub mod subscriber;
+pub mod terminal;
 pub mod webhooks;

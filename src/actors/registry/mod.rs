@@ -78,6 +78,13 @@ pub struct SessionEnded {
     pub project_id: ProjectId,
 }
 
+/// A child process started outside the registry (a terminal's shell) that tokio waits for: the
+/// orphan sweep leaves it alone until its `ProcessGone`. Sent right after the spawn: a sweep
+/// could only reap it unlisted if it exited and was walked before this message was handled.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct AdoptChild(pub i32);
+
 /// Tells `0` of every session that ends from now on.
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -181,6 +188,14 @@ impl Handler<ProcessGone> for SessionRegistry {
                 watcher.do_send(ended.clone());
             }
         }
+    }
+}
+
+impl Handler<AdoptChild> for SessionRegistry {
+    type Result = ();
+
+    fn handle(&mut self, msg: AdoptChild, _ctx: &mut Context<Self>) {
+        self.children.insert(msg.0);
     }
 }
 

@@ -1,0 +1,389 @@
+//! `Terminal`: one shell in a PTY. It owns the shell's life (one enum), the scrollback, the
+//! attached clients' queues, and the idle clock; see the module above for the data paths.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use actix_web::web::Bytes;
+use futures_util::StreamExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+
+use super::registry::TerminalGone;
+use super::TerminalView;
+use crate::actors::bus::{Event, Publish};
+use crate::domain::terminal::{EndReason, ServerControl, Size, TerminalStatus};
+use crate::process::tree::ProcessTree;
+use crate::supervisor::process::ProcessGone;
+use crate::supervisor::spawn::Exit;
+use crate::terminal::scrollback::Scrollback;
+use crate::terminal::spawn::Started;
+
+/// Chunks a client may have waiting before it is detached as too slow (each at most
+/// [`READ_CHUNK`] bytes: 4 MiB at most per client).
+pub const CLIENT_QUEUE: usize = 64;
+/// The most read from the PTY at once.
+const READ_CHUNK: usize = 64 * 1024;
+/// Writes waiting for the shell to read its input.
+const INPUT_QUEUE: usize = 64;
+/// Between the SIGHUP that asks a shell to end and the SIGKILL that makes it.
+const HANGUP_GRACE: Duration = Duration::from_secs(2);
+/// After the shell exited, how long its last output may take to arrive (a background job
+/// may keep the PTY open; it is ended with the tree).
+const DRAIN_GRACE: Duration = Duration::from_millis(300);
+
+/// What goes to an attached client, in order.
+#[derive(Debug)]
+pub enum Outgoing {
+    Output(Bytes),
+    /// The terminal ended (a `ServerControl::Exit` frame); the connection closes next.
+    Exit(String),
+    /// The client fell [`CLIENT_QUEUE`] chunks behind and was detached.
+    Overflowed,
+}
+
+/// Attaches a client: its queue from now on, and the scrollback up to now (nothing between
+/// them is lost or repeated: both happen in one handler).
+#[derive(Message)]
+#[rtype(result = "Option<Attached>")]
+pub struct Attach(pub mpsc::Sender<Outgoing>);
+
+pub struct Attached {
+    pub client: u64,
+    pub scrollback: Vec<u8>,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Detach(pub u64);
+
+/// Keyboard bytes for the shell; answers once they are queued for the PTY (false: it ended).
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct Input(pub Bytes);
+
+/// Answers false once the terminal is ending.
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct Resize(pub Size);
+
+#[derive(Message)]
+#[rtype(result = "TerminalView")]
+pub struct Describe;
+
+/// Ends the terminal; answers when its processes are gone.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct End(pub EndReason);
+
+/// What the writer task does with the master's write half, in order.
+enum ToPty {
+    Bytes(Bytes),
+    Resize(Size),
+}
+
+/// The shell's life.
+enum Life {
+    Running {
+        input: mpsc::Sender<ToPty>,
+    },
+    /// SIGHUP sent, the master closed; waiting for the shell to exit.
+    Ending {
+        reason: EndReason,
+    },
+    /// The shell exited: its last output drains, then the tree is ended and the actor stops.
+    Exited {
+        exit: Exit,
+        reason: EndReason,
+    },
+}
+
+/// Where the terminal reports.
+pub struct Peers {
+    pub registry: Recipient<TerminalGone>,
+    pub bus: Recipient<Publish>,
+    /// The session registry forgets the shell's pid (it leaves tokio's pids to tokio).
+    pub children: Recipient<ProcessGone>,
+}
+
+pub struct Terminal {
+    view: TerminalView,
+    life: Life,
+    tree: ProcessTree,
+    /// Taken when the actor starts.
+    started: Option<Started>,
+    reading: Option<SpawnHandle>,
+    output_done: bool,
+    scrollback: Scrollback,
+    clients: HashMap<u64, mpsc::Sender<Outgoing>>,
+    next_client: u64,
+    /// The last input, or when the last client left.
+    last_activity: Instant,
+    idle_timeout: Duration,
+    peers: Peers,
+    waiters: Vec<oneshot::Sender<()>>,
+    finishing: bool,
+}
+
+impl Terminal {
+    pub fn new(view: TerminalView, started: Started, scrollback: usize, idle_timeout: Duration, peers: Peers) -> Self {
+        // Replaced by the writer's sender when the actor starts.
+        let (input, _) = mpsc::channel(1);
+        Terminal {
+            view,
+            life: Life::Running { input },
+            tree: started.tree.clone(),
+            started: Some(started),
+            reading: None,
+            output_done: false,
+            scrollback: Scrollback::new(scrollback),
+            clients: HashMap::new(),
+            next_client: 0,
+            last_activity: Instant::now(),
+            idle_timeout,
+            peers,
+            waiters: Vec::new(),
+            finishing: false,
+        }
+    }
+
+    fn output(&mut self, chunk: Bytes) {
+        self.scrollback.push(&chunk);
+        self.clients.retain(|_, queue| {
+            // One slot is kept for telling the client it fell behind.
+            if queue.capacity() <= 1 {
+                let _ = queue.try_send(Outgoing::Overflowed);
+                return false;
+            }
+            queue.try_send(Outgoing::Output(chunk.clone())).is_ok()
+        });
+    }
+
+    /// Asks the shell to end: SIGHUP to its tree and the master closed, SIGKILL after a grace.
+    fn end(&mut self, reason: EndReason, ctx: &mut Context<Self>) {
+        if !matches!(self.life, Life::Running { .. }) {
+            return;
+        }
+        tracing::debug!(terminal = %self.view.id, %reason, "ending a terminal");
+        // Dropping the input sender ends the writer task and its half of the master; cancelling
+        // the reader drops the other: the shell's session gets a hangup.
+        self.life = Life::Ending { reason };
+        self.view.status = TerminalStatus::Ending;
+        if let Some(reading) = self.reading.take() {
+            ctx.cancel_future(reading);
+        }
+        self.output_done = true;
+        let tree = self.tree.clone();
+        tokio::task::spawn_blocking(move || tree.signal(libc::SIGHUP));
+        ctx.run_later(HANGUP_GRACE, |act, _| {
+            if matches!(act.life, Life::Ending { .. }) {
+                let tree = act.tree.clone();
+                // The shell's wait resolves once the kill lands.
+                tokio::task::spawn_blocking(move || tree.end(Duration::from_secs(2)));
+            }
+        });
+    }
+
+    fn exited(&mut self, exit: Exit, ctx: &mut Context<Self>) {
+        let reason = match self.life {
+            Life::Ending { reason } => reason,
+            _ => EndReason::Exited,
+        };
+        tracing::debug!(terminal = %self.view.id, how = %exit.how, "a terminal's shell exited");
+        self.life = Life::Exited { exit, reason };
+        if self.output_done {
+            self.finish(ctx);
+        } else {
+            ctx.run_later(DRAIN_GRACE, |act, ctx| act.finish(ctx));
+        }
+    }
+
+    /// Ends whatever the shell left (its cgroup, group and marked processes), then tells
+    /// everyone and stops.
+    fn finish(&mut self, ctx: &mut Context<Self>) {
+        let Life::Exited { exit, reason } = &self.life else { return };
+        if std::mem::replace(&mut self.finishing, true) {
+            return;
+        }
+        let (exit, reason) = (exit.clone(), *reason);
+        if let Some(reading) = self.reading.take() {
+            ctx.cancel_future(reading);
+        }
+        let tree = self.tree.clone();
+        let cleanup = tokio::task::spawn_blocking(move || tree.end(Duration::from_secs(2)));
+        ctx.spawn(cleanup.into_actor(self).map(move |left, act, ctx| {
+            if let Some(left) = left.ok().filter(|l| !l.is_empty()) {
+                tracing::warn!(terminal = %act.view.id, pids = ?left, "processes of a terminal outlived it");
+            }
+            act.report(exit, reason);
+            ctx.stop();
+        }));
+    }
+
+    fn report(&mut self, exit: Exit, reason: EndReason) {
+        let signal = exit.how.strip_prefix("was killed by signal ").and_then(|s| s.parse().ok());
+        let frame = ServerControl::Exit { code: exit.code, signal, reason };
+        let frame = serde_json::to_string(&frame).unwrap_or_default();
+        for (_, queue) in self.clients.drain() {
+            let _ = queue.try_send(Outgoing::Exit(frame.clone()));
+        }
+        let data = serde_json::json!({
+            "terminal": self.view, "reason": reason, "code": exit.code, "signal": signal, "how": exit.how,
+        });
+        self.peers.bus.do_send(Publish(Event::json("terminal.exited", "terminal_exited", None, &data)));
+        self.peers.registry.do_send(TerminalGone(self.view.id.clone()));
+        self.peers.children.do_send(ProcessGone { id: self.view.id.to_string(), pid: self.view.pid, reason: None });
+        for waiter in self.waiters.drain(..) {
+            let _ = waiter.send(());
+        }
+    }
+
+    fn check_idle(&mut self, ctx: &mut Context<Self>) {
+        let idle = self.clients.is_empty() && self.last_activity.elapsed() >= self.idle_timeout;
+        if idle && matches!(self.life, Life::Running { .. }) {
+            self.end(EndReason::IdleTimeout, ctx);
+        }
+    }
+}
+
+/// Writes input to the PTY and applies resizes, in order, until the terminal drops its sender.
+async fn write_to_pty(mut writer: pty_process::OwnedWritePty, mut queue: mpsc::Receiver<ToPty>) {
+    while let Some(item) = queue.recv().await {
+        let done = match item {
+            ToPty::Bytes(bytes) => writer.write_all(&bytes).await.map_err(|e| e.to_string()),
+            ToPty::Resize(size) => {
+                writer.resize(pty_process::Size::new(size.rows, size.cols)).map_err(|e| e.to_string())
+            }
+        };
+        if let Err(e) = done {
+            tracing::debug!(error = %e, "a terminal's PTY no longer takes input");
+            return;
+        }
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Chunk(std::io::Result<Bytes>);
+
+impl Actor for Terminal {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        let Some(Started { reader, writer, mut child, .. }) = self.started.take() else { return };
+        let (input, queue) = mpsc::channel(INPUT_QUEUE);
+        self.life = Life::Running { input };
+        actix::spawn(write_to_pty(writer, queue));
+        // EOF or EIO (every slave descriptor closed) ends the stream.
+        let chunks = futures_util::stream::unfold(reader, |mut reader| async move {
+            let mut buf = vec![0u8; READ_CHUNK];
+            match reader.read(&mut buf).await {
+                Ok(0) => None,
+                Ok(n) => {
+                    buf.truncate(n);
+                    Some((Chunk(Ok(Bytes::from(buf))), reader))
+                }
+                Err(e) => Some((Chunk(Err(e)), reader)),
+            }
+        });
+        self.reading = Some(ctx.add_stream(chunks.take_while(|c| std::future::ready(c.0.is_ok()))));
+        let sandboxed = self.view.sandboxed;
+        let wait = async move {
+            match child.wait().await {
+                Ok(status) => Exit::of(status, sandboxed),
+                // Reaped by someone else (an orphan sweep): the status is lost, not the end.
+                Err(e) => Exit { how: format!("could not be waited for: {e}"), code: None },
+            }
+        };
+        ctx.spawn(wait.into_actor(self).map(|exit, act, ctx| act.exited(exit, ctx)));
+        let every = (self.idle_timeout / 5).clamp(Duration::from_millis(50), Duration::from_secs(10));
+        ctx.run_interval(every, |act, ctx| act.check_idle(ctx));
+    }
+}
+
+impl StreamHandler<Chunk> for Terminal {
+    fn handle(&mut self, chunk: Chunk, _ctx: &mut Context<Self>) {
+        if let Ok(bytes) = chunk.0 {
+            self.output(bytes);
+        }
+    }
+
+    fn finished(&mut self, ctx: &mut Context<Self>) {
+        self.output_done = true;
+        if matches!(self.life, Life::Exited { .. }) {
+            self.finish(ctx);
+        }
+    }
+}
+
+impl Handler<Attach> for Terminal {
+    type Result = Option<Attached>;
+
+    fn handle(&mut self, msg: Attach, _ctx: &mut Context<Self>) -> Option<Attached> {
+        if !matches!(self.life, Life::Running { .. }) {
+            return None;
+        }
+        self.next_client += 1;
+        self.clients.insert(self.next_client, msg.0);
+        self.view.clients = self.clients.len();
+        Some(Attached { client: self.next_client, scrollback: self.scrollback.snapshot() })
+    }
+}
+
+impl Handler<Detach> for Terminal {
+    type Result = ();
+
+    fn handle(&mut self, msg: Detach, _ctx: &mut Context<Self>) {
+        if self.clients.remove(&msg.0).is_some() && self.clients.is_empty() {
+            // The idle clock starts when the last client leaves.
+            self.last_activity = Instant::now();
+        }
+        self.view.clients = self.clients.len();
+    }
+}
+
+impl Handler<Input> for Terminal {
+    type Result = ResponseFuture<bool>;
+
+    fn handle(&mut self, msg: Input, _ctx: &mut Context<Self>) -> Self::Result {
+        let Life::Running { input } = &self.life else { return Box::pin(async { false }) };
+        self.last_activity = Instant::now();
+        let input = input.clone();
+        // Waits while the shell does not read its input: the client's socket waits with it.
+        Box::pin(async move { input.send(ToPty::Bytes(msg.0)).await.is_ok() })
+    }
+}
+
+impl Handler<Resize> for Terminal {
+    type Result = ResponseFuture<bool>;
+
+    fn handle(&mut self, msg: Resize, _ctx: &mut Context<Self>) -> Self::Result {
+        let Life::Running { input } = &self.life else { return Box::pin(async { false }) };
+        (self.view.cols, self.view.rows) = (msg.0.cols, msg.0.rows);
+        let input = input.clone();
+        Box::pin(async move { input.send(ToPty::Resize(msg.0)).await.is_ok() })
+    }
+}
+
+impl Handler<Describe> for Terminal {
+    type Result = MessageResult<Describe>;
+
+    fn handle(&mut self, _msg: Describe, _ctx: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.view.clone())
+    }
+}
+
+impl Handler<End> for Terminal {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, msg: End, ctx: &mut Context<Self>) -> Self::Result {
+        let (tell, told) = oneshot::channel();
+        self.waiters.push(tell);
+        self.end(msg.0, ctx);
+        // A closed channel means the actor is gone: ended all the same.
+        Box::pin(async move {
+            let _ = told.await;
+        })
+    }
+}
