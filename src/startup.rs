@@ -17,7 +17,8 @@ use crate::actors::janitor::{Janitor, StopJanitor, Tidies};
 use crate::actors::locks::DirLockQueue;
 use crate::actors::permissions::{PermissionEngine, Reload};
 use crate::actors::recovery::recover_after_restart;
-use crate::actors::registry::{SessionRegistry, Shutdown};
+use crate::actors::registry::{SessionRegistry, Shutdown, WatchEnds};
+use crate::actors::terminal::{SessionLink, ShutdownTerminals, TerminalRegistry};
 use crate::actors::webhooks::{ReloadWebhooks, WebhookDispatcher};
 use crate::config::Settings;
 use crate::db::lock::{Holder, InstanceLock, LockError};
@@ -59,6 +60,7 @@ pub struct Application {
     registry: Addr<SessionRegistry>,
     agents: Addr<AgentRegistry>,
     janitor: Addr<Janitor>,
+    terminals: Addr<TerminalRegistry>,
     writer: Writer,
     containment: Arc<Containment>,
     /// One service per database, for as long as this one runs.
@@ -137,6 +139,19 @@ impl Application {
             encloser.clone(),
         )
         .start();
+        let terminals = TerminalRegistry::new(
+            settings.terminal,
+            encloser.clone(),
+            bus.clone().recipient(),
+            SessionLink {
+                find: registry.clone().recipient(),
+                adopt: registry.clone().recipient(),
+                gone: registry.clone().recipient(),
+            },
+        )
+        .start();
+        // Before any session can start: a session's terminals end with it.
+        registry.do_send(WatchEnds(terminals.clone().recipient()));
         let webhooks = WebhookDispatcher::new(
             store.clone(),
             writer.clone(),
@@ -190,6 +205,7 @@ impl Application {
             containment: report(&containment),
             sandbox,
             encloser,
+            terminals: terminals.clone(),
         });
 
         let server = HttpServer::new(move || {
@@ -215,7 +231,7 @@ impl Application {
         .disable_signals()
         .run();
         tracing::info!(%addr, port, "conduit listening");
-        Ok(Application { port, server, registry, agents, janitor, writer, containment, _lock: lock })
+        Ok(Application { port, server, registry, agents, janitor, terminals, writer, containment, _lock: lock })
     }
 
     pub fn port(&self) -> u16 {
@@ -256,12 +272,17 @@ impl Application {
         };
         let end_sessions = self.registry.send(Shutdown);
         let end_agents = self.agents.send(ShutdownAgents);
-        let (_, ended, agents_ended) = tokio::join!(stop_http, end_sessions, end_agents);
+        let end_terminals = self.terminals.send(ShutdownTerminals);
+        let (_, ended, agents_ended, terminals_ended) =
+            tokio::join!(stop_http, end_sessions, end_agents, end_terminals);
         if ended.is_err() {
             tracing::error!("the session registry stopped before shutdown");
         }
         if agents_ended.is_err() {
             tracing::error!("the agent registry stopped before shutdown");
+        }
+        if terminals_ended.is_err() {
+            tracing::error!("the terminal registry stopped before shutdown");
         }
         if let Err(e) = self.writer.flush().await {
             tracing::error!(error = %e, "could not flush the last writes");

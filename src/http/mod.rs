@@ -18,6 +18,7 @@ pub mod projects;
 pub mod rules;
 pub mod sessions;
 pub mod streams;
+pub mod terminals;
 pub mod webhooks;
 
 use std::sync::Arc;
@@ -58,6 +59,7 @@ pub struct AppState {
     pub sandbox: std::sync::Arc<crate::sandbox::SandboxSupport>,
     /// The cgroup and sandbox of whatever starts in a workspace (exec, processes, terminals).
     pub encloser: crate::sandbox::enclosure::Encloser,
+    pub terminals: Addr<crate::actors::terminal::TerminalRegistry>,
 }
 
 /// One row of the route table.
@@ -126,6 +128,12 @@ pub fn route_table() -> Vec<RouteSpec> {
         route!(GET, "/api/executions/{id}/stream", agents::executions::execution_stream),
         route!(POST, "/api/executions/{id}/cancel", agents::executions::cancel),
         route!(GET, "/api/locks", agents::locks::locks),
+        route!(POST, "/api/sessions/{id}/terminals", terminals::start_for_session),
+        route!(POST, "/api/projects/{id}/terminals", terminals::start_for_project),
+        route!(GET, "/api/terminals", terminals::list),
+        route!(GET, "/api/terminals/{id}", terminals::get),
+        route!(DELETE, "/api/terminals/{id}", terminals::delete),
+        route!(GET, "/api/terminals/{id}/ws", terminals::ws),
     ]
 }
 

@@ -4,7 +4,7 @@ use actix_web::HttpResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{agents, folders, health, projects, rules, sessions, streams, webhooks};
+use super::{agents, folders, health, projects, rules, sessions, streams, terminals, webhooks};
 use crate::db::projects::Project;
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -78,6 +78,12 @@ impl Modify for BearerToken {
         agents::executions::execution_stream,
         agents::executions::cancel,
         agents::locks::locks,
+        terminals::start_for_session,
+        terminals::start_for_project,
+        terminals::list,
+        terminals::get,
+        terminals::delete,
+        terminals::ws,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, Project, projects::create::CreateProject, projects::create::ImportProject, projects::update::UpdateProject,
@@ -90,6 +96,7 @@ impl Modify for BearerToken {
         agents::AgentView, agents::create::CreateAgent, agents::update::UpdateAgent, crate::db::agents::Agent,
         crate::db::agents::Execution, crate::db::agents::ExecutionSummary, crate::actors::locks::LockState,
         crate::actors::locks::LockEntry,
+        terminals::StartTerminalBody, crate::actors::terminal::TerminalView, crate::domain::terminal::TerminalStatus,
     )),
     modifiers(&BearerToken),
     tags(
@@ -101,6 +108,7 @@ impl Modify for BearerToken {
         (name = "streams", description = "Live events: Server-Sent Events and WebSocket"),
         (name = "webhooks", description = "Signed HTTP callbacks for events"),
         (name = "agents", description = "Scheduled agents, their runs, and the folder locks they queue on"),
+        (name = "terminals", description = "Shells in a PTY in a workspace, over a WebSocket"),
     )
 )]
 pub struct ApiDoc;
