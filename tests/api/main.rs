@@ -34,5 +34,6 @@ mod sessions_real;
 mod streams;
 mod streams_catchup;
 mod support;
+mod terminals;
 mod webhooks;
 mod writer;
