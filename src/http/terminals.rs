@@ -236,9 +236,11 @@ pub struct WsQuery {
 /// ends, right before the close. On connect the server first sends the scrollback (the latest
 /// `terminal_scrollback_bytes` of output, from a line start once older output was dropped), then
 /// live output; nothing between the two is lost or repeated. Several clients may attach; each
-/// has a bounded queue (64 chunks of up to 64 KiB), and one that falls further behind is
-/// closed with 1013 (try again later): reconnecting repaints it from the scrollback. The server
-/// pings every 30 s and closes after 75 s without a frame; frames over 1 MiB close with 1009.
+/// has a bounded queue (64 chunks of up to 64 KiB) and the PTY is read again once every client
+/// queued the last chunk (a fast program is held back, nothing is dropped). A client whose
+/// queue stays full for 2 s is closed with 1013 (try again later): reconnecting repaints it
+/// from the scrollback. The server pings every 30 s and closes after 75 s without a frame;
+/// frames over 1 MiB close with 1009.
 #[utoipa::path(get, path = "/api/terminals/{id}/ws", tag = "terminals",
     params(("id" = String, Path, description = "Terminal id (UUID)"), WsQuery),
     responses(

@@ -365,3 +365,47 @@ async fn bad_input_is_refused_with_the_usual_errors() {
     type_in(&mut socket, "echo ok-$((8*8))\r").await;
     read_until(&mut socket, "ok-64", &mut Vec::new()).await;
 }
+
+#[actix_web::test]
+async fn a_client_that_stops_reading_is_detached_and_the_others_get_everything() {
+    let app = spawn_app().await;
+    let project = project(&app, "slow", "off").await;
+    let id = id_of(&start(&app, &format!("/api/projects/{project}/terminals"), json!({"shell": "/bin/bash"})).await);
+    let _reap = Reap(id.clone());
+    let mut slow = connect(&app, &id).await;
+    let mut fast = connect(&app, &id).await;
+    // Far more output than the slow client's queue and its socket's buffers hold.
+    type_in(&mut fast, "seq 1 3000000; echo flood-done-$((1+1))\r").await;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let (mut tail, mut lines) = (String::new(), 0);
+    while !tail.contains("flood-done-2") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, fast.next()).await {
+            Ok(Some(Ok(Message::Binary(bytes)))) => {
+                lines += bytes.iter().filter(|b| **b == b'\n').count();
+                tail.push_str(&String::from_utf8_lossy(&bytes));
+                let keep = tail.len().saturating_sub(64);
+                tail = tail.split_off(tail.floor_char_boundary(keep));
+            }
+            Ok(Some(Ok(_))) => {}
+            other => panic!("the fast client lost its terminal: {other:?}"),
+        }
+    }
+    assert!(tail.contains("3000000"), "the fast client got the end: {tail:?}");
+    assert!(lines > 3_000_000, "the fast client got every line: {lines}");
+    let row: Value = app.get(&format!("/api/terminals/{id}")).await.json().await.expect("json");
+    assert_eq!((row["status"].as_str(), row["clients"].as_u64()), (Some("running"), Some(1)), "{row}");
+    // The slow one finds what was queued for it before it was detached, then a 1013 close.
+    let ended = tokio::time::timeout(WITHIN, async {
+        loop {
+            match slow.next().await {
+                Some(Ok(Message::Close(frame))) => return frame.map(|f| u16::from(f.code)),
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => return None,
+            }
+        }
+    })
+    .await
+    .expect("the slow client's connection ends");
+    assert_eq!(ended, Some(1013), "closed with 1013 (try again later)");
+}

@@ -4,6 +4,8 @@
 //! to the socket, and a loop over the client's frames (pings every 30 s, closes after 75 s of
 //! silence, frames over 1 MiB refused), so typing never waits for output nor output for typing.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::Addr;
@@ -12,7 +14,7 @@ use actix_ws::{CloseCode, CloseReason, Message as WsMessage, ProtocolError};
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
-use super::terminal::{Attach, Attached, Detach, Input, Outgoing, Resize, Terminal, CLIENT_QUEUE};
+use super::terminal::{Attach, Attached, ClientQueue, Detach, Input, Outgoing, Resize, Terminal, CLIENT_QUEUE};
 use crate::actors::subscriber::{PING_EVERY, SILENCE_LIMIT};
 use crate::domain::terminal::{ClientControl, ServerControl, Size};
 
@@ -27,13 +29,16 @@ const SIDE_SEND_WAIT: Duration = Duration::from_secs(10);
 pub struct Attachment {
     attached: Attached,
     queue: mpsc::Receiver<Outgoing>,
+    overflowed: Arc<AtomicBool>,
 }
 
 /// Attaches a client to `terminal`; `None` when it is ending or gone.
 pub async fn attach(terminal: &Addr<Terminal>) -> Option<Attachment> {
     let (sender, queue) = mpsc::channel(CLIENT_QUEUE);
-    let attached = terminal.send(Attach(sender)).await.ok().flatten()?;
-    Some(Attachment { attached, queue })
+    let overflowed = Arc::new(AtomicBool::new(false));
+    let attached =
+        terminal.send(Attach(ClientQueue { sender, overflowed: overflowed.clone() })).await.ok().flatten()?;
+    Some(Attachment { attached, queue, overflowed })
 }
 
 /// Runs the connection until either side ends it (on the current worker).
@@ -53,7 +58,12 @@ async fn close(socket: actix_ws::Session, code: CloseCode, why: &str) {
 }
 
 /// The scrollback, then the live queue, to the socket.
-async fn pump(mut socket: actix_ws::Session, scrollback: Vec<u8>, mut queue: mpsc::Receiver<Outgoing>) {
+async fn pump(
+    mut socket: actix_ws::Session,
+    scrollback: Vec<u8>,
+    mut queue: mpsc::Receiver<Outgoing>,
+    overflowed: Arc<AtomicBool>,
+) {
     for piece in scrollback.chunks(SEND_PIECE) {
         if socket.binary(Bytes::copy_from_slice(piece)).await.is_err() {
             return;
@@ -70,11 +80,11 @@ async fn pump(mut socket: actix_ws::Session, scrollback: Vec<u8>, mut queue: mps
                 let _ = tokio::time::timeout(SIDE_SEND_WAIT, socket.text(frame)).await;
                 return close(socket, CloseCode::Normal, "the terminal ended").await;
             }
-            Outgoing::Overflowed => {
-                let why = format!("fell {CLIENT_QUEUE} chunks behind the terminal's output; reconnect to repaint");
-                return close(socket, CloseCode::Again, &why).await;
-            }
         }
+    }
+    if overflowed.load(Ordering::SeqCst) {
+        let why = format!("fell {CLIENT_QUEUE} chunks behind the terminal's output; reconnect to repaint");
+        return close(socket, CloseCode::Again, &why).await;
     }
     close(socket, CloseCode::Away, "the terminal is gone").await;
 }
@@ -125,8 +135,8 @@ async fn run(
     socket: actix_ws::Session,
     mut frames: actix_ws::MessageStream,
 ) {
-    let Attachment { attached, queue } = attachment;
-    let mut pumping = actix_web::rt::spawn(pump(socket.clone(), attached.scrollback, queue));
+    let Attachment { attached, queue, overflowed } = attachment;
+    let mut pumping = actix_web::rt::spawn(pump(socket.clone(), attached.scrollback, queue, overflowed));
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
     let mut last_heard = Instant::now();
     loop {

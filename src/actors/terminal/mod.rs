@@ -1,11 +1,13 @@
 //! Terminals: one [`Terminal`] actor per shell in a PTY, the [`TerminalRegistry`] that owns the
 //! map of them, and the WebSocket [`client`] loop that attaches a browser to one.
 //!
-//! - Output: the PTY master is read on the terminal's actor (an `AsyncFd` stream, never a
-//!   blocking read); each chunk goes into the bounded scrollback and into every attached
-//!   client's bounded queue. A client whose queue is full is detached (its connection closes
-//!   with 1013 "try again later"): neither the shell nor the other clients ever wait for it,
-//!   and reconnecting repaints it from the scrollback.
+//! - Output: a task reads the PTY master (an `AsyncFd`, never a blocking read) and hands each
+//!   chunk to the terminal, which keeps it in the bounded scrollback and queues it for every
+//!   attached client (a bounded queue each); the next chunk is read once every client took this
+//!   one. A client whose queue stays full for 2 s is detached (its connection closes with 1013
+//!   "try again later"; reconnecting repaints it from the scrollback): a client that stopped
+//!   reading holds the shell and the other clients back for 2 s at most, once, while a fast
+//!   program is held back the way a real terminal holds it back, by its writes blocking.
 //! - Input: a client's bytes go through the actor (which notes the activity) to a writer task
 //!   that owns the master's write half; when the shell does not read, that task waits, its
 //!   queue fills and the client's socket stops being read (TCP back-pressure).
@@ -13,6 +15,7 @@
 //!   the cgroup killed and removed; clients get `{"type":"exit",...}` and a close.
 
 pub mod client;
+mod pty_io;
 mod registry;
 #[allow(clippy::module_inception)]
 mod terminal;
@@ -24,7 +27,10 @@ pub use self::registry::{
     EndTerminal, FindTerminal, ListTerminals, SessionLink, ShutdownTerminals, StartError, StartTerminal,
     TerminalRegistry, Workspace,
 };
-pub use self::terminal::{Attach, Attached, Describe, Detach, End, Input, Outgoing, Resize, Terminal};
+pub use self::terminal::{
+    Attach, Attached, ClientQueue, Describe, Detach, End, Input, Outgoing, Resize, Terminal, CLIENT_QUEUE,
+    SLOW_CLIENT_WAIT,
+};
 use crate::domain::ids::{ProjectId, SessionId, TerminalId};
 use crate::domain::terminal::TerminalStatus;
 

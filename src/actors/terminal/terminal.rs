@@ -6,10 +6,9 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use actix_web::web::Bytes;
-use futures_util::StreamExt;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
+use super::pty_io::{read_from_pty, write_to_pty, Output, OutputEnded, ToPty};
 use super::registry::TerminalGone;
 use super::TerminalView;
 use crate::actors::bus::{Event, Publish};
@@ -20,11 +19,11 @@ use crate::supervisor::spawn::Exit;
 use crate::terminal::scrollback::Scrollback;
 use crate::terminal::spawn::Started;
 
-/// Chunks a client may have waiting before it is detached as too slow (each at most
-/// [`READ_CHUNK`] bytes: 4 MiB at most per client).
+/// Chunks a client may have waiting (each at most 64 KiB: 4 MiB at most per client).
 pub const CLIENT_QUEUE: usize = 64;
-/// The most read from the PTY at once.
-const READ_CHUNK: usize = 64 * 1024;
+/// How long output waits for room in a full client queue before that client is detached: the
+/// longest a client that stopped reading can hold the terminal (and the other clients) back.
+pub const SLOW_CLIENT_WAIT: Duration = Duration::from_secs(2);
 /// Writes waiting for the shell to read its input.
 const INPUT_QUEUE: usize = 64;
 /// Between the SIGHUP that asks a shell to end and the SIGKILL that makes it.
@@ -39,15 +38,21 @@ pub enum Outgoing {
     Output(Bytes),
     /// The terminal ended (a `ServerControl::Exit` frame); the connection closes next.
     Exit(String),
-    /// The client fell [`CLIENT_QUEUE`] chunks behind and was detached.
-    Overflowed,
+}
+
+/// A client's queue, and the flag that tells its connection why the queue ended.
+#[derive(Clone)]
+pub struct ClientQueue {
+    pub sender: mpsc::Sender<Outgoing>,
+    /// Set when the client was detached for falling behind.
+    pub overflowed: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Attaches a client: its queue from now on, and the scrollback up to now (nothing between
 /// them is lost or repeated: both happen in one handler).
 #[derive(Message)]
 #[rtype(result = "Option<Attached>")]
-pub struct Attach(pub mpsc::Sender<Outgoing>);
+pub struct Attach(pub ClientQueue);
 
 pub struct Attached {
     pub client: u64,
@@ -76,12 +81,6 @@ pub struct Describe;
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct End(pub EndReason);
-
-/// What the writer task does with the master's write half, in order.
-enum ToPty {
-    Bytes(Bytes),
-    Resize(Size),
-}
 
 /// The shell's life.
 enum Life {
@@ -113,10 +112,10 @@ pub struct Terminal {
     tree: ProcessTree,
     /// Taken when the actor starts.
     started: Option<Started>,
-    reading: Option<SpawnHandle>,
+    reading: Option<tokio::task::JoinHandle<()>>,
     output_done: bool,
     scrollback: Scrollback,
-    clients: HashMap<u64, mpsc::Sender<Outgoing>>,
+    clients: HashMap<u64, ClientQueue>,
     next_client: u64,
     /// The last input, or when the last client left.
     last_activity: Instant,
@@ -148,16 +147,40 @@ impl Terminal {
         }
     }
 
-    fn output(&mut self, chunk: Bytes) {
+    /// Keeps `chunk` and queues it for every client; a client whose queue stays full for
+    /// [`SLOW_CLIENT_WAIT`] is detached. Resolves when every client took it (or was detached):
+    /// only then is the PTY read again.
+    fn output(&mut self, chunk: Bytes) -> ResponseActFuture<Self, ()> {
         self.scrollback.push(&chunk);
-        self.clients.retain(|_, queue| {
-            // One slot is kept for telling the client it fell behind.
-            if queue.capacity() <= 1 {
-                let _ = queue.try_send(Outgoing::Overflowed);
-                return false;
+        let mut waiting = Vec::new();
+        for (id, client) in &self.clients {
+            match client.sender.try_send(Outgoing::Output(chunk.clone())) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(item)) => {
+                    let sender = client.sender.clone();
+                    let id = *id;
+                    waiting.push(async move { sender.send_timeout(item, SLOW_CLIENT_WAIT).await.err().map(|_| id) });
+                }
+                // Gone: its connection detaches it.
+                Err(mpsc::error::TrySendError::Closed(_)) => {}
             }
-            queue.try_send(Outgoing::Output(chunk.clone())).is_ok()
-        });
+        }
+        if waiting.is_empty() {
+            return Box::pin(actix::fut::ready(()));
+        }
+        let waited = futures_util::future::join_all(waiting);
+        Box::pin(waited.into_actor(self).map(|slow, act, _| {
+            for id in slow.into_iter().flatten() {
+                if let Some(client) = act.clients.remove(&id) {
+                    tracing::debug!(terminal = %act.view.id, client = id, "a client fell behind and was detached");
+                    client.overflowed.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+            act.view.clients = act.clients.len();
+            if act.clients.is_empty() {
+                act.last_activity = Instant::now();
+            }
+        }))
     }
 
     /// Asks the shell to end: SIGHUP to its tree and the master closed, SIGKILL after a grace.
@@ -171,7 +194,7 @@ impl Terminal {
         self.life = Life::Ending { reason };
         self.view.status = TerminalStatus::Ending;
         if let Some(reading) = self.reading.take() {
-            ctx.cancel_future(reading);
+            reading.abort();
         }
         self.output_done = true;
         let tree = self.tree.clone();
@@ -208,7 +231,7 @@ impl Terminal {
         }
         let (exit, reason) = (exit.clone(), *reason);
         if let Some(reading) = self.reading.take() {
-            ctx.cancel_future(reading);
+            reading.abort();
         }
         let tree = self.tree.clone();
         let cleanup = tokio::task::spawn_blocking(move || tree.end(Duration::from_secs(2)));
@@ -225,8 +248,12 @@ impl Terminal {
         let signal = exit.how.strip_prefix("was killed by signal ").and_then(|s| s.parse().ok());
         let frame = ServerControl::Exit { code: exit.code, signal, reason };
         let frame = serde_json::to_string(&frame).unwrap_or_default();
-        for (_, queue) in self.clients.drain() {
-            let _ = queue.try_send(Outgoing::Exit(frame.clone()));
+        for (_, client) in self.clients.drain() {
+            let frame = frame.clone();
+            // After whatever output is still queued for it, if it reads within the wait.
+            actix::spawn(async move {
+                let _ = client.sender.send_timeout(Outgoing::Exit(frame), SLOW_CLIENT_WAIT).await;
+            });
         }
         let data = serde_json::json!({
             "terminal": self.view, "reason": reason, "code": exit.code, "signal": signal, "how": exit.how,
@@ -247,26 +274,6 @@ impl Terminal {
     }
 }
 
-/// Writes input to the PTY and applies resizes, in order, until the terminal drops its sender.
-async fn write_to_pty(mut writer: pty_process::OwnedWritePty, mut queue: mpsc::Receiver<ToPty>) {
-    while let Some(item) = queue.recv().await {
-        let done = match item {
-            ToPty::Bytes(bytes) => writer.write_all(&bytes).await.map_err(|e| e.to_string()),
-            ToPty::Resize(size) => {
-                writer.resize(pty_process::Size::new(size.rows, size.cols)).map_err(|e| e.to_string())
-            }
-        };
-        if let Err(e) = done {
-            tracing::debug!(error = %e, "a terminal's PTY no longer takes input");
-            return;
-        }
-    }
-}
-
-#[derive(Message)]
-#[rtype(result = "()")]
-struct Chunk(std::io::Result<Bytes>);
-
 impl Actor for Terminal {
     type Context = Context<Self>;
 
@@ -275,19 +282,7 @@ impl Actor for Terminal {
         let (input, queue) = mpsc::channel(INPUT_QUEUE);
         self.life = Life::Running { input };
         actix::spawn(write_to_pty(writer, queue));
-        // EOF or EIO (every slave descriptor closed) ends the stream.
-        let chunks = futures_util::stream::unfold(reader, |mut reader| async move {
-            let mut buf = vec![0u8; READ_CHUNK];
-            match reader.read(&mut buf).await {
-                Ok(0) => None,
-                Ok(n) => {
-                    buf.truncate(n);
-                    Some((Chunk(Ok(Bytes::from(buf))), reader))
-                }
-                Err(e) => Some((Chunk(Err(e)), reader)),
-            }
-        });
-        self.reading = Some(ctx.add_stream(chunks.take_while(|c| std::future::ready(c.0.is_ok()))));
+        self.reading = Some(actix::spawn(read_from_pty(reader, ctx.address())));
         let sandboxed = self.view.sandboxed;
         let wait = async move {
             match child.wait().await {
@@ -302,14 +297,18 @@ impl Actor for Terminal {
     }
 }
 
-impl StreamHandler<Chunk> for Terminal {
-    fn handle(&mut self, chunk: Chunk, _ctx: &mut Context<Self>) {
-        if let Ok(bytes) = chunk.0 {
-            self.output(bytes);
-        }
-    }
+impl Handler<Output> for Terminal {
+    type Result = ResponseActFuture<Self, ()>;
 
-    fn finished(&mut self, ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: Output, _ctx: &mut Context<Self>) -> Self::Result {
+        self.output(msg.0)
+    }
+}
+
+impl Handler<OutputEnded> for Terminal {
+    type Result = ();
+
+    fn handle(&mut self, _msg: OutputEnded, ctx: &mut Context<Self>) {
         self.output_done = true;
         if matches!(self.life, Life::Exited { .. }) {
             self.finish(ctx);
