@@ -32,6 +32,24 @@ pub struct Started {
     pub writer: pty_process::OwnedWritePty,
 }
 
+/// How the shell ended: a status or a signal, and the sentence for logs and events.
+#[derive(Debug, Clone)]
+pub struct ShellExit {
+    pub how: String,
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+}
+
+impl ShellExit {
+    /// `sandboxed`: the status is bubblewrap's, which reports death by signal N as 128+N.
+    pub fn of(status: std::process::ExitStatus, sandboxed: bool) -> ShellExit {
+        use std::os::unix::process::ExitStatusExt;
+        let crate::supervisor::spawn::Exit { how, code } = crate::supervisor::spawn::Exit::of(status, sandboxed);
+        let wrapped = status.code().filter(|c| sandboxed && code.is_none() && (129..=192).contains(c));
+        ShellExit { how, code, signal: status.signal().or(wrapped.map(|c| c - 128)) }
+    }
+}
+
 /// Starts the shell. On failure nothing of it is left running; the error says why.
 pub fn spawn(req: ShellRequest) -> Result<Started, String> {
     let ShellRequest { marker, shell, folder, env, size, cgroup, fence } = req;
@@ -95,4 +113,24 @@ pub fn spawn(req: ShellRequest) -> Result<Started, String> {
     let tree = ProcessTree { pgid: pid, marker, cgroup, wrapped: sandboxed };
     let (reader, writer) = pty.into_split();
     Ok(Started { pid, tree, child, reader, writer })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::ExitStatus;
+
+    use super::ShellExit;
+
+    #[test]
+    fn a_shell_ends_with_a_status_or_a_signal() {
+        let of = |raw: i32, sandboxed: bool| {
+            let e = ShellExit::of(ExitStatus::from_raw(raw), sandboxed);
+            (e.code, e.signal)
+        };
+        assert_eq!(of(3 << 8, false), (Some(3), None));
+        assert_eq!(of(libc::SIGKILL, false), (None, Some(9)));
+        assert_eq!(of((128 + libc::SIGHUP) << 8, true), (None, Some(1)), "bubblewrap's 128+N");
+        assert_eq!(of(129 << 8, false), (Some(129), None), "unsandboxed, 129 is a status");
+    }
 }

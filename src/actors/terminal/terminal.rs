@@ -15,9 +15,8 @@ use crate::actors::bus::{Event, Publish};
 use crate::domain::terminal::{EndReason, ServerControl, Size, TerminalStatus};
 use crate::process::tree::ProcessTree;
 use crate::supervisor::process::ProcessGone;
-use crate::supervisor::spawn::Exit;
 use crate::terminal::scrollback::Scrollback;
-use crate::terminal::spawn::Started;
+use crate::terminal::spawn::{ShellExit, Started};
 
 /// Chunks a client may have waiting (each at most 64 KiB: 4 MiB at most per client).
 pub const CLIENT_QUEUE: usize = 64;
@@ -93,7 +92,7 @@ enum Life {
     },
     /// The shell exited: its last output drains, then the tree is ended and the actor stops.
     Exited {
-        exit: Exit,
+        exit: ShellExit,
         reason: EndReason,
     },
 }
@@ -208,7 +207,7 @@ impl Terminal {
         });
     }
 
-    fn exited(&mut self, exit: Exit, ctx: &mut Context<Self>) {
+    fn exited(&mut self, exit: ShellExit, ctx: &mut Context<Self>) {
         let reason = match self.life {
             Life::Ending { reason } => reason,
             _ => EndReason::Exited,
@@ -244,8 +243,8 @@ impl Terminal {
         }));
     }
 
-    fn report(&mut self, exit: Exit, reason: EndReason) {
-        let signal = exit.how.strip_prefix("was killed by signal ").and_then(|s| s.parse().ok());
+    fn report(&mut self, exit: ShellExit, reason: EndReason) {
+        let signal = exit.signal;
         let frame = ServerControl::Exit { code: exit.code, signal, reason };
         let frame = serde_json::to_string(&frame).unwrap_or_default();
         for (_, client) in self.clients.drain() {
@@ -286,9 +285,9 @@ impl Actor for Terminal {
         let sandboxed = self.view.sandboxed;
         let wait = async move {
             match child.wait().await {
-                Ok(status) => Exit::of(status, sandboxed),
+                Ok(status) => ShellExit::of(status, sandboxed),
                 // Reaped by someone else (an orphan sweep): the status is lost, not the end.
-                Err(e) => Exit { how: format!("could not be waited for: {e}"), code: None },
+                Err(e) => ShellExit { how: format!("could not be waited for: {e}"), code: None, signal: None },
             }
         };
         ctx.spawn(wait.into_actor(self).map(|exit, act, ctx| act.exited(exit, ctx)));
