@@ -63,6 +63,8 @@ pub enum EndReason {
     IdleTimeout,
     /// The session it belongs to ended.
     SessionEnded,
+    /// Its project was deleted.
+    ProjectDeleted,
     /// The service shut down.
     Shutdown,
 }
@@ -72,6 +74,7 @@ text_enum!(EndReason, "terminal end reason", {
     Closed => "closed",
     IdleTimeout => "idle_timeout",
     SessionEnded => "session_ended",
+    ProjectDeleted => "project_deleted",
     Shutdown => "shutdown",
 });
 
@@ -139,7 +142,7 @@ mod tests {
         crate::domain::check_text_enum(TerminalStatus::ALL, &["running", "ending"]);
         crate::domain::check_text_enum(
             EndReason::ALL,
-            &["exited", "closed", "idle_timeout", "session_ended", "shutdown"],
+            &["exited", "closed", "idle_timeout", "session_ended", "project_deleted", "shutdown"],
         );
     }
 

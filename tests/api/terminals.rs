@@ -138,6 +138,11 @@ async fn typing_echo_hi_over_the_websocket_reads_it_back() {
     let listed: Value = app.get(&format!("/api/terminals?project_id={project}")).await.json().await.expect("json");
     assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
     assert_eq!(listed[0]["clients"], 1);
+    // Deleting the project ends it.
+    assert_eq!(app.delete(&format!("/api/projects/{project}")).await.status().as_u16(), 204);
+    let exit = control(&mut socket, "exit").await;
+    assert_eq!(exit["reason"], "project_deleted", "{exit}");
+    gone(&app, &id).await;
 }
 
 #[actix_web::test]

@@ -24,8 +24,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 pub use self::registry::{
-    EndTerminal, FindTerminal, ListTerminals, SessionLink, ShutdownTerminals, StartError, StartTerminal,
-    TerminalRegistry, Workspace,
+    EndProjectTerminals, EndTerminal, FindTerminal, ListTerminals, SessionLink, ShutdownTerminals, StartError,
+    StartTerminal, TerminalRegistry, Workspace,
 };
 pub use self::terminal::{
     Attach, Attached, ClientQueue, Describe, Detach, End, Input, Outgoing, Resize, Terminal, CLIENT_QUEUE,

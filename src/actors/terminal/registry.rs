@@ -70,6 +70,12 @@ pub struct FindTerminal(pub TerminalId);
 #[rtype(result = "bool")]
 pub struct EndTerminal(pub TerminalId, pub EndReason);
 
+/// Ends every terminal of a project (its sessions' too) before it is deleted; answers when
+/// they are gone.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct EndProjectTerminals(pub ProjectId);
+
 /// Ends every terminal and refuses new ones; answers when all are gone.
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -326,6 +332,22 @@ impl Handler<SessionEnded> for TerminalRegistry {
         for live in self.live.values().filter(|l| l.workspace == workspace) {
             live.addr.do_send(End(EndReason::SessionEnded));
         }
+    }
+}
+
+impl Handler<EndProjectTerminals> for TerminalRegistry {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, msg: EndProjectTerminals, _ctx: &mut Context<Self>) -> Self::Result {
+        let ending: Vec<_> = self
+            .live
+            .values()
+            .filter(|l| l.project_id == msg.0)
+            .map(|l| l.addr.send(End(EndReason::ProjectDeleted)))
+            .collect();
+        Box::pin(async move {
+            futures_util::future::join_all(ending).await;
+        })
     }
 }
 

@@ -5,6 +5,7 @@ use actix_web::{web, HttpResponse};
 use super::{load, no_project};
 use crate::actors::agents::Delete;
 use crate::actors::registry::CloseProject;
+use crate::actors::terminal::EndProjectTerminals;
 use crate::db::{self, StoreError};
 use crate::domain::ids::{AgentId, ProjectId};
 use crate::error::{AppError, AppResult, ErrorBody};
@@ -25,6 +26,12 @@ pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppRes
         .send(CloseProject(id.clone()))
         .await
         .map_err(|e| AppError::internal(format!("session registry unavailable: {e}")))?;
+    // Its terminals too (a session's already end with it; the project's own would outlive it).
+    state
+        .terminals
+        .send(EndProjectTerminals(id.clone()))
+        .await
+        .map_err(|e| AppError::internal(format!("terminal registry unavailable: {e}")))?;
     // The sessions' final rows are written behind; let them land before the cascade. A failed
     // flush (some other row of its batch could not be stored) does not stop the delete: the
     // cascade removes whatever was stored.
