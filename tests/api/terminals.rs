@@ -414,3 +414,25 @@ async fn a_client_that_stops_reading_is_detached_and_the_others_get_everything()
     .expect("the slow client's connection ends");
     assert_eq!(ended, Some(1013), "closed with 1013 (try again later)");
 }
+
+#[actix_web::test]
+async fn shutdown_ends_every_terminal_and_what_it_started() {
+    use crate::support::service::{fake_cli, ServiceConfig, TestService};
+    let mut service = TestService::start(ServiceConfig::new(fake_cli()));
+    let project = service.project("shutdown").await;
+    let res = service.post(&format!("/api/projects/{project}/terminals"), json!({"shell": "/bin/bash"})).await;
+    assert_eq!(res.status().as_u16(), 201);
+    let id = id_of(&res.json().await.expect("json"));
+    let _reap = Reap(id.clone());
+    let url = format!("{}/api/terminals/{id}/ws", service.address.replacen("http://", "ws://", 1));
+    let (mut socket, _) = tokio_tungstenite::connect_async(url).await.expect("the WebSocket connects");
+    type_in(&mut socket, "sleep 7780 & echo bg-$((5+5))\r").await;
+    read_until(&mut socket, "bg-10", &mut Vec::new()).await;
+    assert!(marked(&id).len() >= 2, "the shell and its job run: {:?}", marked(&id));
+    let (took, status) = service.terminate();
+    assert!(status.success(), "a clean shutdown: {status:?}\n{}", service.log());
+    assert!(took < Duration::from_secs(15), "shut down within 15 s: {took:?}");
+    assert_eq!(marked(&id), Vec::<i32>::new(), "nothing of the terminal outlives the service");
+    // Ended by the terminal registry (not only by the cgroup sweep that follows it).
+    assert!(service.log().contains("ending every terminal"), "{}", service.log());
+}
