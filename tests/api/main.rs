@@ -35,5 +35,6 @@ mod streams;
 mod streams_catchup;
 mod support;
 mod terminals;
+mod terminals_end;
 mod webhooks;
 mod writer;

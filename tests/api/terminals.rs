@@ -13,12 +13,12 @@ use crate::helpers::{error_code, spawn_app, spawn_app_with, TestApp};
 use crate::support::procs::{alive, kill_all};
 
 /// Generous: shells start in sandboxes while many tests run in parallel.
-const WITHIN: Duration = Duration::from_secs(20);
+pub(crate) const WITHIN: Duration = Duration::from_secs(20);
 
-type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+pub(crate) type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// Processes carrying the terminal's marker (the id), wherever they are.
-fn marked(id: &str) -> Vec<i32> {
+pub(crate) fn marked(id: &str) -> Vec<i32> {
     let wanted = format!("CONDUIT_SESSION_MARKER={id}");
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     entries
@@ -33,7 +33,7 @@ fn marked(id: &str) -> Vec<i32> {
 }
 
 /// Kills what a terminal left if the test fails before it ends it.
-struct Reap(String);
+pub(crate) struct Reap(pub(crate) String);
 
 impl Drop for Reap {
     fn drop(&mut self) {
@@ -41,7 +41,7 @@ impl Drop for Reap {
     }
 }
 
-async fn project(app: &TestApp, name: &str, sandbox: &str) -> String {
+pub(crate) async fn project(app: &TestApp, name: &str, sandbox: &str) -> String {
     let folder = app.mkdir(name);
     let body = json!({"name": name, "folder_path": folder, "sandbox": sandbox});
     let res = app.post_json("/api/projects", &body).await;
@@ -51,7 +51,7 @@ async fn project(app: &TestApp, name: &str, sandbox: &str) -> String {
 }
 
 /// Starts a terminal (201 expected); returns its JSON.
-async fn start(app: &TestApp, path: &str, body: Value) -> Value {
+pub(crate) async fn start(app: &TestApp, path: &str, body: Value) -> Value {
     let res = app.post_json(path, &body).await;
     let status = res.status().as_u16();
     let text = res.text().await.unwrap_or_default();
@@ -59,23 +59,23 @@ async fn start(app: &TestApp, path: &str, body: Value) -> Value {
     serde_json::from_str(&text).expect("json")
 }
 
-fn id_of(terminal: &Value) -> String {
+pub(crate) fn id_of(terminal: &Value) -> String {
     terminal["id"].as_str().expect("id").to_string()
 }
 
-async fn connect(app: &TestApp, id: &str) -> Socket {
+pub(crate) async fn connect(app: &TestApp, id: &str) -> Socket {
     let url = format!("ws://127.0.0.1:{}/api/terminals/{id}/ws", app.port);
     let (socket, _) = tokio_tungstenite::connect_async(url).await.expect("the WebSocket connects");
     socket
 }
 
-async fn type_in(socket: &mut Socket, keys: &str) {
+pub(crate) async fn type_in(socket: &mut Socket, keys: &str) {
     socket.send(Message::Binary(keys.as_bytes().to_vec())).await.expect("send keys");
 }
 
 /// Reads binary frames until their text holds `needle`; returns everything read. Text frames
 /// (control messages) are collected separately into `controls`.
-async fn read_until(socket: &mut Socket, needle: &str, controls: &mut Vec<Value>) -> String {
+pub(crate) async fn read_until(socket: &mut Socket, needle: &str, controls: &mut Vec<Value>) -> String {
     let deadline = Instant::now() + WITHIN;
     let mut seen = String::new();
     loop {
@@ -97,7 +97,7 @@ async fn read_until(socket: &mut Socket, needle: &str, controls: &mut Vec<Value>
 }
 
 /// Reads until a control frame of `kind` arrives; returns it.
-async fn control(socket: &mut Socket, kind: &str) -> Value {
+pub(crate) async fn control(socket: &mut Socket, kind: &str) -> Value {
     let deadline = Instant::now() + WITHIN;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -115,7 +115,7 @@ async fn control(socket: &mut Socket, kind: &str) -> Value {
 }
 
 /// Polls until the terminal is no longer listed (404).
-async fn gone(app: &TestApp, id: &str) {
+pub(crate) async fn gone(app: &TestApp, id: &str) {
     let deadline = Instant::now() + WITHIN;
     while app.get(&format!("/api/terminals/{id}")).await.status().as_u16() != 404 {
         assert!(Instant::now() < deadline, "the terminal {id} did not end");
@@ -207,40 +207,6 @@ async fn a_new_connection_gets_the_scrollback_first() {
     read_until(&mut second, "live-25", &mut Vec::new()).await;
 }
 
-/// Reads Server-Sent Events until one holds every one of `needles`; returns its line.
-async fn sse_until(res: &mut reqwest::Response, needles: &[&str]) -> String {
-    let deadline = Instant::now() + WITHIN;
-    let mut buffer = String::new();
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let chunk = tokio::time::timeout(left, res.chunk()).await;
-        let Ok(Ok(Some(chunk))) = chunk else { panic!("no event with {needles:?}; read: {buffer}") };
-        buffer.push_str(&String::from_utf8_lossy(&chunk));
-        if let Some(line) = buffer.lines().find(|l| l.starts_with("data:") && needles.iter().all(|n| l.contains(n))) {
-            return line.to_string();
-        }
-    }
-}
-
-#[actix_web::test]
-async fn an_idle_terminal_ends_and_says_so_on_the_bus() {
-    let app = spawn_app_with(|s| s.terminal.idle_timeout = Duration::from_millis(1000)).await;
-    let project = project(&app, "idle", "off").await;
-    let mut events = app.get("/api/events/stream").await;
-    assert_eq!(events.status().as_u16(), 200);
-    let terminal = start(&app, &format!("/api/projects/{project}/terminals"), json!({})).await;
-    let id = id_of(&terminal);
-    let _reap = Reap(id.clone());
-    let pid = i32::try_from(terminal["pid"].as_i64().expect("pid")).expect("pid fits");
-    let started = sse_until(&mut events, &["terminal_started", &id]).await;
-    assert!(started.contains("terminal.started"), "{started}");
-    let ended = sse_until(&mut events, &["terminal_exited", &id]).await;
-    assert!(ended.contains("\"reason\":\"idle_timeout\""), "{ended}");
-    gone(&app, &id).await;
-    assert!(!alive(pid), "the shell is gone");
-    assert!(marked(&id).is_empty(), "nothing of it is left");
-}
-
 #[actix_web::test]
 async fn an_attached_client_keeps_a_terminal_from_idling_and_sees_its_end() {
     let app = spawn_app_with(|s| s.terminal.idle_timeout = Duration::from_millis(1000)).await;
@@ -256,62 +222,6 @@ async fn an_attached_client_keeps_a_terminal_from_idling_and_sees_its_end() {
     let exit = control(&mut socket, "exit").await;
     assert_eq!((exit["code"].as_i64(), exit["reason"].as_str()), (Some(3), Some("exited")), "{exit}");
     gone(&app, &id).await;
-}
-
-#[actix_web::test]
-async fn a_terminal_ends_with_its_session() {
-    let fake = crate::support::service::fake_cli();
-    let app = spawn_app_with(|s| s.cli_path = fake.display().to_string()).await;
-    let project = project(&app, "session", "workspace").await;
-    let res = app.post_json(&format!("/api/projects/{project}/sessions"), &json!({"model": "fake-plain"})).await;
-    assert_eq!(res.status().as_u16(), 201);
-    let session: Value = res.json().await.expect("json");
-    let session = session["id"].as_str().expect("id").to_string();
-    let terminal = start(&app, &format!("/api/sessions/{session}/terminals"), json!({})).await;
-    let id = id_of(&terminal);
-    let _reap = Reap(id.clone());
-    assert_eq!(terminal["session_id"], session.as_str());
-    let listed: Value = app.get(&format!("/api/terminals?session_id={session}")).await.json().await.expect("json");
-    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
-    let mut socket = connect(&app, &id).await;
-    type_in(&mut socket, "echo in-session-$((2*5))\r").await;
-    read_until(&mut socket, "in-session-10", &mut Vec::new()).await;
-
-    assert_eq!(app.delete(&format!("/api/sessions/{session}")).await.status().as_u16(), 200);
-    let exit = control(&mut socket, "exit").await;
-    assert_eq!(exit["reason"], "session_ended", "{exit}");
-    gone(&app, &id).await;
-    assert!(marked(&id).is_empty(), "nothing of it is left");
-    // A session that is not live takes no new terminal.
-    let res = app.post_json(&format!("/api/sessions/{session}/terminals"), &json!({})).await;
-    assert_eq!(error_code(res, 409).await, "session_not_live");
-}
-
-#[actix_web::test]
-async fn its_whole_process_tree_is_gone_once_it_ends() {
-    let app = spawn_app().await;
-    for sandbox in ["workspace", "off"] {
-        let project = project(&app, &format!("tree-{sandbox}"), sandbox).await;
-        let body = json!({"shell": "/bin/bash"});
-        let id = id_of(&start(&app, &format!("/api/projects/{project}/terminals"), body).await);
-        let _reap = Reap(id.clone());
-        let mut socket = connect(&app, &id).await;
-        // A background job, one that ignores hangups, and one in a session of its own.
-        type_in(&mut socket, "sleep 7777 & nohup sleep 7778 >/dev/null 2>&1 & setsid sleep 7779 & echo bg-$((4+4))\r")
-            .await;
-        read_until(&mut socket, "bg-8", &mut Vec::new()).await;
-        let deadline = Instant::now() + WITHIN;
-        while marked(&id).len() < 4 {
-            assert!(Instant::now() < deadline, "{sandbox}: the jobs carry the marker: {:?}", marked(&id));
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let res = app.delete(&format!("/api/terminals/{id}")).await;
-        assert_eq!(res.status().as_u16(), 204, "{sandbox}");
-        assert_eq!(marked(&id), Vec::<i32>::new(), "{sandbox}: DELETE answers once every process is gone");
-        let exit = control(&mut socket, "exit").await;
-        assert_eq!(exit["reason"], "closed", "{sandbox}: {exit}");
-        assert_eq!(app.get(&format!("/api/terminals/{id}")).await.status().as_u16(), 404);
-    }
 }
 
 #[actix_web::test]
@@ -413,26 +323,4 @@ async fn a_client_that_stops_reading_is_detached_and_the_others_get_everything()
     .await
     .expect("the slow client's connection ends");
     assert_eq!(ended, Some(1013), "closed with 1013 (try again later)");
-}
-
-#[actix_web::test]
-async fn shutdown_ends_every_terminal_and_what_it_started() {
-    use crate::support::service::{fake_cli, ServiceConfig, TestService};
-    let mut service = TestService::start(ServiceConfig::new(fake_cli()));
-    let project = service.project("shutdown").await;
-    let res = service.post(&format!("/api/projects/{project}/terminals"), json!({"shell": "/bin/bash"})).await;
-    assert_eq!(res.status().as_u16(), 201);
-    let id = id_of(&res.json().await.expect("json"));
-    let _reap = Reap(id.clone());
-    let url = format!("{}/api/terminals/{id}/ws", service.address.replacen("http://", "ws://", 1));
-    let (mut socket, _) = tokio_tungstenite::connect_async(url).await.expect("the WebSocket connects");
-    type_in(&mut socket, "sleep 7780 & echo bg-$((5+5))\r").await;
-    read_until(&mut socket, "bg-10", &mut Vec::new()).await;
-    assert!(marked(&id).len() >= 2, "the shell and its job run: {:?}", marked(&id));
-    let (took, status) = service.terminate();
-    assert!(status.success(), "a clean shutdown: {status:?}\n{}", service.log());
-    assert!(took < Duration::from_secs(15), "shut down within 15 s: {took:?}");
-    assert_eq!(marked(&id), Vec::<i32>::new(), "nothing of the terminal outlives the service");
-    // Ended by the terminal registry (not only by the cgroup sweep that follows it).
-    assert!(service.log().contains("ending every terminal"), "{}", service.log());
 }
