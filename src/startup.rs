@@ -19,6 +19,7 @@ use crate::actors::permissions::{PermissionEngine, Reload};
 use crate::actors::recovery::recover_after_restart;
 use crate::actors::registry::{SessionRegistry, Shutdown};
 use crate::actors::webhooks::{ReloadWebhooks, WebhookDispatcher};
+use crate::actors::workbench::{self, ShutdownProcesses, Workbench};
 use crate::config::Settings;
 use crate::db::lock::{Holder, InstanceLock, LockError};
 use crate::db::writer::Writer;
@@ -58,6 +59,7 @@ pub struct Application {
     server: Server,
     registry: Addr<SessionRegistry>,
     agents: Addr<AgentRegistry>,
+    workbench: Addr<Workbench>,
     janitor: Addr<Janitor>,
     writer: Writer,
     containment: Arc<Containment>,
@@ -99,10 +101,11 @@ impl Application {
     ) -> Result<Application, StartupError> {
         let store = Store::open_blocking(&settings.db_path, settings.db_pool_size, settings.db_busy_timeout_ms).await?;
         let recovered = recover_after_restart(&store, &containment, lock.previous()).await?;
-        if recovered.sessions > 0 || recovered.executions > 0 {
+        if recovered.sessions > 0 || recovered.executions > 0 || recovered.commands > 0 {
             tracing::warn!(
                 sessions = recovered.sessions,
                 executions = recovered.executions,
+                processes = recovered.commands,
                 "sessions and agent runs left live by a previous run were marked as ended"
             );
         }
@@ -137,6 +140,15 @@ impl Application {
             encloser.clone(),
         )
         .start();
+        let workbench = Workbench::new(workbench::Deps {
+            settings: Arc::new(settings.processes.clone()),
+            store: store.clone(),
+            encloser: encloser.clone(),
+            engine: engine.clone().recipient(),
+            bus: bus.clone().recipient(),
+        })
+        .start();
+        registry.do_send(crate::actors::registry::WatchEnds(workbench.clone().recipient()));
         let webhooks = WebhookDispatcher::new(
             store.clone(),
             writer.clone(),
@@ -172,6 +184,8 @@ impl Application {
                 agents: agents.clone().recipient(),
                 locks: locks.clone().recipient(),
                 grace: std::time::Duration::from_millis(settings.agent_kill_grace_ms),
+                processes: workbench.clone().recipient(),
+                process_retention: std::time::Duration::from_millis(settings.processes.retention_ms),
             },
         )
         .start();
@@ -190,6 +204,7 @@ impl Application {
             containment: report(&containment),
             sandbox,
             encloser,
+            workbench: workbench.clone(),
         });
 
         let server = HttpServer::new(move || {
@@ -215,7 +230,7 @@ impl Application {
         .disable_signals()
         .run();
         tracing::info!(%addr, port, "conduit listening");
-        Ok(Application { port, server, registry, agents, janitor, writer, containment, _lock: lock })
+        Ok(Application { port, server, registry, agents, workbench, janitor, writer, containment, _lock: lock })
     }
 
     pub fn port(&self) -> u16 {
@@ -256,7 +271,12 @@ impl Application {
         };
         let end_sessions = self.registry.send(Shutdown);
         let end_agents = self.agents.send(ShutdownAgents);
-        let (_, ended, agents_ended) = tokio::join!(stop_http, end_sessions, end_agents);
+        let end_processes = self.workbench.send(ShutdownProcesses);
+        let (_, ended, agents_ended, processes_ended) =
+            tokio::join!(stop_http, end_sessions, end_agents, end_processes);
+        if processes_ended.is_err() {
+            tracing::error!("the workbench stopped before shutdown");
+        }
         if ended.is_err() {
             tracing::error!("the session registry stopped before shutdown");
         }

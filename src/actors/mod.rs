@@ -15,3 +15,4 @@ pub mod registry;
 pub mod session;
 pub mod subscriber;
 pub mod webhooks;
+pub mod workbench;

@@ -48,6 +48,8 @@ pub struct Settings {
     pub agent_kill_grace_ms: u64,
     /// The OS sandbox of a project that chooses none, and what it needs.
     pub sandbox: SandboxSettings,
+    /// Commands and background processes started through the API (the exec API).
+    pub processes: ProcessSettings,
     /// What a Bash part that cannot be analyzed means under a deny rule.
     pub shell_analysis: crate::domain::rules::ShellAnalysis,
     pub log_level: String,
@@ -66,6 +68,29 @@ pub struct SandboxSettings {
     pub hidden: Vec<PathBuf>,
     /// Absolute paths (`~` expanded), writable for sandboxed CLIs where they exist (build caches).
     pub writable: Vec<PathBuf>,
+}
+
+/// The `process_*`, `exec_*` and `max_processes_*` settings.
+#[derive(Debug, Clone)]
+pub struct ProcessSettings {
+    /// Where background processes' logs and exec contexts' state are kept.
+    pub dir: PathBuf,
+    /// Bytes of each stream (stdout, stderr) of a background process kept in its log.
+    pub log_bytes: u64,
+    /// Bytes of each stream of an exec command sent back.
+    pub exec_output_bytes: u64,
+    pub exec_timeout_ms: u64,
+    pub exec_max_timeout_ms: u64,
+    /// Commands and processes running at once in one session's workspace.
+    pub max_per_session: usize,
+    /// ... in one project (its folder's and its sessions' together).
+    pub max_per_project: usize,
+    /// Exec contexts one session or project may keep.
+    pub max_contexts: usize,
+    /// Between a kill's signal and SIGKILL when the request names no grace.
+    pub kill_grace_ms: u64,
+    /// How long ended processes (rows and logs) are kept before the janitor removes them.
+    pub retention_ms: u64,
 }
 
 impl fmt::Debug for Settings {

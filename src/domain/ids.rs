@@ -145,6 +145,11 @@ id_type!(
     WebhookId,
     "webhook"
 );
+id_type!(
+    /// A command or background process started in a workspace (not its pid).
+    ProcessId,
+    "process"
+);
 
 #[cfg(test)]
 mod tests {
