@@ -142,6 +142,7 @@ impl Application {
         .start();
         let workbench = Workbench::new(workbench::Deps {
             settings: Arc::new(settings.processes.clone()),
+            dir: settings.process_dir(),
             store: store.clone(),
             encloser: encloser.clone(),
             engine: engine.clone().recipient(),

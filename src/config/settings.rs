@@ -73,8 +73,9 @@ pub struct SandboxSettings {
 /// The `process_*`, `exec_*` and `max_processes_*` settings.
 #[derive(Debug, Clone)]
 pub struct ProcessSettings {
-    /// Where background processes' logs and exec contexts' state are kept.
-    pub dir: PathBuf,
+    /// Where background processes' logs and exec contexts' state are kept (`None`: beside the
+    /// database, see [`Settings::process_dir`]).
+    pub dir: Option<PathBuf>,
     /// Bytes of each stream (stdout, stderr) of a background process kept in its log.
     pub log_bytes: u64,
     /// Bytes of each stream of an exec command sent back.
@@ -117,6 +118,16 @@ impl fmt::Debug for Settings {
 }
 
 impl Settings {
+    /// Where background processes' logs and exec contexts' state are kept: the `process_dir`
+    /// setting, or a `processes` folder beside the database (what it records and what it keeps
+    /// on disk go together).
+    pub fn process_dir(&self) -> PathBuf {
+        self.processes.dir.clone().unwrap_or_else(|| match self.db_path.parent() {
+            Some(parent) => parent.join("processes"),
+            None => PathBuf::from("processes"),
+        })
+    }
+
     /// True when `host` is a loopback address or name: then no token is required.
     pub fn binds_loopback(&self) -> bool {
         is_loopback_host(&self.host)

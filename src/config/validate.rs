@@ -61,7 +61,7 @@ impl Settings {
             );
         }
         let sandbox = sandbox_settings(l, home)?;
-        let processes = process_settings(l, home, &db_path)?;
+        let processes = process_settings(l, home)?;
         Ok(Settings {
             host,
             port: l.integer("port", 0, 65535)? as u16,
@@ -102,11 +102,10 @@ impl Settings {
     }
 }
 
-fn process_settings(l: &Layers, home: Option<&str>, db_path: &str) -> Result<ProcessSettings, ConfigError> {
+fn process_settings(l: &Layers, home: Option<&str>) -> Result<ProcessSettings, ConfigError> {
     let dir = match l.optional_string("process_dir")? {
-        Some(raw) => expand_home(&raw, home).map_err(|e| l.err("process_dir", e))?,
-        // Beside the database: what it records and what it keeps on disk go together.
-        None => PathBuf::from(db_path).parent().map(|p| p.join("processes")).unwrap_or_else(|| "processes".into()),
+        Some(raw) => Some(expand_home(&raw, home).map_err(|e| l.err("process_dir", e))?),
+        None => None,
     };
     let exec_max_timeout_ms = l.integer("exec_max_timeout_ms", 1_000, 86_400_000)? as u64;
     let exec_timeout_ms = l.integer("exec_timeout_ms", 100, 86_400_000)? as u64;

@@ -221,7 +221,7 @@ impl Handler<Cleanup> for Workbench {
     type Result = ResponseFuture<Result<usize, crate::db::StoreError>>;
 
     fn handle(&mut self, msg: Cleanup, _ctx: &mut Context<Self>) -> Self::Result {
-        let (store, root) = (self.deps.store.clone(), self.deps.settings.dir.clone());
+        let (store, root) = (self.deps.store.clone(), self.deps.dir.clone());
         Box::pin(async move {
             let Cleanup { owner, before } = msg;
             let ids = store.run(move |conn| processes::delete_ended(conn, owner.as_ref(), before.as_deref())).await?;

@@ -130,6 +130,8 @@ struct Proc {
 #[derive(Clone)]
 pub struct Deps {
     pub settings: Arc<ProcessSettings>,
+    /// The `process_dir` (resolved): logs and contexts' state.
+    pub dir: PathBuf,
     pub store: Store,
     pub encloser: Encloser,
     pub engine: Recipient<Evaluate>,
@@ -163,7 +165,7 @@ impl Workbench {
 
     /// Where an owner's exec contexts keep their state.
     fn contexts_dir(&self, owner: &Owner) -> PathBuf {
-        self.deps.settings.dir.join("contexts").join(owner.as_str())
+        self.deps.dir.join("contexts").join(owner.as_str())
     }
 
     fn running_for(&self, owner: &Owner) -> usize {

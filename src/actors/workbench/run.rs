@@ -77,7 +77,7 @@ impl LogFile {
 pub fn background(addr: Addr<Workbench>, id: ProcessId, running: Running, deps: &Deps) -> watch::Receiver<LogMark> {
     let (mark_tx, mark_rx) = watch::channel(LogMark::default());
     let (tx, mut rx) = output_channel();
-    let (root, cap, bus) = (deps.settings.dir.clone(), deps.settings.log_bytes, deps.bus.clone());
+    let (root, cap, bus) = (deps.dir.clone(), deps.settings.log_bytes, deps.bus.clone());
     actix::spawn(async move {
         let _ = tokio::fs::create_dir_all(logs::logs_dir(&root)).await;
         let mut out = LogFile::open(logs::log_path(&root, &id, Stream::Stdout)).await;

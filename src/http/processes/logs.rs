@@ -79,7 +79,7 @@ async fn read(
     offset: u64,
     limit: usize,
 ) -> AppResult<(Vec<u8>, u64)> {
-    let path = logs::log_path(&state.settings.processes.dir, &row.id, stream);
+    let path = logs::log_path(&state.settings.process_dir(), &row.id, stream);
     tokio::task::spawn_blocking(move || logs::read_page(&path, offset, limit))
         .await
         .map_err(|e| AppError::internal(format!("a log read failed: {e}")))?
@@ -139,7 +139,7 @@ impl Follower {
         }
         loop {
             let ended = self.mark.as_ref().is_none_or(|m| m.borrow().ended);
-            let path = logs::log_path(&self.state.settings.processes.dir, &self.row.id, self.stream);
+            let path = logs::log_path(&self.state.settings.process_dir(), &self.row.id, self.stream);
             let offset = self.offset;
             let read = tokio::task::spawn_blocking(move || logs::read_page(&path, offset, FOLLOW_CHUNK)).await;
             let (data, _) = match read {
