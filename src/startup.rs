@@ -147,6 +147,8 @@ impl Application {
             encloser: encloser.clone(),
             engine: engine.clone().recipient(),
             bus: bus.clone().recipient(),
+            spawner: registry.clone().recipient(),
+            gone: registry.clone().recipient(),
         })
         .start();
         registry.do_send(crate::actors::registry::WatchEnds(workbench.clone().recipient()));

@@ -21,7 +21,7 @@ pub mod logs;
 mod pipes;
 mod run;
 pub mod script;
-mod spawn;
+pub mod spawn;
 mod start;
 
 pub use self::logs::{LogMark, Stream};
@@ -136,6 +136,10 @@ pub struct Deps {
     pub encloser: Encloser,
     pub engine: Recipient<Evaluate>,
     pub bus: Recipient<Publish>,
+    /// The registry, which spawns commands (it owns the list of pids tokio waits for) and is
+    /// told when one has been waited for.
+    pub spawner: Recipient<crate::actors::registry::SpawnCommand>,
+    pub gone: Recipient<crate::supervisor::process::ProcessGone>,
 }
 
 pub struct Workbench {

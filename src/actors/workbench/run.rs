@@ -14,6 +14,7 @@ use super::spawn::Running;
 use super::{output_channel, Deps, Finished, Workbench};
 use crate::actors::bus::{Event, Publish};
 use crate::domain::ids::ProcessId;
+use crate::supervisor::process::ProcessGone;
 
 /// Follows an exec command; its output, then its end, come through the receiver.
 pub fn exec(
@@ -21,11 +22,14 @@ pub fn exec(
     id: ProcessId,
     running: Running,
     timeout: Option<std::time::Duration>,
-    cap: u64,
+    deps: &Deps,
 ) -> mpsc::Receiver<Output> {
     let (tx, rx) = output_channel();
+    let (cap, gone) = (deps.settings.exec_output_bytes, deps.gone.clone());
     actix::spawn(async move {
+        let pid = running.pid;
         let ended = pipes::watch(running, timeout, cap, &tx).await;
+        gone.do_send(ProcessGone { id: id.to_string(), pid, reason: None });
         let _ = addr.send(Finished { id, ended: ended.clone() }).await;
         let _ = tx.send(Output::Ended(ended)).await;
     });
@@ -77,13 +81,15 @@ impl LogFile {
 pub fn background(addr: Addr<Workbench>, id: ProcessId, running: Running, deps: &Deps) -> watch::Receiver<LogMark> {
     let (mark_tx, mark_rx) = watch::channel(LogMark::default());
     let (tx, mut rx) = output_channel();
-    let (root, cap, bus) = (deps.dir.clone(), deps.settings.log_bytes, deps.bus.clone());
+    let (root, cap, bus, gone) = (deps.dir.clone(), deps.settings.log_bytes, deps.bus.clone(), deps.gone.clone());
+    let pid = running.pid;
     actix::spawn(async move {
         let _ = tokio::fs::create_dir_all(logs::logs_dir(&root)).await;
         let mut out = LogFile::open(logs::log_path(&root, &id, Stream::Stdout)).await;
         let mut err = LogFile::open(logs::log_path(&root, &id, Stream::Stderr)).await;
         let watcher = async {
             let ended = pipes::watch(running, None, cap, &tx).await;
+            gone.do_send(ProcessGone { id: id.to_string(), pid, reason: None });
             drop(tx);
             ended
         };

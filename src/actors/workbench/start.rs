@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 
-use super::spawn::{spawn, Launch, Running};
+use super::spawn::{Launch, Running};
 use super::{run, script, Life, Proc, Workbench};
 use crate::actors::bus::{Event, Publish};
 use crate::actors::permissions::Evaluate;
@@ -171,10 +171,7 @@ impl Workbench {
         self.deps.bus.do_send(Publish(Event::for_process("process.started", "started", id.as_str(), data)));
         let addr = ctx.address();
         let output = match msg.kind {
-            ProcessKind::Exec => {
-                let cap = self.deps.settings.exec_output_bytes;
-                Some(run::exec(addr, id, running, msg.timeout, cap))
-            }
+            ProcessKind::Exec => Some(run::exec(addr, id, running, msg.timeout, &self.deps)),
             ProcessKind::Background => {
                 let logs = run::background(addr, id.clone(), running, &self.deps);
                 if let Some(proc) = self.procs.get_mut(&id) {
@@ -250,7 +247,12 @@ async fn begin(
             enclosure,
         },
     };
-    let running = spawn(launch).map_err(StartError::Failed)?;
+    let running = deps
+        .spawner
+        .send(crate::actors::registry::SpawnCommand(launch))
+        .await
+        .map_err(|e| StartError::Failed(format!("the session registry is gone: {e}")))?
+        .map_err(StartError::Failed)?;
     let row = ProcessRow {
         id: id.clone(),
         project_id: msg.project_id.clone(),
@@ -275,6 +277,10 @@ async fn begin(
     if let Err(e) = deps.store.run(move |conn| processes::insert(conn, &stored)).await {
         // Nothing may run that no row records.
         super::pipes::end_tree(running.tree.clone()).await;
+        let pid = running.pid;
+        let mut child = running.child;
+        let _ = child.wait().await;
+        deps.gone.do_send(crate::supervisor::process::ProcessGone { id: id.to_string(), pid, reason: None });
         return Err(e.into());
     }
     Ok((row, running))
