@@ -125,6 +125,8 @@ async fn cleanup_in(state: &AppState, owner: Owner) -> AppResult<HttpResponse> {
     params(("id" = String, Path, description = "Session id (UUID)")),
     responses(
         (status = 202, description = "Started (`Location`: the process)", body = ProcessRow),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 403, description = "A permission rule denies it (`permission_denied`)", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
         (status = 409, description = "The session has ended", body = ErrorBody),
@@ -146,6 +148,8 @@ pub async fn start_session(
     params(("id" = String, Path, description = "Project id (UUID)")),
     responses(
         (status = 202, description = "Started (`Location`: the process)", body = ProcessRow),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 403, description = "A permission rule denies it (`permission_denied`)", body = ErrorBody),
         (status = 404, description = "No such project", body = ErrorBody),
         (status = 422, description = "Bad command, env or cwd", body = ErrorBody),
@@ -228,6 +232,8 @@ pub async fn get_project(state: web::Data<AppState>, path: web::Path<(String, St
     params(("id" = String, Path, description = "Session id (UUID)"), ("process_id" = String, Path, description = "Process id (UUID)")),
     responses(
         (status = 202, description = "Ending (the row as it was)", body = ProcessRow),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 404, description = "No such session or process", body = ErrorBody),
         (status = 409, description = "It is not running", body = ErrorBody),
         (status = 422, description = "Bad signal or grace", body = ErrorBody),
@@ -246,6 +252,8 @@ pub async fn kill_session(
     params(("id" = String, Path, description = "Project id (UUID)"), ("process_id" = String, Path, description = "Process id (UUID)")),
     responses(
         (status = 202, description = "Ending (the row as it was)", body = ProcessRow),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 404, description = "No such project or process", body = ErrorBody),
         (status = 409, description = "It is not running", body = ErrorBody),
         (status = 422, description = "Bad signal or grace", body = ErrorBody),
@@ -264,6 +272,8 @@ pub async fn kill_project(
     params(("id" = String, Path, description = "Session id (UUID)")),
     responses(
         (status = 202, description = "Ending this many", body = Count),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
         (status = 422, description = "Bad signal or grace", body = ErrorBody),
     ))]
@@ -281,6 +291,8 @@ pub async fn kill_all_session(
     params(("id" = String, Path, description = "Project id (UUID)")),
     responses(
         (status = 202, description = "Ending this many", body = Count),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 404, description = "No such project", body = ErrorBody),
         (status = 422, description = "Bad signal or grace", body = ErrorBody),
     ))]

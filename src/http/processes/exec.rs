@@ -169,6 +169,8 @@ fn stream(started: Started) -> HttpResponse {
     params(("id" = String, Path, description = "Session id (UUID)")),
     responses(
         (status = 200, description = "It ended (any exit code, or its timeout)", body = ExecResult),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 403, description = "A permission rule denies it (`permission_denied`)", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
         (status = 409, description = "The session has ended, or the context runs a command", body = ErrorBody),
@@ -190,6 +192,8 @@ pub async fn exec_session(
     params(("id" = String, Path, description = "Project id (UUID)")),
     responses(
         (status = 200, description = "It ended (any exit code, or its timeout)", body = ExecResult),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 403, description = "A permission rule denies it (`permission_denied`)", body = ErrorBody),
         (status = 404, description = "No such project", body = ErrorBody),
         (status = 409, description = "The context runs a command", body = ErrorBody),
@@ -213,6 +217,8 @@ pub async fn exec_project(
     params(("id" = String, Path, description = "Session id (UUID)")),
     responses(
         (status = 200, description = "text/event-stream: start, stdout, stderr, exit, error", content_type = "text/event-stream"),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 403, description = "A permission rule denies it (`permission_denied`)", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
         (status = 409, description = "The session has ended, or the context runs a command", body = ErrorBody),
@@ -234,6 +240,8 @@ pub async fn stream_session(
     params(("id" = String, Path, description = "Project id (UUID)")),
     responses(
         (status = 200, description = "text/event-stream: start, stdout, stderr, exit, error", content_type = "text/event-stream"),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 403, description = "A permission rule denies it (`permission_denied`)", body = ErrorBody),
         (status = 404, description = "No such project", body = ErrorBody),
         (status = 409, description = "The context runs a command", body = ErrorBody),
