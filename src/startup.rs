@@ -20,6 +20,7 @@ use crate::actors::recovery::recover_after_restart;
 use crate::actors::registry::{SessionRegistry, Shutdown, WatchEnds};
 use crate::actors::terminal::{SessionLink, ShutdownTerminals, TerminalRegistry};
 use crate::actors::webhooks::{ReloadWebhooks, WebhookDispatcher};
+use crate::actors::workbench::{self, ShutdownProcesses, Workbench};
 use crate::config::Settings;
 use crate::db::lock::{Holder, InstanceLock, LockError};
 use crate::db::writer::Writer;
@@ -59,6 +60,7 @@ pub struct Application {
     server: Server,
     registry: Addr<SessionRegistry>,
     agents: Addr<AgentRegistry>,
+    workbench: Addr<Workbench>,
     janitor: Addr<Janitor>,
     terminals: Addr<TerminalRegistry>,
     writer: Writer,
@@ -101,10 +103,11 @@ impl Application {
     ) -> Result<Application, StartupError> {
         let store = Store::open_blocking(&settings.db_path, settings.db_pool_size, settings.db_busy_timeout_ms).await?;
         let recovered = recover_after_restart(&store, &containment, lock.previous()).await?;
-        if recovered.sessions > 0 || recovered.executions > 0 {
+        if recovered.sessions > 0 || recovered.executions > 0 || recovered.commands > 0 {
             tracing::warn!(
                 sessions = recovered.sessions,
                 executions = recovered.executions,
+                processes = recovered.commands,
                 "sessions and agent runs left live by a previous run were marked as ended"
             );
         }
@@ -152,6 +155,18 @@ impl Application {
         .start();
         // Before any session can start: a session's terminals end with it.
         registry.do_send(WatchEnds(terminals.clone().recipient()));
+        let workbench = Workbench::new(workbench::Deps {
+            settings: Arc::new(settings.processes.clone()),
+            dir: settings.process_dir(),
+            store: store.clone(),
+            encloser: encloser.clone(),
+            engine: engine.clone().recipient(),
+            bus: bus.clone().recipient(),
+            spawner: registry.clone().recipient(),
+            gone: registry.clone().recipient(),
+        })
+        .start();
+        registry.do_send(WatchEnds(workbench.clone().recipient()));
         let webhooks = WebhookDispatcher::new(
             store.clone(),
             writer.clone(),
@@ -187,6 +202,8 @@ impl Application {
                 agents: agents.clone().recipient(),
                 locks: locks.clone().recipient(),
                 grace: std::time::Duration::from_millis(settings.agent_kill_grace_ms),
+                processes: workbench.clone().recipient(),
+                process_retention: std::time::Duration::from_millis(settings.processes.retention_ms),
             },
         )
         .start();
@@ -206,6 +223,7 @@ impl Application {
             sandbox,
             encloser,
             terminals: terminals.clone(),
+            workbench: workbench.clone(),
         });
 
         let server = HttpServer::new(move || {
@@ -231,7 +249,18 @@ impl Application {
         .disable_signals()
         .run();
         tracing::info!(%addr, port, "conduit listening");
-        Ok(Application { port, server, registry, agents, janitor, terminals, writer, containment, _lock: lock })
+        Ok(Application {
+            port,
+            server,
+            registry,
+            agents,
+            workbench,
+            janitor,
+            terminals,
+            writer,
+            containment,
+            _lock: lock,
+        })
     }
 
     pub fn port(&self) -> u16 {
@@ -273,8 +302,12 @@ impl Application {
         let end_sessions = self.registry.send(Shutdown);
         let end_agents = self.agents.send(ShutdownAgents);
         let end_terminals = self.terminals.send(ShutdownTerminals);
-        let (_, ended, agents_ended, terminals_ended) =
-            tokio::join!(stop_http, end_sessions, end_agents, end_terminals);
+        let end_processes = self.workbench.send(ShutdownProcesses);
+        let (_, ended, agents_ended, terminals_ended, processes_ended) =
+            tokio::join!(stop_http, end_sessions, end_agents, end_terminals, end_processes);
+        if processes_ended.is_err() {
+            tracing::error!("the workbench stopped before shutdown");
+        }
         if ended.is_err() {
             tracing::error!("the session registry stopped before shutdown");
         }

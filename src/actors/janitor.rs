@@ -18,6 +18,7 @@ use super::agents::CancelExecution;
 use super::bus::WatcherCount;
 use super::locks::Prune;
 use super::registry::CloseIdle;
+use super::workbench::Cleanup;
 use crate::db::{agents, sessions, Store};
 use crate::domain::idleness::Busy;
 use crate::domain::time;
@@ -55,6 +56,8 @@ pub struct SweepReport {
     pub executions_reaped: usize,
     /// Lock queue entries dropped (waiters that gave up, empty queues).
     pub locks_pruned: usize,
+    /// Ended commands and processes removed after their retention.
+    pub processes_removed: usize,
     pub skipped: bool,
 }
 
@@ -71,6 +74,9 @@ pub struct Janitor {
     locks: Recipient<Prune>,
     /// How long past its timeout a run may take to end (its kill grace) before it counts as stuck.
     grace: Duration,
+    processes: Recipient<Cleanup>,
+    /// How long ended commands and processes are kept.
+    process_retention: Duration,
     sweeping: bool,
 }
 
@@ -79,6 +85,9 @@ pub struct Tidies {
     pub agents: Recipient<CancelExecution>,
     pub locks: Recipient<Prune>,
     pub grace: Duration,
+    /// Where ended commands and processes are removed, and after how long.
+    pub processes: Recipient<Cleanup>,
+    pub process_retention: Duration,
 }
 
 impl Janitor {
@@ -90,8 +99,20 @@ impl Janitor {
         bus: Recipient<WatcherCount>,
         tidies: Tidies,
     ) -> Self {
-        let Tidies { agents, locks, grace } = tidies;
-        Janitor { interval, idle_timeout, store, registry, bus, agents, locks, grace, sweeping: false }
+        let Tidies { agents, locks, grace, processes, process_retention } = tidies;
+        Janitor {
+            interval,
+            idle_timeout,
+            store,
+            registry,
+            bus,
+            agents,
+            locks,
+            grace,
+            processes,
+            process_retention,
+            sweeping: false,
+        }
     }
 }
 
@@ -205,6 +226,7 @@ impl Handler<Sweep> for Janitor {
         let (store, registry, bus, timeout) =
             (self.store.clone(), self.registry.clone(), self.bus.clone(), self.idle_timeout);
         let (agents, locks, grace) = (self.agents.clone(), self.locks.clone(), self.grace);
+        let (processes, retention) = (self.processes.clone(), self.process_retention);
         // Each step on its own: one failing never stops the others.
         let sweep = async move {
             let mut report = SweepReport::default();
@@ -217,11 +239,24 @@ impl Handler<Sweep> for Janitor {
                     report.errors += 1;
                 }
             }
+            let before = Some(time::ago(retention));
+            match processes.send(Cleanup { owner: None, before }).await {
+                Ok(Ok(n)) => report.processes_removed = n,
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "janitor: cannot remove ended processes");
+                    report.errors += 1;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "janitor: the workbench did not answer");
+                    report.errors += 1;
+                }
+            }
             report
         };
         Box::pin(sweep.into_actor(self).map(|report, act, _ctx| {
             act.sweeping = false;
-            if report.checked > 0 || report.errors > 0 || report.executions_reaped > 0 || report.locks_pruned > 0 {
+            let tidied = report.executions_reaped + report.locks_pruned + report.processes_removed;
+            if report.checked > 0 || report.errors > 0 || tidied > 0 {
                 tracing::info!(
                     checked = report.checked,
                     closed = report.closed,
@@ -230,6 +265,7 @@ impl Handler<Sweep> for Janitor {
                     errors = report.errors,
                     executions_reaped = report.executions_reaped,
                     locks_pruned = report.locks_pruned,
+                    processes_removed = report.processes_removed,
                     "janitor sweep"
                 );
             } else {

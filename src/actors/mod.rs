@@ -16,3 +16,4 @@ pub mod session;
 pub mod subscriber;
 pub mod terminal;
 pub mod webhooks;
+pub mod workbench;

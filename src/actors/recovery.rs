@@ -14,7 +14,7 @@
 use std::time::Duration;
 
 use crate::db::lock::Holder;
-use crate::db::{agents, sessions, Store, StoreError};
+use crate::db::{agents, processes, sessions, Store, StoreError};
 use crate::domain::time;
 use crate::process::cgroup::{CgroupRoot, Containment};
 use crate::process::{kill, procfs, SESSION_MARKER_ENV};
@@ -24,6 +24,8 @@ use crate::process::{kill, procfs, SESSION_MARKER_ENV};
 pub struct Recovered {
     pub sessions: usize,
     pub executions: usize,
+    /// Commands and background processes marked `lost`.
+    pub commands: usize,
     /// Leftover cgroups that still held processes.
     pub cgroups: usize,
     /// Processes ended by marker or recorded pid.
@@ -36,8 +38,14 @@ pub async fn recover_after_restart(
     previous: Option<&Holder>,
 ) -> Result<Recovered, StoreError> {
     let now = time::now();
-    let (rows, executions) = store
-        .run(move |conn| Ok((sessions::fail_interrupted(conn, &now)?, agents::fail_interrupted(conn, &now)?)))
+    let (rows, executions, commands) = store
+        .run(move |conn| {
+            Ok((
+                sessions::fail_interrupted(conn, &now)?,
+                agents::fail_interrupted(conn, &now)?,
+                processes::lose_interrupted(conn, &now)?,
+            ))
+        })
         .await?;
     let mut roots: Vec<(CgroupRoot, bool)> = Vec::new();
     if let Some(own) = containment.root() {
@@ -48,7 +56,12 @@ pub async fn recover_after_restart(
             roots.push((CgroupRoot::at(dir), false));
         }
     }
-    let mut found = Recovered { sessions: rows.len(), executions: executions.len(), ..Default::default() };
+    let mut found = Recovered {
+        sessions: rows.len(),
+        executions: executions.len(),
+        commands: commands.len(),
+        ..Default::default()
+    };
     let ended = tokio::task::spawn_blocking(move || {
         let mut cgroups = 0;
         for (root, own) in roots {
@@ -69,6 +82,11 @@ pub async fn recover_after_restart(
             }
         }
         for id in &executions {
+            processes += end_marked(id.as_str());
+        }
+        // Commands carry their own id as the marker (their cgroups, when there are cgroups,
+        // were cleared with the rest above).
+        for id in &commands {
             processes += end_marked(id.as_str());
         }
         (cgroups, processes)

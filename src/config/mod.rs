@@ -11,7 +11,7 @@ mod validate;
 
 pub use error::ConfigError;
 pub use load::{env_name, CONFIG_FILE_ENV, DEFAULT_TOML};
-pub use settings::{is_loopback_host, LogFormat, SandboxSettings, Settings, TerminalSettings};
+pub use settings::{is_loopback_host, LogFormat, ProcessSettings, SandboxSettings, Settings, TerminalSettings};
 
 #[cfg(test)]
 mod tests;

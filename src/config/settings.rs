@@ -50,6 +50,8 @@ pub struct Settings {
     pub sandbox: SandboxSettings,
     /// Terminals: idle timeout, scrollback, how many per workspace.
     pub terminal: TerminalSettings,
+    /// Commands and background processes started through the API (the exec API).
+    pub processes: ProcessSettings,
     /// What a Bash part that cannot be analyzed means under a deny rule.
     pub shell_analysis: crate::domain::rules::ShellAnalysis,
     pub log_level: String,
@@ -81,6 +83,30 @@ pub struct TerminalSettings {
     pub max_per_workspace: usize,
 }
 
+/// The `process_*`, `exec_*` and `max_processes_*` settings.
+#[derive(Debug, Clone)]
+pub struct ProcessSettings {
+    /// Where background processes' logs and exec contexts' state are kept (`None`: beside the
+    /// database, see [`Settings::process_dir`]).
+    pub dir: Option<PathBuf>,
+    /// Bytes of each stream (stdout, stderr) of a background process kept in its log.
+    pub log_bytes: u64,
+    /// Bytes of each stream of an exec command sent back.
+    pub exec_output_bytes: u64,
+    pub exec_timeout_ms: u64,
+    pub exec_max_timeout_ms: u64,
+    /// Commands and processes running at once in one session's workspace.
+    pub max_per_session: usize,
+    /// ... in one project (its folder's and its sessions' together).
+    pub max_per_project: usize,
+    /// Exec contexts one session or project may keep.
+    pub max_contexts: usize,
+    /// Between a kill's signal and SIGKILL when the request names no grace.
+    pub kill_grace_ms: u64,
+    /// How long ended processes (rows and logs) are kept before the janitor removes them.
+    pub retention_ms: u64,
+}
+
 impl fmt::Debug for Settings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let redact = |s: &Option<String>| s.as_ref().map(|_| "<set>").unwrap_or("<none>");
@@ -105,6 +131,16 @@ impl fmt::Debug for Settings {
 }
 
 impl Settings {
+    /// Where background processes' logs and exec contexts' state are kept: the `process_dir`
+    /// setting, or a `processes` folder beside the database (what it records and what it keeps
+    /// on disk go together).
+    pub fn process_dir(&self) -> PathBuf {
+        self.processes.dir.clone().unwrap_or_else(|| match self.db_path.parent() {
+            Some(parent) => parent.join("processes"),
+            None => PathBuf::from("processes"),
+        })
+    }
+
     /// True when `host` is a loopback address or name: then no token is required.
     pub fn binds_loopback(&self) -> bool {
         is_loopback_host(&self.host)

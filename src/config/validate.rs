@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::layers::Layers;
-use super::{ConfigError, LogFormat, SandboxSettings, Settings, TerminalSettings};
+use super::{ConfigError, LogFormat, ProcessSettings, SandboxSettings, Settings, TerminalSettings};
 use crate::domain::rules::ShellAnalysis;
 
 impl Settings {
@@ -61,6 +61,7 @@ impl Settings {
             );
         }
         let sandbox = sandbox_settings(l, home)?;
+        let processes = process_settings(l, home)?;
         Ok(Settings {
             host,
             port: l.integer("port", 0, 65535)? as u16,
@@ -101,12 +102,37 @@ impl Settings {
                 scrollback_bytes: l.integer("terminal_scrollback_bytes", 4 << 10, 64 << 20)? as usize,
                 max_per_workspace: l.integer("max_terminals", 1, 1_000)? as usize,
             },
+            processes,
             shell_analysis,
             log_level,
             log_format,
             home: home.filter(|h| !h.is_empty()).map(PathBuf::from),
         })
     }
+}
+
+fn process_settings(l: &Layers, home: Option<&str>) -> Result<ProcessSettings, ConfigError> {
+    let dir = match l.optional_string("process_dir")? {
+        Some(raw) => Some(expand_home(&raw, home).map_err(|e| l.err("process_dir", e))?),
+        None => None,
+    };
+    let exec_max_timeout_ms = l.integer("exec_max_timeout_ms", 1_000, 86_400_000)? as u64;
+    let exec_timeout_ms = l.integer("exec_timeout_ms", 100, 86_400_000)? as u64;
+    if exec_timeout_ms > exec_max_timeout_ms {
+        return Err(l.err("exec_timeout_ms", format!("must be at most exec_max_timeout_ms ({exec_max_timeout_ms})")));
+    }
+    Ok(ProcessSettings {
+        dir,
+        log_bytes: l.integer("process_log_bytes", 4096, 1 << 40)? as u64,
+        exec_output_bytes: l.integer("exec_output_bytes", 1024, 1 << 30)? as u64,
+        exec_timeout_ms,
+        exec_max_timeout_ms,
+        max_per_session: l.integer("max_processes_per_session", 1, 10_000)? as usize,
+        max_per_project: l.integer("max_processes_per_project", 1, 100_000)? as usize,
+        max_contexts: l.integer("max_exec_contexts", 1, 10_000)? as usize,
+        kill_grace_ms: l.integer("process_kill_grace_ms", 0, 600_000)? as u64,
+        retention_ms: l.integer("process_retention_ms", 1_000, i64::MAX)? as u64,
+    })
 }
 
 fn sandbox_settings(l: &Layers, home: Option<&str>) -> Result<SandboxSettings, ConfigError> {

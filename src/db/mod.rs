@@ -13,6 +13,7 @@ pub mod checkpoint;
 pub mod lock;
 pub mod messages;
 pub mod permission_log;
+pub mod processes;
 pub mod projects;
 pub mod rules;
 pub mod schema;

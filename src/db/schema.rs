@@ -192,5 +192,28 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    processes (id) {
+        id -> Text,
+        project_id -> Text,
+        session_id -> Nullable<Text>,
+        kind -> Text,
+        command -> Text,
+        cwd -> Text,
+        context -> Nullable<Text>,
+        status -> Text,
+        pid -> Nullable<Integer>,
+        exit_code -> Nullable<Integer>,
+        signal -> Nullable<Integer>,
+        end_reason -> Nullable<Text>,
+        started_at -> Text,
+        ended_at -> Nullable<Text>,
+        stdout_bytes -> BigInt,
+        stderr_bytes -> BigInt,
+        stdout_truncated -> Bool,
+        stderr_truncated -> Bool,
+    }
+}
+
 diesel::joinable!(agent_executions -> agents (agent_id));
 diesel::allow_tables_to_appear_in_same_query!(agents, agent_executions, projects);

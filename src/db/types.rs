@@ -16,7 +16,8 @@ use diesel::sql_types::{Nullable, Text};
 
 use crate::domain::agent::{AgentStatus, ExecutionStatus, TriggerKind};
 use crate::domain::decision::{Decision, DecisionPoint, DecisionSource};
-use crate::domain::ids::{AgentId, ExecutionId, ProjectId, RuleId, SessionId, WebhookId};
+use crate::domain::ids::{AgentId, ExecutionId, ProcessId, ProjectId, RuleId, SessionId, WebhookId};
+use crate::domain::process::{ProcessKind, ProcessStatus};
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::session::{ClosedReason, SessionStatus};
 
@@ -121,7 +122,7 @@ macro_rules! enum_sql {
     )+};
 }
 
-id_sql!(SessionId, ProjectId, AgentId, ExecutionId, RuleId, WebhookId);
+id_sql!(SessionId, ProjectId, AgentId, ExecutionId, RuleId, WebhookId, ProcessId);
 enum_sql!(
     SessionStatus,
     ClosedReason,
@@ -131,7 +132,9 @@ enum_sql!(
     Decision,
     DecisionPoint,
     DecisionSource,
-    SandboxMode
+    SandboxMode,
+    ProcessKind,
+    ProcessStatus
 );
 
 #[cfg(test)]

@@ -17,11 +17,15 @@ pub enum DecisionPoint {
     Hook,
     /// `can_use_tool`: the CLI's own permission prompt.
     CanUseTool,
+    /// A command or background process started through the API (the exec API), decided as a
+    /// `Bash` call.
+    Exec,
 }
 
 text_enum!(DecisionPoint, "decision point", {
     Hook => "hook",
     CanUseTool => "can_use_tool",
+    Exec => "exec",
 });
 
 /// A tool call allowed or denied: what a rule says (its `behavior`) and what the audit log
@@ -123,7 +127,7 @@ mod tests {
 
     #[test]
     fn decision_points_round_trip_as_text() {
-        check_text_enum(DecisionPoint::ALL, &["hook", "can_use_tool"]);
+        check_text_enum(DecisionPoint::ALL, &["hook", "can_use_tool", "exec"]);
     }
 
     #[test]

@@ -29,6 +29,8 @@ pub enum Scope {
     Global,
     Session(String),
     Execution(String),
+    /// A command or background process started through the exec API.
+    Process(String),
 }
 
 /// The frame streams send:
@@ -41,6 +43,7 @@ pub fn frame(name: &str, seq: u64, kind: &str, scope: &Scope, timestamp: &str, d
     };
     let execution = match scope {
         Scope::Execution(e) => format!(r#","execution_id":"{e}""#),
+        Scope::Process(p) => format!(r#","process_id":"{p}""#),
         _ => String::new(),
     };
     let body = if data.len() > MAX_FRAME_DATA_BYTES {

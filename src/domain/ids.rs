@@ -150,6 +150,11 @@ id_type!(
     TerminalId,
     "terminal"
 );
+id_type!(
+    /// A command or background process started in a workspace (not its pid).
+    ProcessId,
+    "process"
+);
 
 #[cfg(test)]
 mod tests {

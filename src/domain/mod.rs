@@ -82,6 +82,7 @@ pub mod idleness;
 pub mod ids;
 pub mod launch;
 pub mod names;
+pub mod process;
 pub mod rules;
 pub mod sandbox;
 pub mod session;

@@ -14,6 +14,7 @@ pub mod guard;
 pub mod health;
 pub mod openapi;
 pub mod pagination;
+pub mod processes;
 pub mod projects;
 pub mod rules;
 pub mod sessions;
@@ -60,6 +61,8 @@ pub struct AppState {
     /// The cgroup and sandbox of whatever starts in a workspace (exec, processes, terminals).
     pub encloser: crate::sandbox::enclosure::Encloser,
     pub terminals: Addr<crate::actors::terminal::TerminalRegistry>,
+    /// Commands and background processes started through the API.
+    pub workbench: Addr<crate::actors::workbench::Workbench>,
 }
 
 /// One row of the route table.
@@ -134,6 +137,26 @@ pub fn route_table() -> Vec<RouteSpec> {
         route!(GET, "/api/terminals/{id}", terminals::get),
         route!(DELETE, "/api/terminals/{id}", terminals::delete),
         route!(GET, "/api/terminals/{id}/ws", terminals::ws),
+        route!(POST, "/api/sessions/{id}/exec", processes::exec::exec_session),
+        route!(POST, "/api/sessions/{id}/exec/stream", processes::exec::stream_session),
+        route!(POST, "/api/sessions/{id}/processes/kill-all", processes::background::kill_all_session),
+        route!(POST, "/api/sessions/{id}/processes/cleanup", processes::background::cleanup_session),
+        route!(POST, "/api/sessions/{id}/processes", processes::background::start_session),
+        route!(GET, "/api/sessions/{id}/processes", processes::background::list_session),
+        route!(GET, "/api/sessions/{id}/processes/{process_id}", processes::background::get_session),
+        route!(POST, "/api/sessions/{id}/processes/{process_id}/kill", processes::background::kill_session),
+        route!(GET, "/api/sessions/{id}/processes/{process_id}/logs", processes::logs::logs_session),
+        route!(GET, "/api/sessions/{id}/processes/{process_id}/logs/stream", processes::logs::stream_session),
+        route!(POST, "/api/projects/{id}/exec", processes::exec::exec_project),
+        route!(POST, "/api/projects/{id}/exec/stream", processes::exec::stream_project),
+        route!(POST, "/api/projects/{id}/processes/kill-all", processes::background::kill_all_project),
+        route!(POST, "/api/projects/{id}/processes/cleanup", processes::background::cleanup_project),
+        route!(POST, "/api/projects/{id}/processes", processes::background::start_project),
+        route!(GET, "/api/projects/{id}/processes", processes::background::list_project),
+        route!(GET, "/api/projects/{id}/processes/{process_id}", processes::background::get_project),
+        route!(POST, "/api/projects/{id}/processes/{process_id}/kill", processes::background::kill_project),
+        route!(GET, "/api/projects/{id}/processes/{process_id}/logs", processes::logs::logs_project),
+        route!(GET, "/api/projects/{id}/processes/{process_id}/logs/stream", processes::logs::stream_project),
     ]
 }
 

@@ -4,7 +4,7 @@ use actix_web::HttpResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{agents, folders, health, projects, rules, sessions, streams, terminals, webhooks};
+use super::{agents, folders, health, processes, projects, rules, sessions, streams, terminals, webhooks};
 use crate::db::projects::Project;
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -84,6 +84,26 @@ impl Modify for BearerToken {
         terminals::get,
         terminals::delete,
         terminals::ws,
+        processes::exec::exec_session,
+        processes::exec::stream_session,
+        processes::background::kill_all_session,
+        processes::background::cleanup_session,
+        processes::background::start_session,
+        processes::background::list_session,
+        processes::background::get_session,
+        processes::background::kill_session,
+        processes::logs::logs_session,
+        processes::logs::stream_session,
+        processes::exec::exec_project,
+        processes::exec::stream_project,
+        processes::background::kill_all_project,
+        processes::background::cleanup_project,
+        processes::background::start_project,
+        processes::background::list_project,
+        processes::background::get_project,
+        processes::background::kill_project,
+        processes::logs::logs_project,
+        processes::logs::stream_project,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, Project, projects::create::CreateProject, projects::create::ImportProject, projects::update::UpdateProject,
@@ -97,6 +117,10 @@ impl Modify for BearerToken {
         crate::db::agents::Execution, crate::db::agents::ExecutionSummary, crate::actors::locks::LockState,
         crate::actors::locks::LockEntry,
         terminals::StartTerminalBody, crate::actors::terminal::TerminalView, crate::domain::terminal::TerminalStatus,
+        processes::CommandSpec, processes::exec::ExecRequest, processes::exec::ExecResult,
+        processes::background::KillRequest, processes::background::KillSignal, processes::background::Count,
+        processes::logs::LogPage, crate::actors::workbench::Stream, crate::db::processes::ProcessRow,
+        crate::domain::process::ProcessKind, crate::domain::process::ProcessStatus,
     )),
     modifiers(&BearerToken),
     tags(
@@ -109,6 +133,7 @@ impl Modify for BearerToken {
         (name = "webhooks", description = "Signed HTTP callbacks for events"),
         (name = "agents", description = "Scheduled agents, their runs, and the folder locks they queue on"),
         (name = "terminals", description = "Shells in a PTY in a workspace, over a WebSocket"),
+        (name = "processes", description = "Commands (exec) and background processes in a session's workspace or a project's folder, under the permission rules and the sandbox"),
     )
 )]
 pub struct ApiDoc;

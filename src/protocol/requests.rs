@@ -61,7 +61,8 @@ pub fn answer(call: &ToolCall, verdict: Option<Verdict>) -> String {
         DecisionPoint::Hook => {
             outgoing::hook_decision(&call.request_id, verdict.allow, &verdict.reason, verdict.updated_input.as_ref())
         }
-        DecisionPoint::CanUseTool => outgoing::tool_permission(
+        // Exec decisions never reach a CLI; answered like its own prompt if one ever did.
+        DecisionPoint::CanUseTool | DecisionPoint::Exec => outgoing::tool_permission(
             &call.request_id,
             verdict.allow,
             verdict.updated_input.as_ref().unwrap_or(&call.input),

@@ -9,6 +9,7 @@ use conduit::actors::bus::WatcherCount;
 use conduit::actors::janitor::{Janitor, Sweep, Tidies};
 use conduit::actors::locks::Prune;
 use conduit::actors::registry::CloseIdle;
+use conduit::actors::workbench::Cleanup;
 use conduit::db::agents::{self, Agent, Execution};
 use conduit::db::Store;
 use conduit::domain::agent::{AgentStatus, ExecutionStatus, TriggerKind};
@@ -40,6 +41,13 @@ impl Handler<CloseIdle> for NoRuns {
     type Result = Result<(), Busy>;
     fn handle(&mut self, _m: CloseIdle, _c: &mut Context<Self>) -> Self::Result {
         Err(Busy::NotLive)
+    }
+}
+
+impl Handler<Cleanup> for NoRuns {
+    type Result = Result<usize, conduit::db::StoreError>;
+    fn handle(&mut self, _m: Cleanup, _c: &mut Context<Self>) -> Self::Result {
+        Ok(0)
     }
 }
 
@@ -109,7 +117,13 @@ async fn executions_stuck_past_their_timeout_are_ended_and_locks_pruned() {
         store.clone(),
         probe.clone().recipient(),
         probe.clone().recipient(),
-        Tidies { agents: probe.clone().recipient(), locks: probe.recipient(), grace: Duration::from_secs(5) },
+        Tidies {
+            agents: probe.clone().recipient(),
+            locks: probe.clone().recipient(),
+            grace: Duration::from_secs(5),
+            processes: probe.recipient(),
+            process_retention: Duration::from_secs(3600),
+        },
     )
     .start();
     let report = janitor.send(Sweep).await.expect("janitor");

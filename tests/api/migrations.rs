@@ -33,6 +33,7 @@ fn migrations_go_up_down_and_up_again() {
         "messages",
         "permission_log",
         "permission_rules",
+        "processes",
         "projects",
         "session_events",
         "sessions",

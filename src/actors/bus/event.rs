@@ -12,6 +12,11 @@ pub struct Event {
     pub session_id: Option<String>,
     /// Set on an agent run's events: they have a topic of their own, like a session's.
     pub execution_id: Option<String>,
+    /// Set on a command's or background process's events: their own topic.
+    pub process_id: Option<String>,
+    /// Only on its own topic, not the global one (a process's output chunks: only those who
+    /// follow the process want them).
+    pub topic_only: bool,
     pub timestamp: String,
     pub data: String,
     /// The number in its session's topic, when the session numbered (and stored) it.
@@ -25,6 +30,8 @@ impl Event {
             name: name.into(),
             session_id,
             execution_id: None,
+            process_id: None,
+            topic_only: false,
             timestamp: crate::domain::time::now(),
             data,
             topic_seq: None,
@@ -36,15 +43,21 @@ impl Event {
         Event { execution_id: Some(execution_id.to_string()), ..Event::new(kind, name, None, data) }
     }
 
+    /// An event of a command or background process, on the process's own topic.
+    pub fn for_process(kind: &'static str, name: impl Into<String>, process_id: &str, data: String) -> Event {
+        Event { process_id: Some(process_id.to_string()), ..Event::new(kind, name, None, data) }
+    }
+
     pub fn json(kind: &'static str, name: impl Into<String>, session_id: Option<String>, data: &Value) -> Event {
         Event::new(kind, name, session_id, data.to_string())
     }
 
     pub(super) fn scope(&self) -> Scope {
-        match (&self.session_id, &self.execution_id) {
-            (Some(s), _) => Scope::Session(s.clone()),
-            (None, Some(e)) => Scope::Execution(e.clone()),
-            (None, None) => Scope::Global,
+        match (&self.session_id, &self.execution_id, &self.process_id) {
+            (Some(s), _, _) => Scope::Session(s.clone()),
+            (None, Some(e), _) => Scope::Execution(e.clone()),
+            (None, None, Some(p)) => Scope::Process(p.clone()),
+            (None, None, None) => Scope::Global,
         }
     }
 

@@ -43,15 +43,21 @@ impl Handler<Publish> for EventBus {
     fn handle(&mut self, msg: Publish, _ctx: &mut Context<Self>) {
         let event = msg.0;
         let meta = Arc::new(EventMeta { kind: event.kind, name: event.name.clone() });
-        let global = self.record(None, &event, &meta, false);
+        let global = (!event.topic_only).then(|| self.record(None, &event, &meta, false));
         let own = match event.scope() {
             Scope::Global => None,
             Scope::Session(id) => Some((Some(id.clone()), self.record(Some(id), &event, &meta, true))),
-            Scope::Execution(id) => Some((Some(id.clone()), self.record(Some(id), &event, &meta, false))),
+            Scope::Execution(id) | Scope::Process(id) => {
+                Some((Some(id.clone()), self.record(Some(id), &event, &meta, false)))
+            }
         };
         for sub in self.subscribers.values() {
             match (&sub.topic, &own) {
-                (None, _) => sub.outbox.offer(&global),
+                (None, _) => {
+                    if let Some(global) = &global {
+                        sub.outbox.offer(global)
+                    }
+                }
                 (Some(wanted), Some((key, d))) if Some(wanted) == key.as_ref() => sub.outbox.offer(d),
                 _ => {}
             }
@@ -68,7 +74,7 @@ impl Handler<Subscribe> for EventBus {
         let (key, stored, stored_head) = match msg.follow {
             Follow::Everything => (None, false, 0),
             Follow::Session { id, stored_head } => (Some(id), true, stored_head),
-            Follow::Execution(id) => (Some(id), false, 0),
+            Follow::Execution(id) | Follow::Process(id) => (Some(id), false, 0),
         };
         let topic = self.topic(&key, stored);
         // A session's topic not in memory starts where its store ends.

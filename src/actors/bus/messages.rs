@@ -22,6 +22,8 @@ pub enum Follow {
         stored_head: u64,
     },
     Execution(String),
+    /// A command's or background process's topic (its output chunks, its start and end).
+    Process(String),
 }
 
 /// Follow a topic, replaying what comes after `since` first (from the history and the store).

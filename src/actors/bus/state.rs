@@ -83,7 +83,7 @@ impl EventBus {
         topic.seq = topic.seq.max(seq);
         if key.is_some() {
             // A resumed session's topic is live again.
-            let ends = matches!(event.kind, "session.closed" | "agent.execution.finished");
+            let ends = matches!(event.kind, "session.closed" | "agent.execution.finished" | "process.exited");
             topic.closed_at = ends.then(Instant::now);
         }
         let d = Delivery { seq, meta: meta.clone(), frame: event.frame(seq).into() };

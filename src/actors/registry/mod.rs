@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 
+mod commands;
 mod deliver;
 mod enclose;
 mod launch;
@@ -20,6 +21,7 @@ mod reaper;
 mod resume;
 mod runs;
 
+pub use self::commands::SpawnCommand;
 pub use self::deliver::{Deliver, DeliverError};
 pub use self::launch::{Launch, LaunchError, Launched};
 pub use self::resume::{Resume, ResumeError};

@@ -32,6 +32,10 @@ pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppRes
         .send(EndProjectTerminals(id.clone()))
         .await
         .map_err(|e| AppError::internal(format!("terminal registry unavailable: {e}")))?;
+    // What was started in its folder and its sessions' workspaces ends before its rows go.
+    if let Err(e) = state.workbench.send(crate::actors::workbench::EndProject(id.clone())).await {
+        tracing::warn!(error = %e, "the workbench did not end the project's processes");
+    }
     // The sessions' final rows are written behind; let them land before the cascade. A failed
     // flush (some other row of its batch could not be stored) does not stop the delete: the
     // cascade removes whatever was stored.
