@@ -17,3 +17,4 @@ pub mod startup;
 pub mod supervisor;
 pub mod telemetry;
 pub mod transport;
+pub mod workspace;

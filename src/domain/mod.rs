@@ -87,3 +87,4 @@ pub mod sandbox;
 pub mod session;
 pub mod time;
 pub mod validate;
+pub mod workspace;

@@ -51,6 +51,9 @@ impl Modify for BearerToken {
         sessions::control::interrupt,
         sessions::control::set_model,
         sessions::control::set_permission_mode,
+        sessions::review::diff,
+        sessions::review::commit,
+        sessions::review::merge,
         rules::read::list_project,
         rules::create::create_project,
         rules::read::list_global,
@@ -90,6 +93,9 @@ impl Modify for BearerToken {
         agents::AgentView, agents::create::CreateAgent, agents::update::UpdateAgent, crate::db::agents::Agent,
         crate::db::agents::Execution, crate::db::agents::ExecutionSummary, crate::actors::locks::LockState,
         crate::actors::locks::LockEntry,
+        crate::domain::workspace::WorkspaceMode, sessions::review::SessionDiff, crate::workspace::review::FileChange,
+        sessions::review::CommitRequest, sessions::review::Committed, sessions::review::MergeRequest,
+        sessions::review::MergeResult, sessions::review::MergeConflict, crate::workspace::review::MergeStrategy,
     )),
     modifiers(&BearerToken),
     tags(
@@ -101,6 +107,7 @@ impl Modify for BearerToken {
         (name = "streams", description = "Live events: Server-Sent Events and WebSocket"),
         (name = "webhooks", description = "Signed HTTP callbacks for events"),
         (name = "agents", description = "Scheduled agents, their runs, and the folder locks they queue on"),
+        (name = "review", description = "A worktree session's changes: diff against its base, commit, merge into the base branch"),
     )
 )]
 pub struct ApiDoc;

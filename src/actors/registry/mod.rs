@@ -19,11 +19,13 @@ mod launch;
 mod reaper;
 mod resume;
 mod runs;
+mod workspace;
 
 pub use self::deliver::{Deliver, DeliverError};
 pub use self::launch::{Launch, LaunchError, Launched};
 pub use self::resume::{Resume, ResumeError};
 pub use self::runs::StartRun;
+pub use self::workspace::worktree_folder;
 
 use self::reaper::Sweep;
 use super::bus::Publish;
@@ -92,6 +94,12 @@ struct Live {
     external_key: Option<String>,
 }
 
+/// A session whose worktree is being made and set up: it counts against capacity and holds
+/// its external key, though it has no CLI yet.
+struct Preparing {
+    row: crate::db::sessions::Session,
+}
+
 pub struct SessionRegistry {
     settings: Arc<Settings>,
     store: Store,
@@ -99,6 +107,8 @@ pub struct SessionRegistry {
     engine: Recipient<Evaluate>,
     bus: Recipient<Publish>,
     live: HashMap<SessionId, Live>,
+    /// Sessions getting their worktree ready (see `workspace.rs`).
+    preparing: HashMap<SessionId, Preparing>,
     /// The installed CLI's version, read once for the `auto` transport (`Some(None)`: it
     /// could not be read, so `auto` means stdio).
     cli_version: Option<Option<CliVersion>>,
@@ -131,6 +141,7 @@ impl SessionRegistry {
             engine,
             bus,
             live: HashMap::new(),
+            preparing: HashMap::new(),
             cli_version: None,
             shutting_down: false,
             reap_orphans,
