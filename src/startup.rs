@@ -172,6 +172,7 @@ impl Application {
                 agents: agents.clone().recipient(),
                 locks: locks.clone().recipient(),
                 grace: std::time::Duration::from_millis(settings.agent_kill_grace_ms),
+                workspaces: settings.workspaces(),
             },
         )
         .start();

@@ -6,8 +6,8 @@
 //! ever lags the session's own clock; each candidate's actor then decides whether it is truly
 //! idle (no turn, no control request either way, no queued turn, no background task, nobody
 //! watching). Agent executions still running well past their timeout (plus the kill grace)
-//! are cancelled, or failed when no run owns them any more, and lock queues nobody waits in any
-//! more are pruned. A sweep never overlaps the previous one, logs its counts, and an error in
+//! are cancelled, or failed when no run owns them any more, lock queues nobody waits in any
+//! more are pruned, and so are worktrees whose session (or agent run) is gone. A sweep never overlaps the previous one, logs its counts, and an error in
 //! one step or one session never stops the rest.
 
 use std::time::Duration;
@@ -55,6 +55,8 @@ pub struct SweepReport {
     pub executions_reaped: usize,
     /// Lock queue entries dropped (waiters that gave up, empty queues).
     pub locks_pruned: usize,
+    /// Worktrees removed whose session (or agent run) is gone.
+    pub worktrees_pruned: usize,
     pub skipped: bool,
 }
 
@@ -71,6 +73,8 @@ pub struct Janitor {
     locks: Recipient<Prune>,
     /// How long past its timeout a run may take to end (its kill grace) before it counts as stuck.
     grace: Duration,
+    /// Where sessions' worktrees are made.
+    workspaces: std::path::PathBuf,
     sweeping: bool,
 }
 
@@ -79,6 +83,7 @@ pub struct Tidies {
     pub agents: Recipient<CancelExecution>,
     pub locks: Recipient<Prune>,
     pub grace: Duration,
+    pub workspaces: std::path::PathBuf,
 }
 
 impl Janitor {
@@ -90,8 +95,8 @@ impl Janitor {
         bus: Recipient<WatcherCount>,
         tidies: Tidies,
     ) -> Self {
-        let Tidies { agents, locks, grace } = tidies;
-        Janitor { interval, idle_timeout, store, registry, bus, agents, locks, grace, sweeping: false }
+        let Tidies { agents, locks, grace, workspaces } = tidies;
+        Janitor { interval, idle_timeout, store, registry, bus, agents, locks, grace, workspaces, sweeping: false }
     }
 }
 
@@ -205,11 +210,19 @@ impl Handler<Sweep> for Janitor {
         let (store, registry, bus, timeout) =
             (self.store.clone(), self.registry.clone(), self.bus.clone(), self.idle_timeout);
         let (agents, locks, grace) = (self.agents.clone(), self.locks.clone(), self.grace);
+        let workspaces = self.workspaces.clone();
         // Each step on its own: one failing never stops the others.
         let sweep = async move {
             let mut report = SweepReport::default();
             close_idle_sessions(store.clone(), registry, bus, timeout, &mut report).await;
-            reap_stuck_executions(store, agents, grace, &mut report).await;
+            reap_stuck_executions(store.clone(), agents, grace, &mut report).await;
+            match crate::workspace::prune::prune(&store, &workspaces).await {
+                Ok(pruned) => report.worktrees_pruned = pruned,
+                Err(e) => {
+                    tracing::warn!(error = %e, "janitor: cannot look for orphaned worktrees");
+                    report.errors += 1;
+                }
+            }
             match locks.send(Prune).await {
                 Ok(pruned) => report.locks_pruned = pruned,
                 Err(e) => {
@@ -221,7 +234,8 @@ impl Handler<Sweep> for Janitor {
         };
         Box::pin(sweep.into_actor(self).map(|report, act, _ctx| {
             act.sweeping = false;
-            if report.checked > 0 || report.errors > 0 || report.executions_reaped > 0 || report.locks_pruned > 0 {
+            let tidied = report.executions_reaped + report.locks_pruned + report.worktrees_pruned;
+            if report.checked > 0 || report.errors > 0 || tidied > 0 {
                 tracing::info!(
                     checked = report.checked,
                     closed = report.closed,
@@ -230,6 +244,7 @@ impl Handler<Sweep> for Janitor {
                     errors = report.errors,
                     executions_reaped = report.executions_reaped,
                     locks_pruned = report.locks_pruned,
+                    worktrees_pruned = report.worktrees_pruned,
                     "janitor sweep"
                 );
             } else {

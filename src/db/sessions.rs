@@ -205,3 +205,14 @@ pub fn workspace(conn: &mut DbConnection, id: &SessionId) -> Result<Option<Sessi
     };
     Ok(Some(SessionWorkspace { session, project, folder }))
 }
+
+/// Which of `ids` name a stored session.
+pub fn existing(conn: &mut DbConnection, ids: Vec<String>) -> Result<Vec<String>, StoreError> {
+    Ok(sessions::table
+        .filter(sessions::id.eq_any(ids))
+        .select(sessions::id)
+        .load::<SessionId>(conn)?
+        .into_iter()
+        .map(String::from)
+        .collect())
+}

@@ -4,6 +4,7 @@
 //! blocking pool).
 
 pub mod git;
+pub mod prune;
 pub mod review;
 pub mod setup;
 pub mod worktree;

@@ -109,6 +109,9 @@ pub struct SessionRegistry {
     live: HashMap<SessionId, Live>,
     /// Sessions getting their worktree ready (see `workspace.rs`).
     preparing: HashMap<SessionId, Preparing>,
+    /// Agent runs working in a worktree of their own, by execution id: (repository, worktree,
+    /// branch), archived when the run's CLI ends.
+    run_worktrees: HashMap<String, (std::path::PathBuf, std::path::PathBuf, String)>,
     /// The installed CLI's version, read once for the `auto` transport (`Some(None)`: it
     /// could not be read, so `auto` means stdio).
     cli_version: Option<Option<CliVersion>>,
@@ -142,6 +145,7 @@ impl SessionRegistry {
             bus,
             live: HashMap::new(),
             preparing: HashMap::new(),
+            run_worktrees: HashMap::new(),
             cli_version: None,
             shutting_down: false,
             reap_orphans,
@@ -185,6 +189,7 @@ impl Handler<ProcessGone> for SessionRegistry {
 
     fn handle(&mut self, msg: ProcessGone, _ctx: &mut Context<Self>) {
         self.children.remove(&msg.pid);
+        self.run_ended(&msg.id);
         if let Some((id, live)) = self.live.remove_entry(msg.id.as_str()) {
             tracing::debug!(session = %id, pid = msg.pid, reason = ?msg.reason, "session ended");
             let ended = SessionEnded { id, project_id: live.project_id };
