@@ -109,7 +109,7 @@ impl Git {
     /// Runs it and answers whatever it printed, success or not; an error only when it could
     /// not be run at all.
     pub async fn output(self) -> Result<Output, GitError> {
-        let mut child = self.command().spawn().map_err(|e| GitError {
+        let (mut child, _listed) = crate::process::own::spawn(&mut self.command()).map_err(|e| GitError {
             args: self.describe(),
             status: None,
             stderr: format!("cannot run git: {e}"),

@@ -162,7 +162,8 @@ pub async fn run_script(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| fail(format!("cannot start the setup script with bash: {e}")))?;
+    let (mut child, _listed) = crate::process::own::spawn(&mut cmd)
+        .map_err(|e| fail(format!("cannot start the setup script with bash: {e}")))?;
     let pgid = child.id().map(|p| p as i32);
     let (tx, mut rx) = mpsc::unbounded_channel::<OutputLine>();
     for (stream, pipe) in [

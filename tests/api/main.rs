@@ -35,4 +35,6 @@ mod streams;
 mod streams_catchup;
 mod support;
 mod webhooks;
+mod workspaces_api;
+mod workspaces_real;
 mod writer;
