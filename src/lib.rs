@@ -18,3 +18,4 @@ pub mod supervisor;
 pub mod telemetry;
 pub mod terminal;
 pub mod transport;
+pub mod workspace;

@@ -204,6 +204,7 @@ impl Application {
                 grace: std::time::Duration::from_millis(settings.agent_kill_grace_ms),
                 processes: workbench.clone().recipient(),
                 process_retention: std::time::Duration::from_millis(settings.processes.retention_ms),
+                workspaces: settings.workspaces(),
             },
         )
         .start();

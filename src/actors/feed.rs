@@ -145,7 +145,7 @@ fn render(session_id: &str, from: u64, next: u64, rows: Vec<StoredEvent>) -> Vec
 /// The bus types are a closed set; a stored one outside it (a newer version's) keeps a
 /// generic name.
 fn static_kind(kind: &str) -> &'static str {
-    const KINDS: [&str; 9] = [
+    const KINDS: [&str; 13] = [
         "session.created",
         "session.status",
         "session.message",
@@ -155,6 +155,10 @@ fn static_kind(kind: &str) -> &'static str {
         "session.closed",
         "permission.decision",
         "session.event",
+        "workspace.created",
+        "workspace.setup_output",
+        "workspace.setup_failed",
+        "workspace.ready",
     ];
     KINDS.iter().find(|k| **k == kind).copied().unwrap_or("session.event")
 }

@@ -6,8 +6,8 @@
 //! ever lags the session's own clock; each candidate's actor then decides whether it is truly
 //! idle (no turn, no control request either way, no queued turn, no background task, nobody
 //! watching). Agent executions still running well past their timeout (plus the kill grace)
-//! are cancelled, or failed when no run owns them any more, and lock queues nobody waits in any
-//! more are pruned. A sweep never overlaps the previous one, logs its counts, and an error in
+//! are cancelled, or failed when no run owns them any more, lock queues nobody waits in any
+//! more are pruned, and so are worktrees whose session (or agent run) is gone. A sweep never overlaps the previous one, logs its counts, and an error in
 //! one step or one session never stops the rest.
 
 use std::time::Duration;
@@ -58,6 +58,8 @@ pub struct SweepReport {
     pub locks_pruned: usize,
     /// Ended commands and processes removed after their retention.
     pub processes_removed: usize,
+    /// Worktrees removed whose session (or agent run) is gone.
+    pub worktrees_pruned: usize,
     pub skipped: bool,
 }
 
@@ -77,6 +79,8 @@ pub struct Janitor {
     processes: Recipient<Cleanup>,
     /// How long ended commands and processes are kept.
     process_retention: Duration,
+    /// Where sessions' worktrees are made.
+    workspaces: std::path::PathBuf,
     sweeping: bool,
 }
 
@@ -88,6 +92,7 @@ pub struct Tidies {
     /// Where ended commands and processes are removed, and after how long.
     pub processes: Recipient<Cleanup>,
     pub process_retention: Duration,
+    pub workspaces: std::path::PathBuf,
 }
 
 impl Janitor {
@@ -99,7 +104,7 @@ impl Janitor {
         bus: Recipient<WatcherCount>,
         tidies: Tidies,
     ) -> Self {
-        let Tidies { agents, locks, grace, processes, process_retention } = tidies;
+        let Tidies { agents, locks, grace, processes, process_retention, workspaces } = tidies;
         Janitor {
             interval,
             idle_timeout,
@@ -111,6 +116,7 @@ impl Janitor {
             grace,
             processes,
             process_retention,
+            workspaces,
             sweeping: false,
         }
     }
@@ -227,11 +233,19 @@ impl Handler<Sweep> for Janitor {
             (self.store.clone(), self.registry.clone(), self.bus.clone(), self.idle_timeout);
         let (agents, locks, grace) = (self.agents.clone(), self.locks.clone(), self.grace);
         let (processes, retention) = (self.processes.clone(), self.process_retention);
+        let workspaces = self.workspaces.clone();
         // Each step on its own: one failing never stops the others.
         let sweep = async move {
             let mut report = SweepReport::default();
             close_idle_sessions(store.clone(), registry, bus, timeout, &mut report).await;
-            reap_stuck_executions(store, agents, grace, &mut report).await;
+            reap_stuck_executions(store.clone(), agents, grace, &mut report).await;
+            match crate::workspace::prune::prune(&store, &workspaces).await {
+                Ok(pruned) => report.worktrees_pruned = pruned,
+                Err(e) => {
+                    tracing::warn!(error = %e, "janitor: cannot look for orphaned worktrees");
+                    report.errors += 1;
+                }
+            }
             match locks.send(Prune).await {
                 Ok(pruned) => report.locks_pruned = pruned,
                 Err(e) => {
@@ -255,7 +269,8 @@ impl Handler<Sweep> for Janitor {
         };
         Box::pin(sweep.into_actor(self).map(|report, act, _ctx| {
             act.sweeping = false;
-            let tidied = report.executions_reaped + report.locks_pruned + report.processes_removed;
+            let tidied =
+                report.executions_reaped + report.locks_pruned + report.processes_removed + report.worktrees_pruned;
             if report.checked > 0 || report.errors > 0 || tidied > 0 {
                 tracing::info!(
                     checked = report.checked,
@@ -266,6 +281,7 @@ impl Handler<Sweep> for Janitor {
                     executions_reaped = report.executions_reaped,
                     locks_pruned = report.locks_pruned,
                     processes_removed = report.processes_removed,
+                    worktrees_pruned = report.worktrees_pruned,
                     "janitor sweep"
                 );
             } else {

@@ -25,7 +25,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 /// The event types a webhook may ask for (or `*`).
-pub const EVENT_TYPES: [&str; 8] = [
+pub const EVENT_TYPES: [&str; 15] = [
     "session.created",
     "session.status",
     "session.message",
@@ -34,6 +34,13 @@ pub const EVENT_TYPES: [&str; 8] = [
     "session.closed",
     "stream.event",
     "permission.decision",
+    "workspace.created",
+    "workspace.setup_output",
+    "workspace.setup_failed",
+    "workspace.ready",
+    "workspace.committed",
+    "workspace.merged",
+    "workspace.archived",
 ];
 const TIMEOUT: Duration = Duration::from_secs(10);
 const RETRIES: u32 = 3;

@@ -46,6 +46,10 @@ pub struct Settings {
     pub max_agents: u32,
     /// Between SIGTERM and SIGKILL when an agent run times out or is cancelled (5-60 s).
     pub agent_kill_grace_ms: u64,
+    /// Where sessions' git worktrees are made; `None`: `workspaces` beside the database.
+    pub workspaces_dir: Option<PathBuf>,
+    /// How long a project's `setup_script` may run in a new worktree.
+    pub setup_timeout_ms: u64,
     /// The OS sandbox of a project that chooses none, and what it needs.
     pub sandbox: SandboxSettings,
     /// Terminals: idle timeout, scrollback, how many per workspace.
@@ -139,6 +143,15 @@ impl Settings {
             Some(parent) => parent.join("processes"),
             None => PathBuf::from("processes"),
         })
+    }
+
+    /// The folder sessions' worktrees are made in: `workspaces_dir`, or `workspaces` beside
+    /// the database.
+    pub fn workspaces(&self) -> PathBuf {
+        match &self.workspaces_dir {
+            Some(dir) => dir.clone(),
+            None => self.db_path.parent().map(|p| p.join("workspaces")).unwrap_or_else(|| PathBuf::from("workspaces")),
+        }
     }
 
     /// True when `host` is a loopback address or name: then no token is required.

@@ -62,6 +62,10 @@ impl Settings {
         }
         let sandbox = sandbox_settings(l, home)?;
         let processes = process_settings(l, home)?;
+        let workspaces_dir = match l.string("workspaces_dir")?.trim() {
+            "" => None,
+            raw => Some(expand_home(raw, home).map_err(|p| l.err("workspaces_dir", p))?),
+        };
         Ok(Settings {
             host,
             port: l.integer("port", 0, 65535)? as u16,
@@ -92,6 +96,8 @@ impl Settings {
             max_agents: l.integer("max_agents", 0, 100_000)? as u32,
             // Clamped rather than refused: the grace only has to stay within sane bounds.
             agent_kill_grace_ms: l.integer("agent_kill_grace_ms", 0, i64::MAX)?.clamp(5_000, 60_000) as u64,
+            workspaces_dir,
+            setup_timeout_ms: l.integer("setup_timeout_ms", 1_000, 86_400_000)? as u64,
             sandbox,
             terminal: TerminalSettings {
                 idle_timeout: std::time::Duration::from_millis(l.integer(

@@ -39,6 +39,10 @@ pub struct Agent {
     pub next_run_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+    /// `shared`: runs work in `cwd`; `worktree`: each run in a fresh git worktree of `cwd` on
+    /// a branch of its own (`conduit/agent-<name>-<run>`), its checkout removed after the run.
+    #[schema(value_type = crate::domain::workspace::WorkspaceMode)]
+    pub workspace_mode: crate::domain::workspace::WorkspaceMode,
 }
 
 /// One run of an agent.

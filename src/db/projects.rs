@@ -8,6 +8,7 @@ use super::schema::projects;
 use super::{DbConnection, StoreError};
 use crate::domain::ids::{AgentId, ProjectId};
 use crate::domain::sandbox::SandboxMode;
+use crate::domain::workspace::{CopyList, WorkspaceMode};
 
 /// A project: a folder on disk where sessions run, with defaults for the sessions it launches.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, AsChangeset, Serialize, ToSchema)]
@@ -34,6 +35,15 @@ pub struct Project {
     pub updated_at: String,
     /// The OS sandbox its CLIs run in; `null`: the service's `sandbox` setting.
     pub sandbox: Option<SandboxMode>,
+    /// `shared` (sessions work in the folder itself) or `worktree` (each session gets a git
+    /// worktree of its own on a branch `conduit/<name>`).
+    pub workspace_mode: WorkspaceMode,
+    /// Paths and globs, relative to the folder, copied into each new worktree (`.env`, ...).
+    #[schema(value_type = Vec<String>)]
+    pub workspace_copy: CopyList,
+    /// Run with bash in each new worktree before the CLI starts; its output is streamed as
+    /// `workspace.setup_output` events, and a failure puts the session in `error`.
+    pub setup_script: Option<String>,
 }
 
 pub fn insert(conn: &mut DbConnection, project: &Project) -> Result<(), StoreError> {

@@ -17,6 +17,9 @@ diesel::table! {
         created_at -> Text,
         updated_at -> Text,
         sandbox -> Nullable<Text>,
+        workspace_mode -> Text,
+        workspace_copy -> Text,
+        setup_script -> Nullable<Text>,
     }
 }
 
@@ -61,6 +64,11 @@ diesel::table! {
         last_active_at -> Text,
         closed_at -> Nullable<Text>,
         closed_reason -> Nullable<Text>,
+        workspace_mode -> Text,
+        worktree_path -> Nullable<Text>,
+        branch -> Nullable<Text>,
+        base_ref -> Nullable<Text>,
+        base_commit -> Nullable<Text>,
     }
 }
 
@@ -170,6 +178,7 @@ diesel::table! {
         next_run_at -> Nullable<Text>,
         created_at -> Text,
         updated_at -> Text,
+        workspace_mode -> Text,
     }
 }
 

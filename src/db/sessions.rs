@@ -8,6 +8,7 @@ use super::schema::sessions;
 use super::{DbConnection, StoreError};
 use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::session::{ClosedReason, SessionStatus};
+use crate::domain::workspace::WorkspaceMode;
 
 /// A session: one supervised CLI process and everything recorded about it.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Serialize, ToSchema)]
@@ -54,6 +55,17 @@ pub struct Session {
     /// Why the session ended: `requested`, `idle_timeout`, `project_deleted`, `shutdown`,
     /// `cli_exited`, `launch_failed` or `service_restarted`; null while live.
     pub closed_reason: Option<ClosedReason>,
+    /// What the session got: `shared` (the project folder) or `worktree` (its own).
+    pub workspace_mode: WorkspaceMode,
+    /// Its worktree's folder (worktree mode).
+    pub worktree_path: Option<String>,
+    /// Its worktree's branch, `conduit/<name>` (worktree mode).
+    pub branch: Option<String>,
+    /// What the worktree was made from: the ref given at launch, or the branch the project
+    /// folder had checked out (`HEAD` when detached). Merges go into it.
+    pub base_ref: Option<String>,
+    /// The commit the worktree was made from: diffs are against it.
+    pub base_commit: Option<String>,
 }
 
 /// A change to a session row; `None` leaves a column as it is.
@@ -75,6 +87,10 @@ pub struct SessionPatch {
     pub last_active_at: Option<String>,
     pub closed_at: Option<Option<String>>,
     pub closed_reason: Option<Option<ClosedReason>>,
+    pub worktree_path: Option<Option<String>>,
+    pub branch: Option<Option<String>>,
+    pub base_ref: Option<Option<String>>,
+    pub base_commit: Option<Option<String>>,
 }
 
 impl SessionPatch {
@@ -183,6 +199,20 @@ pub fn workspace(conn: &mut DbConnection, id: &SessionId) -> Result<Option<Sessi
     let Some(project) = super::projects::find(conn, &session.project_id)? else {
         return Ok(None);
     };
-    let folder = project.folder_path.clone();
+    let folder = match (&session.workspace_mode, &session.worktree_path) {
+        (WorkspaceMode::Worktree, Some(path)) => path.clone(),
+        _ => project.folder_path.clone(),
+    };
     Ok(Some(SessionWorkspace { session, project, folder }))
+}
+
+/// Which of `ids` name a stored session.
+pub fn existing(conn: &mut DbConnection, ids: Vec<String>) -> Result<Vec<String>, StoreError> {
+    Ok(sessions::table
+        .filter(sessions::id.eq_any(ids))
+        .select(sessions::id)
+        .load::<SessionId>(conn)?
+        .into_iter()
+        .map(String::from)
+        .collect())
 }

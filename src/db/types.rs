@@ -20,6 +20,7 @@ use crate::domain::ids::{AgentId, ExecutionId, ProcessId, ProjectId, RuleId, Ses
 use crate::domain::process::{ProcessKind, ProcessStatus};
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::session::{ClosedReason, SessionStatus};
+use crate::domain::workspace::{CopyList, WorkspaceMode};
 
 /// What every TEXT-backed type shares once it can be written as `&str` and read from a
 /// `String`.
@@ -134,8 +135,20 @@ enum_sql!(
     DecisionSource,
     SandboxMode,
     ProcessKind,
-    ProcessStatus
+    ProcessStatus,
+    WorkspaceMode
 );
+
+// A copy list is stored as the text it keeps; it was checked before it was stored.
+text_sql!(CopyList, |text| Ok(CopyList::from_stored(text)));
+
+impl AsExpression<Text> for CopyList {
+    type Expression = <String as AsExpression<Text>>::Expression;
+
+    fn as_expression(self) -> Self::Expression {
+        <String as AsExpression<Text>>::as_expression(self.as_str().to_string())
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -21,4 +21,6 @@ pub struct LaunchSpec {
     pub options: CliOptions,
     /// `auto` is resolved here, from the installed CLI's version.
     pub transport: Option<Transport>,
+    /// What a worktree session starts from (checked); `None`: the project folder's HEAD.
+    pub base_ref: Option<String>,
 }

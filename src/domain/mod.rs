@@ -89,3 +89,4 @@ pub mod session;
 pub mod terminal;
 pub mod time;
 pub mod validate;
+pub mod workspace;

@@ -51,6 +51,9 @@ impl Modify for BearerToken {
         sessions::control::interrupt,
         sessions::control::set_model,
         sessions::control::set_permission_mode,
+        sessions::review::diff,
+        sessions::review::commit,
+        sessions::review::merge,
         rules::read::list_project,
         rules::create::create_project,
         rules::read::list_global,
@@ -121,6 +124,9 @@ impl Modify for BearerToken {
         processes::background::KillRequest, processes::background::KillSignal, processes::background::Count,
         processes::logs::LogPage, crate::actors::workbench::Stream, crate::db::processes::ProcessRow,
         crate::domain::process::ProcessKind, crate::domain::process::ProcessStatus,
+        crate::domain::workspace::WorkspaceMode, sessions::review::SessionDiff, crate::workspace::review::FileChange,
+        sessions::review::CommitRequest, sessions::review::Committed, sessions::review::MergeRequest,
+        sessions::review::MergeResult, sessions::review::MergeConflict, crate::workspace::review::MergeStrategy,
     )),
     modifiers(&BearerToken),
     tags(
@@ -134,6 +140,7 @@ impl Modify for BearerToken {
         (name = "agents", description = "Scheduled agents, their runs, and the folder locks they queue on"),
         (name = "terminals", description = "Shells in a PTY in a workspace, over a WebSocket"),
         (name = "processes", description = "Commands (exec) and background processes in a session's workspace or a project's folder, under the permission rules and the sandbox"),
+        (name = "review", description = "A worktree session's changes: diff against its base, commit, merge into the base branch"),
     )
 )]
 pub struct ApiDoc;

@@ -4,6 +4,7 @@
 //! - [`procfs`] reads `/proc`: parents, process groups, start times, the session marker.
 //! - [`kill`] signals process groups and escaped descendants, and confirms they are gone.
 //! - [`version`] reads the CLI's version (does it accept a local `--sdk-url`?).
+//! - [`own`] lists the other children tokio waits for (git, setup scripts), for the reaper.
 //!
 //! - [`cgroup`] contains each CLI's whole tree in a cgroup v2 of its own, ended with
 //!   `cgroup.kill` (where cgroups are not available, the group and the marker below do).
@@ -18,6 +19,7 @@ pub mod cgroup;
 pub mod command;
 pub mod executable;
 pub mod kill;
+pub mod own;
 pub mod procfs;
 pub mod tree;
 pub mod version;

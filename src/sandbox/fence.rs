@@ -60,6 +60,9 @@ pub struct Fence {
     shown: Vec<PathBuf>,
     /// Caches the model's builds need (`sandbox_writable`), writable where they exist.
     writable: Vec<PathBuf>,
+    /// A git worktree's repository folder (`.git`), shown read-only (it may be under `/tmp`);
+    /// the parts a commit writes are in `state`.
+    repository: Option<PathBuf>,
 }
 
 impl Fence {
@@ -109,7 +112,21 @@ impl Fence {
             program: None,
             shown: Vec::new(),
             writable: settings.writable.clone(),
+            repository: None,
         }))
+    }
+
+    /// Lets a CLI working in a git worktree commit on its branch: the repository's `.git`
+    /// (`common`) is shown read-only, and writable only where a commit writes: its objects,
+    /// refs and logs, and the worktree's own admin folder (`own`: index, HEAD). Its config and
+    /// hooks stay read-only, so nothing the model does changes how git behaves in the user's
+    /// own checkout.
+    pub fn share_repository(&mut self, common: &Path, own: &Path) {
+        self.repository = Some(common.to_path_buf());
+        for part in ["objects", "refs", "logs"] {
+            self.state.push(StatePath::Folder(common.join(part)));
+        }
+        self.state.push(StatePath::Folder(own.to_path_buf()));
     }
 
     /// Keeps read-only what `Write`/`Edit` deny rules name literally (their `rule_content`):
@@ -175,6 +192,9 @@ impl Fence {
             a.extend(["--ro-bind".to_string(), path(p), path(p)]);
         }
         a.extend(["--bind".to_string(), path(&self.folder), path(&self.folder)]);
+        if let Some(repository) = &self.repository {
+            a.extend(["--ro-bind-try".to_string(), path(repository), path(repository)]);
+        }
         let state = self.state.iter().map(|s| match s {
             StatePath::Folder(p) | StatePath::File(p) => p,
         });

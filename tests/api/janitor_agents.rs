@@ -97,6 +97,7 @@ async fn executions_stuck_past_their_timeout_are_ended_and_locks_pruned() {
         next_run_at: None,
         created_at: at(now),
         updated_at: at(now),
+        workspace_mode: conduit::domain::workspace::WorkspaceMode::Shared,
     };
     let stuck = execution("00000000-0000-4000-8000-000000000001", &agent.id, at(now - chrono::Duration::hours(1)));
     let fresh = execution("00000000-0000-4000-8000-000000000002", &agent.id, at(now - chrono::Duration::seconds(30)));
@@ -121,8 +122,9 @@ async fn executions_stuck_past_their_timeout_are_ended_and_locks_pruned() {
             agents: probe.clone().recipient(),
             locks: probe.clone().recipient(),
             grace: Duration::from_secs(5),
-            processes: probe.recipient(),
+            processes: probe.clone().recipient(),
             process_retention: Duration::from_secs(3600),
+            workspaces: dir.path().join("workspaces"),
         },
     )
     .start();

@@ -39,4 +39,6 @@ mod support;
 mod terminals;
 mod terminals_end;
 mod webhooks;
+mod workspaces_api;
+mod workspaces_real;
 mod writer;

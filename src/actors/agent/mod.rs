@@ -55,6 +55,7 @@ pub struct AgentEdit {
     /// `Some(None)` clears it.
     pub model: Option<Option<String>>,
     pub timeout_ms: Option<i64>,
+    pub workspace_mode: Option<crate::domain::workspace::WorkspaceMode>,
 }
 
 #[derive(Message)]
@@ -188,6 +189,9 @@ impl ProactiveAgent {
                 }
                 if let Some(v) = edit.timeout_ms {
                     self.agent.timeout_ms = v;
+                }
+                if let Some(v) = edit.workspace_mode {
+                    self.agent.workspace_mode = v;
                 }
             }
         }

@@ -17,6 +17,7 @@ use crate::domain::ids::SessionId;
 use crate::domain::launch::{CliOptions, LaunchSpec};
 use crate::domain::session::{ClosedReason, SessionStatus};
 use crate::domain::validate::Transport;
+use crate::domain::workspace::WorkspaceMode;
 use crate::domain::{names, time};
 use crate::process::version::{self};
 use crate::sandbox::{Fence, FenceError};
@@ -25,7 +26,7 @@ use crate::supervisor::claude::ClaudeCode;
 use crate::supervisor::spawn::{spawn, SpawnRequest};
 use crate::transport::websocket;
 
-use super::{Live, SessionRegistry};
+use super::{worktree_folder, Live, SessionRegistry};
 use crate::sandbox::enclosure::Enclosure;
 
 #[derive(Message)]
@@ -39,6 +40,9 @@ pub struct Launched {
     pub session: Session,
     /// False when an existing live session with the same external key was returned.
     pub created: bool,
+    /// A worktree session whose worktree is being made and set up: the final answer (the row
+    /// running, or in `error`) comes here, while the registry goes on with other launches.
+    pub pending: Option<tokio::sync::oneshot::Receiver<Result<Session, LaunchError>>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -58,17 +62,22 @@ pub enum LaunchError {
     /// The launch could not be recorded (storage is failing).
     #[error(transparent)]
     Storage(#[from] WriteError),
+    /// The worktree cannot be made (not a repository, an unknown base ref).
+    #[error(transparent)]
+    Workspace(crate::workspace::WorkspaceError),
 }
 
 impl SessionRegistry {
     pub(super) fn capacity_error(&self, project: &Project) -> Option<String> {
         let max_global = self.settings.max_sessions_global as usize;
-        if self.live.len() >= max_global {
+        let preparing = || self.preparing.values().map(|p| &p.row.project_id);
+        if self.live.len() + self.preparing.len() >= max_global {
             return Some(format!(
                 "the global limit of {max_global} live sessions is reached (CONDUIT_MAX_SESSIONS_GLOBAL); close a session first"
             ));
         }
-        let in_project = self.live.values().filter(|l| l.project_id == project.id).count();
+        let in_project =
+            self.live.values().map(|l| &l.project_id).chain(preparing()).filter(|p| **p == project.id).count();
         if in_project >= project.max_sessions.max(0) as usize {
             return Some(format!(
                 "project {:?} already has its limit of {} live sessions (its max_sessions); close one first",
@@ -119,6 +128,11 @@ impl SessionRegistry {
             last_active_at: now,
             closed_at: None,
             closed_reason: None,
+            workspace_mode: project.workspace_mode,
+            worktree_path: None,
+            branch: None,
+            base_ref: None,
+            base_commit: None,
         }
     }
 
@@ -132,6 +146,7 @@ impl SessionRegistry {
             registry: ctx.address().recipient(),
         };
         let addr = session::start(started, &deps);
+        self.preparing.remove(&row.id);
         self.live.insert(
             row.id.clone(),
             Live { addr, project_id: row.project_id.clone(), external_key: row.external_key.clone() },
@@ -141,7 +156,7 @@ impl SessionRegistry {
 
     /// The CLI could not be started: the row records why (and a new session's stream says it
     /// was created, as its first event).
-    pub(super) fn launch_failed(&self, mut row: Session, reason: String, announce: bool) -> Session {
+    pub(super) fn launch_failed(&self, mut row: Session, reason: String, announce: Option<u64>) -> Session {
         let now = time::now();
         row.status = SessionStatus::Error;
         row.error_message = Some(reason);
@@ -157,13 +172,13 @@ impl SessionRegistry {
                 ..Default::default()
             },
         });
-        if announce {
+        if let Some(seq) = announce {
             let data = serde_json::to_string(&row).unwrap_or_else(|_| "null".to_string());
             let mut event = Event::new("session.created", "session_created", Some(row.id.to_string()), data.clone());
-            event.topic_seq = Some(1);
+            event.topic_seq = Some(seq);
             self.writer.persist(WriteOp::Event(NewSessionEvent {
                 session_id: row.id.to_string(),
-                seq: 1,
+                seq: seq as i64,
                 kind: event.kind.to_string(),
                 name: event.name.clone(),
                 data,
@@ -201,7 +216,7 @@ impl SessionRegistry {
         let spawned = match spawned {
             Ok(spawned) => spawned,
             Err(reason) => {
-                let row = self.launch_failed(row, reason, announce);
+                let row = self.launch_failed(row, reason, announce.then_some(last_seq + 1));
                 // A read right after the answer must see the failure: wait for it to be stored.
                 let writer = self.writer.clone();
                 return Box::pin(
@@ -235,7 +250,7 @@ impl SessionRegistry {
                 act.children.remove(&started.spawned.pid);
                 let tree = started.spawned.tree.clone();
                 tokio::task::spawn_blocking(move || tree.end(Duration::from_secs(2)));
-                let _ = act.launch_failed(started.row, format!("the session could not be recorded: {e}"), false);
+                let _ = act.launch_failed(started.row, format!("the session could not be recorded: {e}"), None);
                 Err(LaunchError::Storage(e))
             }
         }))
@@ -279,17 +294,37 @@ impl Handler<Launch> for SessionRegistry {
                 let addr = live.addr.clone();
                 return AtomicResponse::new(Box::pin(async move { addr.send(Snapshot).await }.into_actor(self).map(
                     |snapshot, _, _| {
-                        snapshot.map(|session| Launched { session, created: false }).map_err(|_| {
+                        snapshot.map(|session| Launched { session, created: false, pending: None }).map_err(|_| {
                             LaunchError::Store(StoreError::Other("the session ended while being looked up".into()))
                         })
                     },
                 )));
             }
         }
+        if let Some(key) = &msg.spec.external_key {
+            let existing = self
+                .preparing
+                .values()
+                .find(|p| p.row.project_id == msg.project.id && p.row.external_key.as_ref() == Some(key));
+            if let Some(p) = existing {
+                let session = p.row.clone();
+                return AtomicResponse::new(Box::pin(actix::fut::ready(Ok(Launched {
+                    session,
+                    created: false,
+                    pending: None,
+                }))));
+            }
+        }
         if let Some(reason) = self.capacity_error(&msg.project) {
             return AtomicResponse::new(Box::pin(actix::fut::ready(Err(LaunchError::Capacity(reason)))));
         }
-        let fence: Option<Fence> = match self.fence(msg.project.sandbox, &msg.project.folder_path, &ClaudeCode) {
+        let mut row = Self::new_row(&msg.project, &msg.spec);
+        let in_worktree = msg.project.workspace_mode == WorkspaceMode::Worktree;
+        let folder = match in_worktree {
+            true => worktree_folder(&self.settings.workspaces(), row.id.as_str()).to_string_lossy().into_owned(),
+            false => msg.project.folder_path.clone(),
+        };
+        let fence: Option<Fence> = match self.fence(msg.project.sandbox, &folder, &ClaudeCode) {
             Ok(fence) => fence,
             Err(e) => return AtomicResponse::new(Box::pin(actix::fut::ready(Err(e.into())))),
         };
@@ -323,18 +358,25 @@ impl Handler<Launch> for SessionRegistry {
                 }
                 _ => None,
             };
-            let mut row = Self::new_row(&msg.project, &msg.spec);
             row.transport = transport.as_str().to_string();
             row.ws_port = bridge.as_ref().map(|(_, port)| i32::from(*port));
             let stored = row.clone();
             let store = act.store.clone();
+            if in_worktree {
+                let stored = async move { store.run(move |conn| sessions::insert(conn, &stored)).await };
+                return Box::pin(stored.into_actor(act).map(move |inserted, act, ctx| {
+                    inserted?;
+                    let project = msg.project;
+                    let pending = act.launch_in_worktree(row.clone(), project, msg.spec, bridge, fence, ctx);
+                    Ok(Launched { session: row, created: true, pending: Some(pending) })
+                })) as LaunchFuture;
+            }
             let enclose = act.enclose(row.id.to_string(), Some(row.project_id.clone()), fence);
             // The row, then its cgroup and sandbox (off the executor).
             let prepare = async move {
                 store.run(move |conn| sessions::insert(conn, &stored)).await?;
                 Ok::<_, StoreError>((row, enclose.await))
             };
-            let folder = msg.project.folder_path.clone();
             let options = msg.spec.options.clone();
             Box::pin(prepare.into_actor(act).then(move |prepared, act, _ctx| {
                 let (row, enclosure) = match prepared {
@@ -343,7 +385,8 @@ impl Handler<Launch> for SessionRegistry {
                 };
                 let req = SessionLaunch { row, folder, options, bridge, resumed: false, last_seq: 0, enclosure };
                 Box::pin(
-                    act.launch_cli(req, true).map(|launched, _, _| launched.map(|session| Launched { session, created: true })),
+                    act.launch_cli(req, true)
+                        .map(|launched, _, _| launched.map(|session| Launched { session, created: true, pending: None })),
                 ) as LaunchFuture
             })) as LaunchFuture
         })))

@@ -20,12 +20,14 @@ mod launch;
 mod reaper;
 mod resume;
 mod runs;
+mod workspace;
 
 pub use self::commands::SpawnCommand;
 pub use self::deliver::{Deliver, DeliverError};
 pub use self::launch::{Launch, LaunchError, Launched};
 pub use self::resume::{Resume, ResumeError};
 pub use self::runs::StartRun;
+pub use self::workspace::worktree_folder;
 
 use self::reaper::Sweep;
 use super::bus::Publish;
@@ -101,6 +103,12 @@ struct Live {
     external_key: Option<String>,
 }
 
+/// A session whose worktree is being made and set up: it counts against capacity and holds
+/// its external key, though it has no CLI yet.
+struct Preparing {
+    row: crate::db::sessions::Session,
+}
+
 pub struct SessionRegistry {
     settings: Arc<Settings>,
     store: Store,
@@ -108,6 +116,11 @@ pub struct SessionRegistry {
     engine: Recipient<Evaluate>,
     bus: Recipient<Publish>,
     live: HashMap<SessionId, Live>,
+    /// Sessions getting their worktree ready (see `workspace.rs`).
+    preparing: HashMap<SessionId, Preparing>,
+    /// Agent runs working in a worktree of their own, by execution id: (repository, worktree,
+    /// branch), archived when the run's CLI ends.
+    run_worktrees: HashMap<String, (std::path::PathBuf, std::path::PathBuf, String)>,
     /// The installed CLI's version, read once for the `auto` transport (`Some(None)`: it
     /// could not be read, so `auto` means stdio).
     cli_version: Option<Option<CliVersion>>,
@@ -140,6 +153,8 @@ impl SessionRegistry {
             engine,
             bus,
             live: HashMap::new(),
+            preparing: HashMap::new(),
+            run_worktrees: HashMap::new(),
             cli_version: None,
             shutting_down: false,
             reap_orphans,
@@ -183,6 +198,7 @@ impl Handler<ProcessGone> for SessionRegistry {
 
     fn handle(&mut self, msg: ProcessGone, _ctx: &mut Context<Self>) {
         self.children.remove(&msg.pid);
+        self.run_ended(&msg.id);
         if let Some((id, live)) = self.live.remove_entry(msg.id.as_str()) {
             tracing::debug!(session = %id, pid = msg.pid, reason = ?msg.reason, "session ended");
             let ended = SessionEnded { id, project_id: live.project_id };

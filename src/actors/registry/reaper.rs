@@ -14,7 +14,7 @@ use actix::prelude::*;
 use futures_util::StreamExt;
 
 use super::SessionRegistry;
-use crate::process::kill;
+use crate::process::{kill, own};
 
 /// Signals coalesce: the sweep also runs this often.
 const SWEEP_EVERY: Duration = Duration::from_secs(5);
@@ -61,11 +61,13 @@ impl SessionRegistry {
         let me = std::process::id() as i32;
         let walk = tokio::task::spawn_blocking(move || kill::zombie_children(me));
         ctx.spawn(walk.into_actor(self).map(|zombies, act, ctx| {
-            let reaped = zombies
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|pid| !act.children.contains(pid) && kill::reap(*pid))
-                .count();
+            let zombies = zombies.unwrap_or_default();
+            let reaped = own::reaping(|listed| {
+                zombies
+                    .into_iter()
+                    .filter(|pid| !act.children.contains(pid) && !listed(*pid) && kill::reap(*pid))
+                    .count()
+            });
             if reaped > 0 {
                 tracing::debug!(reaped, "reaped orphaned descendants");
             }

@@ -15,9 +15,11 @@ use crate::supervisor::claude::ClaudeCode;
 use crate::transport::websocket;
 
 use super::launch::{LaunchError, SessionLaunch};
+use super::workspace::reuse;
 use super::SessionRegistry;
 use crate::domain::ids::SessionId;
 use crate::domain::session::SessionStatus;
+use crate::domain::workspace::WorkspaceMode;
 
 /// Brings back an ended session (closed or errored): a new CLI process with
 /// `--resume=<the CLI's session id>`, in the same folder, with the same options and transport;
@@ -57,6 +59,8 @@ struct Relaunch {
     options: CliOptions,
     bridge: Option<(std::net::TcpListener, u16)>,
     fence: Option<Fence>,
+    /// A worktree session: its project folder and branch (the worktree is `folder`).
+    worktree: Option<(String, Option<String>)>,
 }
 
 impl SessionRegistry {
@@ -81,7 +85,14 @@ impl SessionRegistry {
         if let Some(reason) = self.capacity_error(&project) {
             return Err(LaunchError::Capacity(reason).into());
         }
-        let fence = self.fence(project.sandbox, &project.folder_path, &ClaudeCode).map_err(LaunchError::from)?;
+        // A worktree session goes back to its own worktree (the same folder, the same branch).
+        let (folder, worktree) = match (&row.workspace_mode, &row.worktree_path) {
+            (WorkspaceMode::Worktree, Some(path)) => {
+                (path.clone(), Some((project.folder_path.clone(), row.branch.clone())))
+            }
+            _ => (project.folder_path.clone(), None),
+        };
+        let fence = self.fence(project.sandbox, &folder, &ClaudeCode).map_err(LaunchError::from)?;
         let bridge = match Transport::parse(&row.transport) {
             Some(Transport::Websocket) => Some(
                 websocket::allocate_port(self.settings.ws_port_range_start, self.settings.ws_port_range_end)
@@ -119,7 +130,7 @@ impl SessionRegistry {
             },
         });
         tracing::info!(session = %row.id, transport = %row.transport, "resuming a session");
-        Ok(Relaunch { row, folder: project.folder_path, options, bridge, fence })
+        Ok(Relaunch { row, folder, options, bridge, fence, worktree })
     }
 }
 
@@ -151,9 +162,19 @@ impl Handler<Resume> for SessionRegistry {
                 Ok(checked) => checked,
                 Err(e) => return Box::pin(actix::fut::ready(Err(e))) as ResumeFuture,
             };
-            let Relaunch { row, folder, options, bridge, fence } = relaunch;
-            let enclose = act.enclose(row.id.to_string(), Some(row.project_id.clone()), fence);
-            Box::pin(enclose.into_actor(act).then(move |enclosure, act, _ctx| {
+            let Relaunch { row, folder, options, bridge, fence, worktree } = relaunch;
+            let reused = match worktree {
+                Some((repo, branch)) => {
+                    futures_util::future::Either::Left(reuse(repo.into(), folder.clone().into(), branch, fence))
+                }
+                None => futures_util::future::Either::Right(std::future::ready(Ok(fence))),
+            };
+            let (id, project_id) = (row.id.to_string(), row.project_id.clone());
+            let enclose = reused.into_actor(act).then(move |fence, act, _ctx| {
+                let enclose = fence.map(|fence| act.enclose(id, Some(project_id), fence));
+                async move { enclose?.await }.into_actor(act)
+            });
+            Box::pin(enclose.then(move |enclosure, act, _ctx| {
                 let req = SessionLaunch { row, folder, options, bridge, resumed: true, last_seq, enclosure };
                 act.launch_cli(req, false).map(|launched, _, _| launched.map_err(ResumeError::from))
             })) as ResumeFuture

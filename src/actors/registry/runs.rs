@@ -5,17 +5,23 @@ use std::time::Duration;
 
 use actix::prelude::*;
 
-use super::SessionRegistry;
+use std::path::PathBuf;
+
+use super::workspace::share_repository;
+use super::{worktree_folder, SessionRegistry};
 use crate::actors::agent_run::{AgentRunProcess, Cancel, OneTurn, RunEnded, RunRecords};
 use crate::actors::locks::DirLock;
 use crate::db::agents::{Agent, Execution};
 use crate::db::projects;
 use crate::domain::launch::CliOptions;
+use crate::domain::workspace::{branch_for, WorkspaceMode};
 use crate::sandbox::enclosure::Enclosure;
 use crate::supervisor::adapter::AgentAdapter;
 use crate::supervisor::claude::ClaudeCode;
 use crate::supervisor::process::{CliProcess, Peers};
 use crate::supervisor::spawn::{spawn, SpawnRequest};
+use crate::workspace::prune::RUN_PREFIX;
+use crate::workspace::worktree::{self, WorktreePlan};
 
 /// Starts the CLI of an agent run that holds its folder's lock. Answers where to send a
 /// cancel, or why the CLI could not start (the lock is released then).
@@ -36,21 +42,68 @@ impl Handler<StartRun> for SessionRegistry {
         // The project's sandbox (its row), then the cgroup and the sandbox (off the executor),
         // then the CLI.
         let (store, project) = (self.store.clone(), msg.agent.project_id.clone());
-        let (cwd, marker, rules_of) = (msg.agent.cwd.clone(), msg.exec.id.to_string(), project.clone());
+        let (marker, rules_of) = (msg.exec.id.to_string(), project.clone());
+        // A run in its own worktree works there; the worktree is made before the sandbox.
+        let run_worktree = (msg.agent.workspace_mode == WorkspaceMode::Worktree).then(|| {
+            let short = &marker[..8.min(marker.len())];
+            WorktreePlan {
+                repo: PathBuf::from(&msg.agent.cwd),
+                path: worktree_folder(&self.settings.workspaces(), &format!("{RUN_PREFIX}{marker}")),
+                branch: branch_for(&format!("agent-{}-{short}", msg.agent.name), short),
+                suffix: short.to_string(),
+                base_ref: None,
+            }
+        });
+        let cwd = match &run_worktree {
+            Some(plan) => plan.path.to_string_lossy().into_owned(),
+            None => msg.agent.cwd.clone(),
+        };
         let sandbox = async move {
             match project {
                 Some(id) => store.run(move |conn| projects::find(conn, &id)).await.map(|p| p.and_then(|p| p.sandbox)),
                 None => Ok(None),
             }
         };
-        let enclosed = sandbox.into_actor(self).then(move |loaded, act, _ctx| {
-            let enclose = loaded.map_err(|e| format!("the agent's project could not be read: {e}")).and_then(|mode| {
-                let fence = act.fence(mode, &cwd, &ClaudeCode).map_err(|e| e.to_string())?;
-                Ok(act.enclose(marker, rules_of, fence))
-            });
-            async move { enclose?.await }.into_actor(act)
+        let made = async move {
+            match run_worktree {
+                Some(plan) => worktree::create(plan)
+                    .await
+                    .map(Some)
+                    .map_err(|e| format!("the run's git worktree could not be made: {e}")),
+                None => Ok(None),
+            }
+        };
+        let prepared = async move { Ok::<_, String>((sandbox.await, made.await?)) };
+        let repo = PathBuf::from(&msg.agent.cwd);
+        let enclosed = prepared.into_actor(self).then(move |prepared, act, _ctx| {
+            let (loaded, made) = match prepared {
+                Ok(p) => p,
+                Err(e) => {
+                    return Box::pin(actix::fut::ready(Err(e))) as std::pin::Pin<Box<dyn ActorFuture<Self, Output = _>>>
+                }
+            };
+            let planned = loaded
+                .map_err(|e| format!("the agent's project could not be read: {e}"))
+                .and_then(|mode| act.fence(mode, &cwd, &ClaudeCode).map_err(|e| e.to_string()));
+            if let Some(made) = &made {
+                act.run_worktrees.insert(marker.clone(), (repo, PathBuf::from(&made.path), made.branch.clone()));
+            }
+            let folder = PathBuf::from(&cwd);
+            let shared = async move {
+                match (planned, made.is_some()) {
+                    (Ok(fence), true) => share_repository(fence, &folder).await,
+                    (planned, _) => planned,
+                }
+            };
+            Box::pin(shared.into_actor(act).then(move |fence, act, _ctx| {
+                let enclose = fence.map(|fence| act.enclose(marker, rules_of, fence));
+                async move { enclose?.await }.into_actor(act).map(move |enclosure, _, _| enclosure.map(|e| (e, cwd)))
+            }))
         });
-        Box::pin(enclosed.map(move |enclosure, act, ctx| act.start_run(msg, enclosure?, ctx)))
+        Box::pin(enclosed.map(move |enclosed, act, ctx| {
+            let (enclosure, folder) = enclosed.inspect_err(|_| act.run_ended(msg.exec.id.as_str()))?;
+            act.start_run(msg, enclosure, folder, ctx)
+        }))
     }
 }
 
@@ -60,6 +113,7 @@ impl SessionRegistry {
         &mut self,
         msg: StartRun,
         enclosure: Enclosure,
+        folder: String,
         ctx: &mut Context<Self>,
     ) -> Result<Recipient<Cancel>, String> {
         let StartRun { agent, exec, lock, parent } = msg;
@@ -69,14 +123,14 @@ impl SessionRegistry {
             marker: exec.id.to_string(),
             program: self.settings.cli_path.clone(),
             arguments: Box::new(move |wire| ClaudeCode.arguments(&options, wire)),
-            folder: agent.cwd.clone(),
+            folder,
             env: self.cli_env(),
             bridge: None,
             cgroup,
             fence,
             backlog: None,
         };
-        let spawned = spawn(req)?;
+        let spawned = spawn(req).inspect_err(|_| self.run_ended(exec.id.as_str()))?;
         self.children.insert(spawned.pid);
         let peers = Peers { engine: self.engine.clone(), registry: ctx.address().recipient() };
         let records = RunRecords { store: self.store.clone(), bus: self.bus.clone() };
@@ -86,5 +140,19 @@ impl SessionRegistry {
         let addr: Addr<AgentRunProcess> =
             CliProcess::start(id.as_str(), spawned, Box::new(ClaudeCode), peers, grace, run);
         Ok(addr.recipient())
+    }
+}
+
+impl SessionRegistry {
+    /// An agent run's CLI has ended: its worktree (if it had one) is archived, its branch kept
+    /// with the run's work (uncommitted work committed on it).
+    pub(super) fn run_ended(&mut self, id: &str) {
+        if let Some((repo, path, branch)) = self.run_worktrees.remove(id) {
+            tokio::spawn(async move {
+                if let Err(e) = worktree::archive(&repo, &path, &branch, false).await {
+                    tracing::warn!(worktree = %path.display(), error = %e, "an agent run's worktree could not be archived");
+                }
+            });
+        }
     }
 }

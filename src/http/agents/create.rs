@@ -40,6 +40,9 @@ pub struct CreateAgent {
     /// Default 300000 (5 min).
     #[schema(minimum = 1000, maximum = 86400000)]
     pub timeout_ms: Option<i64>,
+    /// `shared` (default: runs work in `cwd`) or `worktree` (each run in a fresh git worktree
+    /// of `cwd`, on a branch of its own; `cwd` must be a git repository's top level, else 422).
+    pub workspace_mode: Option<crate::domain::workspace::WorkspaceMode>,
 }
 
 /// Create a scheduled agent.
@@ -50,7 +53,7 @@ pub struct CreateAgent {
         (status = 403, description = "`cwd` is outside the project root", body = ErrorBody),
         (status = 404, description = "No such project", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
-        (status = 422, description = "Validation failed (an invalid schedule says the expected form)", body = ErrorBody),
+        (status = 422, description = "Validation failed (an invalid schedule says the expected form), or `worktree` mode on a `cwd` that is not a git repository (`not_a_git_repository`)", body = ErrorBody),
         (status = 429, description = "CONDUIT_MAX_AGENTS reached", body = ErrorBody),
     ))]
 pub async fn create(state: web::Data<AppState>, body: web::Json<CreateAgent>) -> AppResult<HttpResponse> {
@@ -61,7 +64,12 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateAgent>) ->
         None => None,
     };
     let cwd = cwd_for(&state, b.cwd, project.as_ref()).await?;
-    let agent = fields.agent(project.map(|p| p.id), cwd);
+    let mode = b.workspace_mode.unwrap_or(crate::domain::workspace::WorkspaceMode::Shared);
+    if mode == crate::domain::workspace::WorkspaceMode::Worktree {
+        crate::workspace::worktree::require_repository(std::path::Path::new(&cwd)).await?;
+    }
+    let mut agent = fields.agent(project.map(|p| p.id), cwd);
+    agent.workspace_mode = mode;
     let project_id = agent.project_id.clone();
     let created = match ask(&state, registry::Create(agent)).await? {
         Ok(created) => created,
@@ -129,6 +137,7 @@ impl Fields {
             next_run_at: None,
             created_at: now.clone(),
             updated_at: now,
+            workspace_mode: crate::domain::workspace::WorkspaceMode::Shared,
         }
     }
 }

@@ -36,6 +36,10 @@ pub struct UpdateAgent {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = i64, minimum = 1000, maximum = 86400000)]
     pub timeout_ms: Option<Option<i64>>,
+    /// `shared` or `worktree` (the agent's folder must be a git repository's top level).
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = crate::domain::workspace::WorkspaceMode)]
+    pub workspace_mode: Option<Option<crate::domain::workspace::WorkspaceMode>>,
 }
 
 /// Change an agent (partial): given fields change.
@@ -47,7 +51,7 @@ pub struct UpdateAgent {
         (status = 403, description = "`cwd` is outside the project root", body = ErrorBody),
         (status = 404, description = "No such agent", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
-        (status = 422, description = "Validation failed", body = ErrorBody),
+        (status = 422, description = "Validation failed, or `worktree` mode on a folder that is not a git repository (`not_a_git_repository`)", body = ErrorBody),
     ))]
 pub async fn update(
     state: web::Data<AppState>,
@@ -59,9 +63,14 @@ pub async fn update(
     let cwd = b.cwd.take();
     let mut edit = edit(b)?;
     // Unknown agents are 404 before any folder is looked at.
-    ask(&state, registry::Get(id.clone())).await??;
+    let current = ask(&state, registry::Get(id.clone())).await??;
     if let Some(raw) = required("cwd", cwd)? {
         edit.cwd = Some(resolve_dir_field(&state, "cwd", raw, |_| ()).await?.0);
+    }
+    let mode = edit.workspace_mode.unwrap_or(current.workspace_mode);
+    if mode == crate::domain::workspace::WorkspaceMode::Worktree {
+        let folder = edit.cwd.clone().unwrap_or(current.cwd);
+        crate::workspace::worktree::require_repository(std::path::Path::new(&folder)).await?;
     }
     let agent = ask(&state, registry::Update { id, change: Change::Edit(edit) }).await??;
     Ok(HttpResponse::Ok().json(view(agent)))
@@ -79,6 +88,7 @@ fn edit(b: UpdateAgent) -> AppResult<AgentEdit> {
     if let Some(expr) = required("schedule", b.schedule)? {
         edit.schedule = Some(schedule(&expr)?);
     }
+    edit.workspace_mode = required("workspace_mode", b.workspace_mode)?;
     if let Some(ms) = required("timeout_ms", b.timeout_ms)? {
         edit.timeout_ms = Some(timeout(ms)?);
     }

@@ -5,12 +5,13 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::{check_defaults, conflict_on_folder, resolve_folder, Defaults};
+use super::{check_defaults, conflict_on_folder, copy_list, resolve_folder, workspace_mode_for, Defaults};
 use crate::db::{self, projects::Project, StoreError};
 use crate::domain::ids::ProjectId;
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::time;
 use crate::domain::validate::{self, PermissionMode};
+use crate::domain::workspace::{CopyList, WorkspaceMode};
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::http::AppState;
 
@@ -39,6 +40,16 @@ pub struct CreateProject {
     /// The OS sandbox its CLIs run in: `off`, `workspace` or `strict`; absent or `null`: the
     /// service's `sandbox` setting.
     pub sandbox: Option<SandboxMode>,
+    /// `shared` (sessions work in the folder itself) or `worktree` (each session gets a git
+    /// worktree of its own; the folder must be a git repository's top level, else 422).
+    /// Absent: `worktree` when the folder is a git repository with a commit, else `shared`.
+    pub workspace_mode: Option<WorkspaceMode>,
+    /// Paths or globs relative to the folder (`.env`, `config/*.local.json`, `**/.env`)
+    /// copied into each new worktree; at most 100.
+    #[schema(max_items = 100)]
+    pub workspace_copy: Option<Vec<String>>,
+    /// Run with `bash -c` in each new worktree before the CLI starts (at most 100000 bytes).
+    pub setup_script: Option<String>,
 }
 
 /// Like creating a project, but the name defaults to the folder's name and `source` is `imported`.
@@ -63,6 +74,16 @@ pub struct ImportProject {
     /// The OS sandbox its CLIs run in: `off`, `workspace` or `strict`; absent or `null`: the
     /// service's `sandbox` setting.
     pub sandbox: Option<SandboxMode>,
+    /// `shared` (sessions work in the folder itself) or `worktree` (each session gets a git
+    /// worktree of its own; the folder must be a git repository's top level, else 422).
+    /// Absent: `worktree` when the folder is a git repository with a commit, else `shared`.
+    pub workspace_mode: Option<WorkspaceMode>,
+    /// Paths or globs relative to the folder (`.env`, `config/*.local.json`, `**/.env`)
+    /// copied into each new worktree; at most 100.
+    #[schema(max_items = 100)]
+    pub workspace_copy: Option<Vec<String>>,
+    /// Run with `bash -c` in each new worktree before the CLI starts (at most 100000 bytes).
+    pub setup_script: Option<String>,
 }
 
 /// Create a project.
@@ -74,7 +95,7 @@ pub struct ImportProject {
         (status = 409, description = "A project already uses this folder", body = ErrorBody),
         (status = 413, description = "Body over 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
-        (status = 422, description = "Validation failed", body = ErrorBody),
+        (status = 422, description = "Validation failed, or `worktree` mode on a folder that is not a git repository (`not_a_git_repository`)", body = ErrorBody),
     ))]
 pub async fn create(state: web::Data<AppState>, body: web::Json<CreateProject>) -> AppResult<HttpResponse> {
     let b = body.into_inner();
@@ -87,10 +108,13 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateProject>) 
         default_append_system_prompt: b.default_append_system_prompt.as_deref(),
         max_sessions: b.max_sessions,
         sandbox: b.sandbox,
+        setup_script: b.setup_script.as_deref(),
     };
     check_defaults(&defaults)?;
+    let copy = copy_list(b.workspace_copy.as_deref())?;
     let folder = resolve_folder(&state, b.folder_path.clone()).await?;
-    insert_project(&state, new_project(name, folder, "manual", &defaults)).await
+    let mode = workspace_mode_for(&folder.0, b.workspace_mode).await?;
+    insert_project(&state, new_project(name, folder, "manual", &defaults, (mode, copy))).await
 }
 
 /// Import an existing folder as a project.
@@ -102,7 +126,7 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateProject>) 
         (status = 409, description = "A project already uses this folder", body = ErrorBody),
         (status = 413, description = "Body over 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
-        (status = 422, description = "Validation failed", body = ErrorBody),
+        (status = 422, description = "Validation failed, or `worktree` mode on a folder that is not a git repository (`not_a_git_repository`)", body = ErrorBody),
     ))]
 pub async fn import(state: web::Data<AppState>, body: web::Json<ImportProject>) -> AppResult<HttpResponse> {
     let b = body.into_inner();
@@ -114,9 +138,12 @@ pub async fn import(state: web::Data<AppState>, body: web::Json<ImportProject>) 
         default_append_system_prompt: b.default_append_system_prompt.as_deref(),
         max_sessions: b.max_sessions,
         sandbox: b.sandbox,
+        setup_script: b.setup_script.as_deref(),
     };
     check_defaults(&defaults)?;
+    let copy = copy_list(b.workspace_copy.as_deref())?;
     let folder = resolve_folder(&state, b.folder_path.clone()).await?;
+    let mode = workspace_mode_for(&folder.0, b.workspace_mode).await?;
     let name = match &b.name {
         Some(n) => validate::name("name", n),
         None => {
@@ -125,7 +152,7 @@ pub async fn import(state: web::Data<AppState>, body: web::Json<ImportProject>) 
         }
     }
     .map_err(AppError::validation)?;
-    insert_project(&state, new_project(name, folder, "imported", &defaults)).await
+    insert_project(&state, new_project(name, folder, "imported", &defaults, (mode, copy))).await
 }
 
 /// Inserts a new project after checking the folder is free. Shared by create and import.
@@ -146,7 +173,13 @@ async fn insert_project(state: &AppState, project: Project) -> AppResult<HttpRes
 }
 
 /// A new project in `folder` (its canonical path and detected type).
-fn new_project(name: String, folder: (String, &str), source: &str, d: &Defaults<'_>) -> Project {
+fn new_project(
+    name: String,
+    folder: (String, &str),
+    source: &str,
+    d: &Defaults<'_>,
+    workspace: (WorkspaceMode, CopyList),
+) -> Project {
     let now = time::now();
     let (folder_path, project_type) = folder;
     Project {
@@ -164,5 +197,8 @@ fn new_project(name: String, folder: (String, &str), source: &str, d: &Defaults<
         created_at: now.clone(),
         updated_at: now,
         sandbox: d.sandbox,
+        workspace_mode: workspace.0,
+        workspace_copy: workspace.1,
+        setup_script: d.setup_script.map(String::from),
     }
 }

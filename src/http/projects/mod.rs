@@ -14,6 +14,7 @@ use crate::domain::folders;
 use crate::domain::ids::ProjectId;
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::validate::{self, PermissionMode};
+use crate::domain::workspace::{CopyList, WorkspaceMode, MAX_SETUP_SCRIPT_BYTES};
 use crate::error::{AppError, AppResult};
 
 const MAX_DESCRIPTION_BYTES: usize = 10_000;
@@ -28,9 +29,13 @@ struct Defaults<'a> {
     default_append_system_prompt: Option<&'a str>,
     max_sessions: Option<i32>,
     sandbox: Option<SandboxMode>,
+    setup_script: Option<&'a str>,
 }
 
 fn check_defaults(d: &Defaults<'_>) -> Result<(), AppError> {
+    if let Some(s) = d.setup_script {
+        validate::free_text("setup_script", s, MAX_SETUP_SCRIPT_BYTES).map_err(AppError::validation)?;
+    }
     let v = |r: Result<String, String>| r.map(drop).map_err(AppError::validation);
     if let Some(s) = d.description {
         v(validate::free_text("description", s, MAX_DESCRIPTION_BYTES))?;
@@ -57,6 +62,29 @@ fn check_defaults(d: &Defaults<'_>) -> Result<(), AppError> {
 /// type (from its marker files), both on the blocking pool.
 async fn resolve_folder(state: &AppState, raw: String) -> AppResult<(String, &'static str)> {
     super::folders::resolve_dir_field(state, "folder_path", raw, folders::project_type).await
+}
+
+/// The checked `workspace_copy` list (absent: none).
+fn copy_list(raw: Option<&[String]>) -> AppResult<CopyList> {
+    CopyList::parse(raw.unwrap_or_default()).map_err(AppError::validation)
+}
+
+/// The workspace mode of a project in `folder`: `worktree` only for a repository's top level
+/// (a 422 otherwise); when none is asked for, `worktree` for a repository with a commit (new
+/// git projects get a worktree per session), `shared` for anything else.
+async fn workspace_mode_for(folder: &str, wanted: Option<WorkspaceMode>) -> AppResult<WorkspaceMode> {
+    let folder = std::path::Path::new(folder);
+    match wanted {
+        Some(WorkspaceMode::Worktree) => {
+            crate::workspace::worktree::require_repository(folder).await?;
+            Ok(WorkspaceMode::Worktree)
+        }
+        Some(WorkspaceMode::Shared) => Ok(WorkspaceMode::Shared),
+        None => match crate::workspace::worktree::inspect(folder).await {
+            Ok(Some(true)) => Ok(WorkspaceMode::Worktree),
+            _ => Ok(WorkspaceMode::Shared),
+        },
+    }
 }
 
 fn conflict_on_folder(e: StoreError, folder: &str) -> AppError {

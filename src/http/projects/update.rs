@@ -4,12 +4,15 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::{check_defaults, conflict_on_folder, load, no_project, resolve_folder, Defaults};
+use super::{
+    check_defaults, conflict_on_folder, copy_list, load, no_project, resolve_folder, workspace_mode_for, Defaults,
+};
 use crate::db::{self, projects::Project, StoreError};
 use crate::domain::ids::ProjectId;
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::time;
 use crate::domain::validate::{self, PermissionMode};
+use crate::domain::workspace::{CopyList, WorkspaceMode};
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::http::fields::{present, required};
 use crate::http::AppState;
@@ -46,6 +49,19 @@ pub struct UpdateProject {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<SandboxMode>)]
     pub sandbox: Option<Option<SandboxMode>>,
+    /// `shared` or `worktree` (the folder must be a git repository's top level, else 422);
+    /// cannot be null. Sessions already launched keep what they got.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = WorkspaceMode)]
+    pub workspace_mode: Option<Option<WorkspaceMode>>,
+    /// `null`: nothing is copied.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<String>>, max_items = 100)]
+    pub workspace_copy: Option<Option<Vec<String>>>,
+    /// `null`: no setup script.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub setup_script: Option<Option<String>>,
 }
 
 /// Update a project (partial: absent fields keep their value, `null` clears).
@@ -59,7 +75,7 @@ pub struct UpdateProject {
         (status = 409, description = "Another project already uses this folder", body = ErrorBody),
         (status = 413, description = "Body over 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
-        (status = 422, description = "Validation failed", body = ErrorBody),
+        (status = 422, description = "Validation failed, or `worktree` mode on a folder that is not a git repository (`not_a_git_repository`)", body = ErrorBody),
     ))]
 pub async fn update(
     state: web::Data<AppState>,
@@ -69,12 +85,20 @@ pub async fn update(
     let id: ProjectId = id.parse()?;
     let mut change = Checked::check(body.into_inner())?;
     let mut project = load(&state, id).await?;
+    let moved = change.folder_path.is_some();
     if let Some(raw) = change.folder_path.take() {
         let (folder, project_type) = resolve_folder(&state, raw).await?;
         project.folder_path = folder;
         project.project_type = project_type.to_string();
     }
+    let wanted = change.workspace_mode.take();
     change.apply(&mut project);
+    // A worktree project must stay on a repository (its new folder, or the mode asked for).
+    if let Some(mode) =
+        wanted.or((moved && project.workspace_mode == WorkspaceMode::Worktree).then_some(WorkspaceMode::Worktree))
+    {
+        project.workspace_mode = workspace_mode_for(&project.folder_path, Some(mode)).await?;
+    }
     project.updated_at = time::now();
     save(&state, &project).await?;
     Ok(HttpResponse::Ok().json(project))
@@ -85,6 +109,8 @@ struct Checked {
     name: Option<String>,
     folder_path: Option<String>,
     max_sessions: Option<i32>,
+    workspace_mode: Option<WorkspaceMode>,
+    workspace_copy: Option<CopyList>,
     /// The optional fields, as sent (checked).
     rest: UpdateProject,
 }
@@ -97,6 +123,12 @@ impl Checked {
             .map_err(AppError::validation)?;
         let folder_path = required("folder_path", b.folder_path.take())?;
         let max_sessions = required("max_sessions", b.max_sessions.take())?;
+        let workspace_mode = required("workspace_mode", b.workspace_mode.take())?;
+        let workspace_copy = match b.workspace_copy.take() {
+            Some(list) => Some(copy_list(list.as_deref())?),
+            None => None,
+        };
+        let script = b.setup_script.as_ref().and_then(|v| v.as_deref()).map(|s| s.to_string());
         let inner = |o: &Option<Option<String>>| o.as_ref().and_then(|v| v.as_deref()).map(|s| s.to_string());
         let (description, model, system, append) = (
             inner(&b.description),
@@ -112,8 +144,9 @@ impl Checked {
             default_append_system_prompt: append.as_deref(),
             max_sessions,
             sandbox: None,
+            setup_script: script.as_deref(),
         })?;
-        Ok(Checked { name, folder_path, max_sessions, rest: b })
+        Ok(Checked { name, folder_path, max_sessions, workspace_mode, workspace_copy, rest: b })
     }
 
     /// Everything but the folder (resolved on its own, off the executor).
@@ -138,6 +171,10 @@ impl Checked {
         if let Some(sandbox) = b.sandbox {
             project.sandbox = sandbox;
         }
+        if let Some(copy) = self.workspace_copy {
+            project.workspace_copy = copy;
+        }
+        set(&mut project.setup_script, b.setup_script);
     }
 }
 

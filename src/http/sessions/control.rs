@@ -2,7 +2,7 @@
 
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::{ended, live, load_row, resume_session};
 use crate::actors::registry::Find;
@@ -97,23 +97,46 @@ pub async fn set_permission_mode(
     control(&state, &id, Control::SetPermissionMode(body.mode.as_str().to_string())).await
 }
 
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CloseQuery {
+    /// A worktree session: delete its branch too (default: the branch is kept).
+    pub delete_branch: Option<bool>,
+}
+
 /// End a session: stdin closed, SIGTERM to its process group, SIGKILL after 5 s. Answers with
-/// the final row once every process is confirmed gone. Idempotent.
+/// the final row once every process is confirmed gone. A worktree session's worktree is then
+/// archived: its checkout removed (work left uncommitted is committed on its branch first),
+/// its branch kept unless `delete_branch=true`; resuming makes the checkout again. Idempotent.
 #[utoipa::path(delete, path = "/api/sessions/{id}", tag = "sessions",
-    params(("id" = String, Path, description = "Session id (UUID)")),
+    params(("id" = String, Path, description = "Session id (UUID)"), CloseQuery),
     responses(
         (status = 200, description = "The session, closed (or errored if its processes could not be ended)", body = Session),
+        (status = 400, description = "Bad query string", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
+        (status = 503, description = "Its worktree could not be archived (git failed)", body = ErrorBody),
     ))]
-pub async fn close(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
+pub async fn close(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    q: web::Query<CloseQuery>,
+) -> AppResult<HttpResponse> {
     let id: SessionId = id.parse()?;
+    let mut closed = None;
     if let Ok(Some(addr)) = state.registry.send(Find(id.clone())).await {
         if let Ok(Ok(row)) = addr.send(Close { signal: libc::SIGTERM, reason: ClosedReason::Requested }).await {
-            return Ok(HttpResponse::Ok().json(row));
+            closed = Some(row);
         }
     }
     // Not live (or it ended meanwhile): the stored row is the answer.
-    Ok(HttpResponse::Ok().json(load_row(&state, &id).await?))
+    let row = match closed {
+        Some(row) => row,
+        None => load_row(&state, &id).await?,
+    };
+    if row.status.has_ended() {
+        super::review::archive(&state, &id, q.delete_branch.unwrap_or(false)).await?;
+    }
+    Ok(HttpResponse::Ok().json(row))
 }
 
 /// Bring back a closed or errored session (idle timeout, restart, crash): a new CLI process

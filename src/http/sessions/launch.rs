@@ -11,6 +11,7 @@ use crate::db::sessions::Session;
 use crate::domain::ids::ProjectId;
 use crate::domain::launch::{CliOptions, LaunchSpec};
 use crate::domain::validate::{self, PermissionMode, Transport};
+use crate::domain::workspace::WorkspaceMode;
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::http::fields::check;
 use crate::http::{projects, AppState};
@@ -45,19 +46,24 @@ pub struct LaunchSession {
     /// `--sdk-url`; older CLIs only) or `auto` (websocket for CLI versions known to accept
     /// it). Defaults to the `transport` setting.
     pub transport: Option<Transport>,
+    /// For a project in `worktree` mode: the branch, tag or commit the session's worktree
+    /// starts from (default: what the project folder has checked out). 422 when it names no
+    /// commit, or for a `shared` project.
+    #[schema(max_length = 256, pattern = r"^[^\s-]\S*$")]
+    pub base_ref: Option<String>,
 }
 
 /// Launch a Claude Code session in a project.
 #[utoipa::path(post, path = "/api/projects/{id}/sessions", tag = "sessions", request_body = LaunchSession,
     params(("id" = String, Path, description = "Project id (UUID)")),
     responses(
-        (status = 201, description = "Launched; status `starting` (or `error` when the CLI cannot be started)", body = Session),
+        (status = 201, description = "Launched; status `starting` (or `error` when the CLI cannot be started, or its worktree's setup failed). A `worktree` session answers once its worktree is made and set up.", body = Session),
         (status = 200, description = "A live session with this `external_key` already exists", body = Session),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 404, description = "No such project", body = ErrorBody),
         (status = 413, description = "Body over 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
-        (status = 422, description = "Validation failed", body = ErrorBody),
+        (status = 422, description = "Validation failed; the project is in `worktree` mode and its folder is no longer a git repository (`not_a_git_repository`), has no commit (`no_commit`), or `base_ref` names no commit (`unknown_base_ref`)", body = ErrorBody),
         (status = 429, description = "The project's or the global session limit is reached", body = ErrorBody),
         (status = 503, description = "The service is shutting down, no port is free for a WebSocket bridge, or the project asks for a sandbox this machine cannot provide (`sandbox_unavailable`)", body = ErrorBody),
     ))]
@@ -69,6 +75,7 @@ pub async fn launch(
     let project_id: ProjectId = id.parse()?;
     let wanted = Wanted::check(body.into_inner())?;
     let project = projects::load(&state, project_id.clone()).await?;
+    check_workspace(&project, wanted.base_ref.as_deref()).await?;
     let spec = wanted.spec_in(&project);
     let launched = match state
         .registry
@@ -83,9 +90,32 @@ pub async fn launch(
         Err(e) => return Err(e.into()),
     };
     let mut response = if launched.created { HttpResponse::Created() } else { HttpResponse::Ok() };
-    Ok(response
-        .insert_header((header::LOCATION, format!("/api/sessions/{}", launched.session.id)))
-        .json(launched.session))
+    let session = match launched.pending {
+        // A worktree being made and set up: the answer is the session once its CLI started
+        // (or failed to, setup included).
+        Some(pending) => {
+            pending.await.map_err(|_| AppError::unavailable("shutting_down", "The service is shutting down."))??
+        }
+        None => launched.session,
+    };
+    Ok(response.insert_header((header::LOCATION, format!("/api/sessions/{}", session.id))).json(session))
+}
+
+/// A worktree launch needs the project folder to still be a repository, and `base_ref` to
+/// name a commit there; a shared one takes no `base_ref`.
+async fn check_workspace(project: &Project, base_ref: Option<&str>) -> AppResult<()> {
+    if project.workspace_mode != WorkspaceMode::Worktree {
+        return match base_ref {
+            Some(_) => Err(AppError::validation("`base_ref` applies to projects in `worktree` workspace mode only")),
+            None => Ok(()),
+        };
+    }
+    let folder = std::path::Path::new(&project.folder_path);
+    crate::workspace::worktree::require_repository(folder).await?;
+    if let Some(reference) = base_ref {
+        crate::workspace::worktree::resolve(folder, reference).await?;
+    }
+    Ok(())
 }
 
 /// A launch whose fields passed their checks; what it leaves out comes from the project.
@@ -94,6 +124,7 @@ struct Wanted {
     external_key: Option<String>,
     model: Option<String>,
     resume_session_id: Option<String>,
+    base_ref: Option<String>,
     body: LaunchSession,
 }
 
@@ -123,7 +154,9 @@ impl Wanted {
         if b.fork_session == Some(true) && resume_session_id.is_none() {
             return Err(AppError::validation("`fork_session` needs `resume_session_id`"));
         }
-        Ok(Wanted { name, external_key, model, resume_session_id, body: b })
+        let base_ref =
+            b.base_ref.as_deref().map(crate::domain::workspace::base_ref).transpose().map_err(AppError::validation)?;
+        Ok(Wanted { name, external_key, model, resume_session_id, base_ref, body: b })
     }
 
     /// The launch, with the project's defaults for what it leaves out.
@@ -140,6 +173,12 @@ impl Wanted {
             system_prompt: b.system_prompt.or_else(|| project.default_system_prompt.clone()),
             append_system_prompt: b.append_system_prompt.or_else(|| project.default_append_system_prompt.clone()),
         };
-        LaunchSpec { name: self.name, external_key: self.external_key, options, transport: b.transport }
+        LaunchSpec {
+            name: self.name,
+            external_key: self.external_key,
+            options,
+            transport: b.transport,
+            base_ref: self.base_ref,
+        }
     }
 }

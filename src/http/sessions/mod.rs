@@ -5,6 +5,7 @@
 pub mod control;
 pub mod launch;
 pub mod read;
+pub mod review;
 pub mod turns;
 
 use actix::Addr;
@@ -40,6 +41,7 @@ impl From<LaunchError> for AppError {
             LaunchError::Sandbox(e) => AppError::unavailable("sandbox_unavailable", e.to_string()),
             LaunchError::Store(e) => e.into(),
             LaunchError::Storage(e) => e.into(),
+            LaunchError::Workspace(e) => e.into(),
         }
     }
 }

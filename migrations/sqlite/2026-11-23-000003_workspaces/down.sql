@@ -1,0 +1,9 @@
+ALTER TABLE agents DROP COLUMN workspace_mode;
+ALTER TABLE sessions DROP COLUMN base_commit;
+ALTER TABLE sessions DROP COLUMN base_ref;
+ALTER TABLE sessions DROP COLUMN branch;
+ALTER TABLE sessions DROP COLUMN worktree_path;
+ALTER TABLE sessions DROP COLUMN workspace_mode;
+ALTER TABLE projects DROP COLUMN setup_script;
+ALTER TABLE projects DROP COLUMN workspace_copy;
+ALTER TABLE projects DROP COLUMN workspace_mode;
