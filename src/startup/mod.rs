@@ -22,16 +22,17 @@ use crate::actors::terminal::{SessionLink, ShutdownTerminals, TerminalRegistry};
 use crate::actors::webhooks::{ReloadWebhooks, WebhookDispatcher};
 use crate::actors::workbench::{self, ShutdownProcesses, Workbench};
 use crate::config::Settings;
-use crate::db::lock::{Holder, InstanceLock, LockError};
+use crate::db::lock::{InstanceLock, LockError};
 use crate::db::writer::Writer;
 use crate::db::Store;
 use crate::domain::folders::ProjectRoot;
-use crate::http::health::ContainmentReport;
 use crate::http::{self, errors, guard::AccessPolicy, AppState};
 use crate::process::cgroup::Containment;
 use crate::sandbox::enclosure::Encloser;
-use crate::sandbox::SandboxSupport;
 use crate::telemetry;
+
+mod machine;
+use machine::{claim_database, probe_sandbox, report};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -341,74 +342,4 @@ impl Application {
     pub fn containment(&self) -> Arc<Containment> {
         self.containment.clone()
     }
-}
-
-/// Whether CLIs can be sandboxed here (bubblewrap runs a trivial sandbox), on the blocking pool.
-async fn probe_sandbox(settings: &Settings) -> Arc<SandboxSupport> {
-    let bwrap = settings.sandbox.bwrap_path.clone();
-    let support = tokio::task::spawn_blocking(move || SandboxSupport::probe(&bwrap)).await.unwrap_or_else(|e| {
-        SandboxSupport::unavailable(&settings.sandbox.bwrap_path, format!("the sandbox probe failed: {e}"))
-    });
-    match (&support.problem, settings.sandbox.default_mode) {
-        (Some(problem), mode) if mode.is_on() => {
-            tracing::warn!(%problem, sandbox = %mode, "sessions that need a sandbox will be refused")
-        }
-        (Some(problem), _) => tracing::info!(%problem, "no OS sandbox available"),
-        (None, mode) => {
-            tracing::info!(version = ?support.version, landlock_abi = support.landlock_abi, sandbox = %mode, "OS sandbox available")
-        }
-    }
-    Arc::new(support)
-}
-
-/// What health says of `containment`: it does not change while the service runs, so the HTTP
-/// layer gets it once, as plain data.
-fn report(containment: &Containment) -> ContainmentReport {
-    let note = match containment {
-        Containment::ProcessGroups { why } => Some(why.clone()),
-        Containment::Cgroups(_) => None,
-    };
-    ContainmentReport { kind: containment.kind().to_string(), note }
-}
-
-/// Takes the database's lock, finds how to contain CLIs, and records both in the lock file
-/// (the next holder reads them back after a crash). Blocking work, on the blocking pool.
-async fn claim_database(db_path: &std::path::Path) -> Result<(InstanceLock, Arc<Containment>), StartupError> {
-    let db_path = db_path.to_path_buf();
-    let claimed = tokio::task::spawn_blocking(move || {
-        let mut lock = InstanceLock::acquire(&db_path)?;
-        let containment = Containment::detect(&database_key(&db_path));
-        match &containment {
-            Containment::Cgroups(root) => {
-                tracing::info!(cgroup = %root.path().display(), "each CLI runs in a cgroup of its own");
-            }
-            Containment::ProcessGroups { why } => {
-                tracing::warn!(%why, "no usable cgroup2: CLIs are contained by process groups and an environment marker only");
-            }
-        }
-        let holder = Holder {
-            pid: std::process::id(),
-            started_at: crate::domain::time::now(),
-            cgroup: containment.root().map(|r| r.path().to_path_buf()),
-        };
-        lock.record(&holder)?;
-        Ok::<_, LockError>((lock, Arc::new(containment)))
-    })
-    .await
-    .map_err(|e| crate::db::StoreError::Other(format!("the startup task failed: {e}")))?;
-    Ok(claimed?)
-}
-
-/// A short stable name for a database (its canonical path hashed): the folder of its CLIs'
-/// cgroups, so services on different databases never share one.
-fn database_key(db_path: &std::path::Path) -> String {
-    use sha2::{Digest, Sha256};
-    let canonical = match (db_path.parent(), db_path.file_name()) {
-        (Some(parent), Some(name)) if !parent.as_os_str().is_empty() => {
-            std::fs::canonicalize(parent).map(|p| p.join(name)).unwrap_or_else(|_| db_path.to_path_buf())
-        }
-        _ => std::fs::canonicalize(".").map(|p| p.join(db_path)).unwrap_or_else(|_| db_path.to_path_buf()),
-    };
-    let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
