@@ -32,18 +32,19 @@ pub struct WorktreePlan {
     pub base_ref: Option<String>,
 }
 
-/// Whether `folder` is the top level of a git repository, and whether it has a commit.
+/// Whether `folder` is the top level of a git repository, and whether it has a commit (one
+/// git command: the top level is printed even when `HEAD` names no commit yet).
 pub async fn inspect(folder: &Path) -> Result<Option<bool>, GitError> {
-    let top = Git::new(folder).args(["rev-parse", "--show-toplevel"]).output().await?;
-    if top.status != Some(0) {
+    let out =
+        Git::new(folder).args(["rev-parse", "--show-toplevel", "--verify", "-q", "HEAD^{commit}"]).output().await?;
+    let Some(top) = out.stdout.lines().next().filter(|l| !l.trim().is_empty()) else {
         return Ok(None);
-    }
+    };
     let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    if canonical(Path::new(top.stdout.trim())) != canonical(folder) {
+    if canonical(Path::new(top.trim())) != canonical(folder) {
         return Ok(None);
     }
-    let head = Git::new(folder).args(["rev-parse", "--verify", "-q", "HEAD^{commit}"]).check().await?;
-    Ok(Some(head))
+    Ok(Some(out.status == Some(0)))
 }
 
 /// Refuses `worktree` mode for a folder that is not a repository's top level (422).
@@ -71,28 +72,27 @@ async fn commit_of(repo: &Path, reference: &str) -> Result<String, WorkspaceErro
     }
 }
 
-/// `git worktree add -b <branch> <path> <base commit>`.
+/// `git worktree add -b <branch> <path> <base commit>`: two git commands when all goes well
+/// (what the base is, then the worktree), as a launch waits for them.
 pub async fn create(plan: WorktreePlan) -> Result<Worktree, WorkspaceError> {
     let repo = plan.repo.as_path();
     let (base_ref, base_commit) = match &plan.base_ref {
         Some(reference) => (reference.clone(), commit_of(repo, reference).await?),
         None => {
-            let head = Git::new(repo).args(["rev-parse", "--verify", "-q", "HEAD^{commit}"]).output().await?;
-            if head.status != Some(0) {
+            // The commit, then the branch checked out (`HEAD` when detached).
+            let head =
+                Git::new(repo).args(["rev-parse", "HEAD^{commit}", "--symbolic-full-name", "HEAD"]).output().await?;
+            let mut lines = head.stdout.lines();
+            let (Some(commit), Some(name), Some(0)) = (lines.next(), lines.next(), head.status) else {
                 return Err(WorkspaceError::NoCommit(format!(
                     "the repository at {} has no commit yet: a worktree needs one to start from",
                     repo.display()
                 )));
-            }
-            let branch = Git::new(repo).args(["symbolic-ref", "-q", "--short", "HEAD"]).output().await?;
-            let name = if branch.status == Some(0) { branch.stdout.trim().to_string() } else { "HEAD".to_string() };
-            (name, head.stdout.trim().to_string())
+            };
+            let name = name.trim();
+            (name.strip_prefix("refs/heads/").unwrap_or(name).to_string(), commit.trim().to_string())
         }
     };
-    let mut branch = plan.branch.clone();
-    if branch_exists(repo, &branch).await? {
-        branch = format!("{branch}-{}", plan.suffix);
-    }
     if let Some(parent) = plan.path.parent() {
         let parent = parent.to_path_buf();
         tokio::task::spawn_blocking(move || std::fs::create_dir_all(parent))
@@ -101,7 +101,24 @@ pub async fn create(plan: WorktreePlan) -> Result<Worktree, WorkspaceError> {
             .map_err(|e| WorkspaceError::Io(format!("cannot create the workspaces folder: {e}")))?;
     }
     let path = plan.path.to_string_lossy().into_owned();
-    Git::new(repo).args(["worktree", "add", "--no-track", "-b", &branch, "--", &path, &base_commit]).run().await?;
+    let add = |branch: String| {
+        let (path, base_commit) = (path.clone(), base_commit.clone());
+        async move {
+            let out = Git::new(repo)
+                .args(["worktree", "add", "--no-track", "-b", &branch, "--", &path, &base_commit])
+                .output()
+                .await?;
+            Ok::<_, GitError>((out, branch))
+        }
+    };
+    let (mut out, mut branch) = add(plan.branch.clone()).await?;
+    if out.status != Some(0) && out.stderr.contains("already exists") {
+        // Another session had this name: the branch gets the session's short id.
+        (out, branch) = add(format!("{}-{}", plan.branch, plan.suffix)).await?;
+    }
+    if out.status != Some(0) {
+        return Err(GitError { args: "worktree add".into(), status: out.status, stderr: out.stderr }.into());
+    }
     Ok(Worktree { path, branch, base_ref, base_commit })
 }
 

@@ -111,9 +111,24 @@ async fn check_workspace(project: &Project, base_ref: Option<&str>) -> AppResult
         };
     }
     let folder = std::path::Path::new(&project.folder_path);
-    crate::workspace::worktree::require_repository(folder).await?;
-    if let Some(reference) = base_ref {
-        crate::workspace::worktree::resolve(folder, reference).await?;
+    match base_ref {
+        // Naming a commit there says it is a repository too.
+        Some(reference) => {
+            crate::workspace::worktree::require_repository(folder).await?;
+            crate::workspace::worktree::resolve(folder, reference).await?;
+        }
+        // A launch waits for this: a look for `.git`, not a git command (git itself says
+        // more when the worktree is made, should `.git` be broken).
+        None => {
+            let marker = folder.join(".git");
+            if !tokio::fs::try_exists(&marker).await.unwrap_or(false) {
+                return Err(crate::workspace::WorkspaceError::NotARepository(format!(
+                    "{} is no longer a git repository (no .git), so the session cannot get a git worktree; restore it, or set the project's workspace_mode to `shared`",
+                    folder.display()
+                ))
+                .into());
+            }
+        }
     }
     Ok(())
 }

@@ -91,7 +91,7 @@ pub struct MergeResult {
     pub branch: String,
 }
 
-/// A 409 for a merge that would conflict: the error, and the files.
+/// A 409 for a merge that would conflict: the usual error body, and the files.
 #[derive(Serialize, ToSchema)]
 pub struct MergeConflict {
     pub error: ErrorDetail,
@@ -213,7 +213,7 @@ fn message_of(raw: &str) -> AppResult<String> {
         (status = 200, description = "Merged", body = MergeResult),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
-        (status = 409, description = "The merge would conflict (`merge_conflict`, with `files`; nothing was changed), or: no worktree, uncommitted changes, base not a branch, not a fast-forward (`workspace_conflict`)", body = MergeConflict),
+        (status = 409, description = "The merge would conflict: `merge_conflict`, nothing was changed, and the body also lists the conflicted files in `files` (the `MergeConflict` schema, an `ErrorBody` with `files`). Or `workspace_conflict`: no worktree, uncommitted changes, the base is not a branch, not a fast-forward", body = ErrorBody),
         (status = 413, description = "Body over 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "Validation failed", body = ErrorBody),
