@@ -16,7 +16,10 @@ fn all_routes() -> Vec<(reqwest::Method, String)> {
         .into_iter()
         .map(|spec| {
             let method = reqwest::Method::from_bytes(spec.method.as_str().as_bytes()).expect("known method");
-            let path = spec.path.replace("{id}", &uuid::Uuid::new_v4().to_string());
+            let path = spec
+                .path
+                .replace("{id}", &uuid::Uuid::new_v4().to_string())
+                .replace("{process_id}", &uuid::Uuid::new_v4().to_string());
             assert!(!path.contains('{'), "every path parameter is substituted: {path}");
             (method, path)
         })

@@ -126,6 +126,7 @@ async fn cleanup_in(state: &AppState, owner: Owner) -> AppResult<HttpResponse> {
     responses(
         (status = 202, description = "Started (`Location`: the process)", body = ProcessRow),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 413, description = "The body is larger than 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 403, description = "A permission rule denies it (`permission_denied`)", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
@@ -149,6 +150,7 @@ pub async fn start_session(
     responses(
         (status = 202, description = "Started (`Location`: the process)", body = ProcessRow),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 413, description = "The body is larger than 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 403, description = "A permission rule denies it (`permission_denied`)", body = ErrorBody),
         (status = 404, description = "No such project", body = ErrorBody),
@@ -233,6 +235,7 @@ pub async fn get_project(state: web::Data<AppState>, path: web::Path<(String, St
     responses(
         (status = 202, description = "Ending (the row as it was)", body = ProcessRow),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 413, description = "The body is larger than 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 404, description = "No such session or process", body = ErrorBody),
         (status = 409, description = "It is not running", body = ErrorBody),
@@ -253,6 +256,7 @@ pub async fn kill_session(
     responses(
         (status = 202, description = "Ending (the row as it was)", body = ProcessRow),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 413, description = "The body is larger than 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 404, description = "No such project or process", body = ErrorBody),
         (status = 409, description = "It is not running", body = ErrorBody),
@@ -273,6 +277,7 @@ pub async fn kill_project(
     responses(
         (status = 202, description = "Ending this many", body = Count),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 413, description = "The body is larger than 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
         (status = 422, description = "Bad signal or grace", body = ErrorBody),
@@ -292,6 +297,7 @@ pub async fn kill_all_session(
     responses(
         (status = 202, description = "Ending this many", body = Count),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 413, description = "The body is larger than 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 404, description = "No such project", body = ErrorBody),
         (status = 422, description = "Bad signal or grace", body = ErrorBody),

@@ -170,6 +170,7 @@ fn stream(started: Started) -> HttpResponse {
     responses(
         (status = 200, description = "It ended (any exit code, or its timeout)", body = ExecResult),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 413, description = "The body is larger than 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 403, description = "A permission rule denies it (`permission_denied`)", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
@@ -193,6 +194,7 @@ pub async fn exec_session(
     responses(
         (status = 200, description = "It ended (any exit code, or its timeout)", body = ExecResult),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 413, description = "The body is larger than 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 403, description = "A permission rule denies it (`permission_denied`)", body = ErrorBody),
         (status = 404, description = "No such project", body = ErrorBody),
@@ -218,6 +220,7 @@ pub async fn exec_project(
     responses(
         (status = 200, description = "text/event-stream: start, stdout, stderr, exit, error", content_type = "text/event-stream"),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 413, description = "The body is larger than 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 403, description = "A permission rule denies it (`permission_denied`)", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
@@ -241,6 +244,7 @@ pub async fn stream_session(
     responses(
         (status = 200, description = "text/event-stream: start, stdout, stderr, exit, error", content_type = "text/event-stream"),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 413, description = "The body is larger than 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 403, description = "A permission rule denies it (`permission_denied`)", body = ErrorBody),
         (status = 404, description = "No such project", body = ErrorBody),

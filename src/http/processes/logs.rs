@@ -30,7 +30,7 @@ pub struct LogQuery {
     pub stream: Option<Stream>,
     /// Byte offset to read from (default 0).
     #[param(minimum = 0)]
-    pub offset: Option<u64>,
+    pub offset: Option<i64>,
     /// Bytes at most (1-4194304, default 65536).
     #[param(minimum = 1, maximum = 4194304)]
     pub limit: Option<usize>,
@@ -43,7 +43,7 @@ pub struct FollowQuery {
     pub stream: Option<Stream>,
     /// Byte offset to replay from (default 0; the `Last-Event-ID` header does the same).
     #[param(minimum = 0)]
-    pub offset: Option<u64>,
+    pub offset: Option<i64>,
     /// The API token, for clients that cannot send headers (only when one is configured).
     pub token: Option<String>,
 }
@@ -91,7 +91,7 @@ async fn page(state: &AppState, ws: Workspace, raw: &str, query: &LogQuery) -> A
     if !(1..=MAX_PAGE).contains(&limit) {
         return Err(AppError::validation(format!("`limit` must be from 1 to {MAX_PAGE}, got {limit}")));
     }
-    let (stream, offset) = (query.stream.unwrap_or(Stream::Stdout), query.offset.unwrap_or(0));
+    let (stream, offset) = (query.stream.unwrap_or(Stream::Stdout), offset(query.offset)?);
     let row = process_of(state, &ws.owner, raw).await?;
     let (data, size) = read(state, &row, stream, offset, limit).await?;
     let next_offset = offset.min(size) + data.len() as u64;
@@ -106,9 +106,15 @@ async fn page(state: &AppState, ws: Workspace, raw: &str, query: &LogQuery) -> A
     }))
 }
 
+/// A byte offset from the query string: not negative.
+fn offset(raw: Option<i64>) -> AppResult<u64> {
+    let raw = raw.unwrap_or(0);
+    u64::try_from(raw).map_err(|_| AppError::validation(format!("`offset` must not be negative, got {raw}")))
+}
+
 fn resume_from(req: &HttpRequest, query: &FollowQuery) -> AppResult<u64> {
-    if let Some(offset) = query.offset {
-        return Ok(offset);
+    if query.offset.is_some() {
+        return offset(query.offset);
     }
     match req.headers().get("last-event-id") {
         None => Ok(0),
@@ -209,7 +215,7 @@ async fn follow(
         (status = 200, description = "A page", body = LogPage),
         (status = 400, description = "Bad query string", body = ErrorBody),
         (status = 404, description = "No such session or process", body = ErrorBody),
-        (status = 422, description = "Bad limit", body = ErrorBody),
+        (status = 422, description = "Bad limit or a negative offset", body = ErrorBody),
     ))]
 pub async fn logs_session(
     state: web::Data<AppState>,
@@ -227,7 +233,7 @@ pub async fn logs_session(
         (status = 200, description = "A page", body = LogPage),
         (status = 400, description = "Bad query string", body = ErrorBody),
         (status = 404, description = "No such project or process", body = ErrorBody),
-        (status = 422, description = "Bad limit", body = ErrorBody),
+        (status = 422, description = "Bad limit or a negative offset", body = ErrorBody),
     ))]
 pub async fn logs_project(
     state: web::Data<AppState>,
@@ -248,6 +254,7 @@ pub async fn logs_project(
         (status = 200, description = "text/event-stream: stdout or stderr events, then exit", content_type = "text/event-stream"),
         (status = 400, description = "Bad query string or Last-Event-ID", body = ErrorBody),
         (status = 404, description = "No such session or process", body = ErrorBody),
+        (status = 422, description = "A negative offset", body = ErrorBody),
     ))]
 pub async fn stream_session(
     state: web::Data<AppState>,
@@ -268,6 +275,7 @@ pub async fn stream_session(
         (status = 200, description = "text/event-stream: stdout or stderr events, then exit", content_type = "text/event-stream"),
         (status = 400, description = "Bad query string or Last-Event-ID", body = ErrorBody),
         (status = 404, description = "No such project or process", body = ErrorBody),
+        (status = 422, description = "A negative offset", body = ErrorBody),
     ))]
 pub async fn stream_project(
     state: web::Data<AppState>,
