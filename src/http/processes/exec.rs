@@ -19,7 +19,7 @@ use crate::http::AppState;
 #[serde(deny_unknown_fields)]
 pub struct ExecRequest {
     /// A bash command line. Give this or `argv`.
-    #[schema(min_length = 1, max_length = 262144)]
+    #[schema(min_length = 1, max_length = 65536)]
     pub command: Option<String>,
     /// A program and its arguments (quoted into one command line). Give this or `command`.
     #[schema(min_items = 1)]

@@ -26,8 +26,9 @@ use crate::domain::process::{context_name, env_name, Owner, ProcessKind};
 use crate::domain::sandbox::SandboxMode;
 use crate::error::{AppError, AppResult};
 
-/// The longest command line accepted, in bytes.
-pub const MAX_COMMAND_BYTES: usize = 256 * 1024;
+/// The longest command line accepted, in characters (small enough that a request one character
+/// over it still fits the 1 MiB body limit, so it is refused as invalid, not as too large).
+pub const MAX_COMMAND_CHARS: usize = 65536;
 /// The most environment variables one request may set.
 pub const MAX_ENV: usize = 256;
 
@@ -91,7 +92,7 @@ pub async fn process_of(state: &AppState, owner: &Owner, raw: &str) -> AppResult
 #[serde(deny_unknown_fields)]
 pub struct CommandSpec {
     /// A bash command line. Give this or `argv`.
-    #[schema(min_length = 1, max_length = 262144)]
+    #[schema(min_length = 1, max_length = 65536)]
     pub command: Option<String>,
     /// A program and its arguments, run without shell interpretation (quoted into one command
     /// line for the rules and bash). Give this or `command`.
@@ -124,9 +125,9 @@ impl CommandSpec {
             (None, None) => return Err(AppError::validation("give `command` (a command line) or `argv` (words)")),
             _ => return Err(AppError::validation("the command is empty")),
         };
-        if command.len() > MAX_COMMAND_BYTES || command.contains('\0') {
+        if command.chars().count() > MAX_COMMAND_CHARS || command.contains('\0') {
             return Err(AppError::validation(format!(
-                "the command must be at most {MAX_COMMAND_BYTES} bytes, without NUL bytes"
+                "the command must be at most {MAX_COMMAND_CHARS} characters, without NUL bytes"
             )));
         }
         let env = self.env.unwrap_or_default();
