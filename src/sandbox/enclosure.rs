@@ -75,6 +75,7 @@ impl Encloser {
         async move {
             let mut fence = fence;
             if let Some(f) = fence.as_mut() {
+                share_worktree_repository(f).await?;
                 let denied = store
                     .run(move |conn| rules::write_denials(conn, project.as_ref()))
                     .await
@@ -96,4 +97,19 @@ impl Encloser {
             tokio::task::spawn_blocking(work).await.map_err(|e| format!("the start was interrupted: {e}"))?
         }
     }
+}
+
+/// A process working in a git worktree (a session's, whatever runs there: its CLI, exec
+/// commands, processes, terminals) may commit on its branch: the parts of the repository a
+/// commit writes are shared into its fence. A worktree is known by its `.git` being a file.
+async fn share_worktree_repository(fence: &mut Fence) -> Result<(), String> {
+    let folder = fence.folder().to_path_buf();
+    let is_worktree = tokio::fs::symlink_metadata(folder.join(".git")).await.is_ok_and(|m| m.is_file());
+    if is_worktree {
+        let (common, own) = crate::workspace::worktree::git_dirs(&folder)
+            .await
+            .map_err(|e| format!("the worktree's repository could not be read: {e}"))?;
+        fence.share_repository(&common, &own);
+    }
+    Ok(())
 }

@@ -116,12 +116,21 @@ impl Fence {
         }))
     }
 
+    /// The folder the fenced process works in (writable).
+    pub fn folder(&self) -> &Path {
+        &self.folder
+    }
+
     /// Lets a CLI working in a git worktree commit on its branch: the repository's `.git`
     /// (`common`) is shown read-only, and writable only where a commit writes: its objects,
     /// refs and logs, and the worktree's own admin folder (`own`: index, HEAD). Its config and
     /// hooks stay read-only, so nothing the model does changes how git behaves in the user's
     /// own checkout.
+    /// Sharing the same repository again changes nothing.
     pub fn share_repository(&mut self, common: &Path, own: &Path) {
+        if self.repository.as_deref() == Some(common) {
+            return;
+        }
         self.repository = Some(common.to_path_buf());
         for part in ["objects", "refs", "logs"] {
             self.state.push(StatePath::Folder(common.join(part)));

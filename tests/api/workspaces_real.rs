@@ -257,3 +257,28 @@ async fn an_archived_worktree_comes_back_on_resume_and_orphans_are_pruned() {
     assert!(!git(&folder, &["worktree", "list"]).contains(dir.to_str().expect("utf-8")), "git forgot it too");
     assert!(git(&folder, &["branch", "--list", "conduit/keeper"]).contains("conduit/keeper"), "the branch stays");
 }
+
+#[actix_web::test]
+async fn commands_run_in_the_sessions_worktree_and_may_commit_on_its_branch() {
+    let (_api, service) = rig(|c| c).await;
+    let folder = service.root.join("tools");
+    repo(&folder, &[("README", "tools\n")]);
+    let project = create_project(&service, json!({"name": "tools", "folder_path": "tools"})).await;
+    let project = project["id"].as_str().expect("id").to_string();
+    let session = idle(&service, &project, "Exec work").await;
+    let (id, dir) = (session["id"].as_str().expect("id").to_string(), path_of(&session));
+
+    // An exec command in the default sandbox: it works in the worktree, and git may write the
+    // parts of the repository a commit needs (shared into its fence as into the CLI's).
+    let command = "pwd && printf 'by exec\\n' > made.txt && git add -A && git -c user.name=E -c user.email=e@x commit -qm 'by exec'";
+    let res = service.post(&format!("/api/sessions/{id}/exec"), json!({"command": command})).await;
+    assert_eq!(res.status().as_u16(), 200);
+    let ran: Value = res.json().await.expect("json");
+    assert_eq!(ran["exit_code"], 0, "{ran}");
+    assert_eq!(ran["stdout"].as_str().map(str::trim), dir.to_str(), "{ran}");
+    assert_eq!(read(&dir.join("made.txt")), "by exec\n");
+    assert!(!folder.join("made.txt").exists(), "the project folder is untouched");
+    let subject = git(&folder, &["log", "-1", "--format=%s", "conduit/exec-work"]);
+    assert_eq!(subject.trim(), "by exec", "the sandboxed command committed on the session's branch");
+    assert_eq!(git(&folder, &["status", "--porcelain"]), "");
+}
