@@ -211,6 +211,7 @@ async fn latency() {
                     tool_name: tool.clone(),
                     input: input.clone(),
                     tool_use_id: None,
+                    agent: Some(conduit::domain::agent_kind::AgentKind::Claude),
                 },
             })
             .await

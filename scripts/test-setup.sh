@@ -15,6 +15,9 @@ CLAUDE_CODE_VERSION="2.1.330"
 # The newest version verified to accept a local `--sdk-url` (the WebSocket bridge transport);
 # a JavaScript build, so it needs `node` on PATH.
 CLAUDE_CODE_BRIDGE_VERSION="2.1.39"
+# The other agent CLIs the agent-kind tests drive (codex app-server, gemini --acp).
+CODEX_VERSION="0.169.0"
+GEMINI_CLI_VERSION="0.61.0"
 
 cache="${CONDUIT_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/conduit-test}"
 mkdir -p "$cache"
@@ -40,6 +43,20 @@ install_cli() {
 }
 install_cli "$CLAUDE_CODE_VERSION"
 install_cli "$CLAUDE_CODE_BRIDGE_VERSION"
+
+# Codex and Gemini CLI, each pinned in its own prefix. The version is read from the installed
+# package.json: starting either CLI just to ask its version is slow and may write to HOME.
+install_npm_cli() {
+    local package="$1" version="$2" dir="$3"
+    local manifest="$dir/node_modules/$package/package.json"
+    if [ "$(node -p "require('$manifest').version" 2>/dev/null)" != "$version" ]; then
+        echo "test-setup: installing $package@$version into $dir"
+        npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$package@$version"
+    fi
+    echo "test-setup: $package $version ready ($dir)"
+}
+install_npm_cli "@openai/codex" "$CODEX_VERSION" "$cache/codex-$CODEX_VERSION"
+install_npm_cli "@google/gemini-cli" "$GEMINI_CLI_VERSION" "$cache/gemini-cli-$GEMINI_CLI_VERSION"
 
 # Debian packages, installed with apt-get only when missing (root, or sudo).
 apt_install() {

@@ -18,6 +18,7 @@ use super::locks::DirLock;
 use crate::db::agents::{self, Agent, Execution};
 use crate::db::Store;
 use crate::domain::agent::ExecutionStatus;
+use crate::domain::agent_events::AgentEvent;
 use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::time;
 use crate::protocol::incoming::{Incoming, Kind};
@@ -99,6 +100,8 @@ pub struct OneTurn {
     raw_dropped: usize,
     assistant_text: Vec<String>,
     result_text: Option<String>,
+    /// The turn failed (or could not be sent), whatever the CLI's exit status says.
+    turn_failure: Option<String>,
 }
 
 impl OneTurn {
@@ -112,6 +115,7 @@ impl OneTurn {
             raw_dropped: 0,
             assistant_text: Vec::new(),
             result_text: None,
+            turn_failure: None,
         }
     }
 
@@ -130,7 +134,10 @@ impl OneTurn {
             (Some(RunStop::Timeout(reason)), _) => (ExecutionStatus::Timeout, Some(reason.clone())),
             (Some(RunStop::Cancelled(reason)), _) => (ExecutionStatus::Cancelled, Some(reason.clone())),
             (None, Some(failure)) => (ExecutionStatus::Failure, Some(end.with_stderr(failure.clone()))),
-            (None, None) if end.exit.code == Some(0) => (ExecutionStatus::Success, None),
+            (None, None) if end.exit.code == Some(0) => match &self.turn_failure {
+                None => (ExecutionStatus::Success, None),
+                Some(why) => (ExecutionStatus::Failure, Some(why.clone())),
+            },
             (None, None) => (ExecutionStatus::Failure, Some(end.with_stderr(format!("the CLI {}", end.exit.how)))),
         };
         self.exec.status = status;
@@ -165,49 +172,50 @@ impl Conversation for OneTurn {
         });
     }
 
-    fn ready(p: &mut AgentRunProcess, _ctx: &mut Ctx<Self>) {
-        let turn = p.cli.user_turn(&p.conv.agent.objective);
-        if let Err(e) = p.cli.write(OutLine::new(turn)) {
+    fn ready(p: &mut AgentRunProcess, ctx: &mut Ctx<Self>) {
+        let sent = p
+            .cli
+            .user_turn(&p.conv.agent.objective)
+            .and_then(|turn| p.cli.write(OutLine::new(turn)).map_err(|e| e.to_string()));
+        if let Err(e) = sent {
             tracing::warn!(execution = %p.conv.exec.id, error = %e, "could not send the objective");
+            p.conv.turn_failure = Some(format!("the objective could not be sent: {e}"));
+            p.stop(libc::SIGTERM, None, ctx);
         }
     }
 
-    fn on_line(p: &mut AgentRunProcess, line: String, msg: Incoming, _ctx: &mut Ctx<Self>) {
+    fn on_line(p: &mut AgentRunProcess, line: String, msg: Incoming, events: Vec<AgentEvent>, _ctx: &mut Ctx<Self>) {
         let run = &mut p.conv;
         run.keep_raw(&line);
         let data = if msg.message_type == "invalid" { Value::String(line.clone()).to_string() } else { line.clone() };
-        run.records.bus.do_send(Publish(Event::for_execution(
-            "agent.execution.output",
-            &msg.message_type,
-            run.exec.id.as_str(),
-            data,
-        )));
-        match msg.kind {
-            Kind::Result(result) => {
-                run.exec.cost_usd = result.total_cost_usd;
-                let (input, output) = result
-                    .cumulative_tokens
-                    .unwrap_or((result.input_tokens.unwrap_or(0), result.output_tokens.unwrap_or(0)));
-                run.exec.input_tokens = Some(input);
-                run.exec.output_tokens = Some(output);
-                if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                    run.result_text = v.get("result").and_then(Value::as_str).map(str::to_string);
+        let exec_id = run.exec.id.as_str();
+        let bus = &run.records.bus;
+        bus.do_send(Publish(Event::for_execution("agent.execution.output", &msg.message_type, exec_id, data)));
+        // What it says in the vocabulary every agent shares, on the run's topic too.
+        for event in events {
+            let (kind, name) = event.names();
+            bus.do_send(Publish(Event::for_execution(kind, name, exec_id, event.data(&run.agent.agent))));
+            match event {
+                AgentEvent::AssistantMessage { text, .. } => run.assistant_text.push(text),
+                AgentEvent::TurnResult { status, text, .. } => {
+                    run.result_text = text;
+                    if status.is_error() {
+                        run.turn_failure =
+                            Some(format!("the turn ended as {}", serde_json::to_value(status).unwrap_or_default()));
+                    }
                 }
-                // One turn: closing stdin is the CLI's cue to finish.
-                p.cli.close_input();
+                _ => {}
             }
-            _ if msg.message_type == "assistant" => {
-                if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                    let blocks = v.pointer("/message/content").and_then(Value::as_array).cloned().unwrap_or_default();
-                    run.assistant_text.extend(
-                        blocks
-                            .iter()
-                            .filter(|b| b["type"] == "text")
-                            .filter_map(|b| b["text"].as_str().map(str::to_string)),
-                    );
-                }
-            }
-            _ => {}
+        }
+        if let Kind::Result(result) = msg.kind {
+            run.exec.cost_usd = result.total_cost_usd;
+            let (input, output) = result
+                .cumulative_tokens
+                .unwrap_or((result.input_tokens.unwrap_or(0), result.output_tokens.unwrap_or(0)));
+            run.exec.input_tokens = Some(input);
+            run.exec.output_tokens = Some(output);
+            // One turn: closing stdin is the CLI's cue to finish.
+            p.cli.close_input();
         }
     }
 

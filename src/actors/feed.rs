@@ -160,7 +160,7 @@ fn static_kind(kind: &str) -> &'static str {
         "workspace.setup_failed",
         "workspace.ready",
     ];
-    KINDS.iter().find(|k| **k == kind).copied().unwrap_or("session.event")
+    KINDS.iter().chain(&crate::domain::agent_events::KINDS).find(|k| **k == kind).copied().unwrap_or("session.event")
 }
 
 #[cfg(test)]
@@ -193,6 +193,7 @@ mod tests {
     #[test]
     fn stored_kinds_stay_within_the_known_set() {
         assert_eq!(static_kind("session.status"), "session.status");
+        assert_eq!(static_kind("tool.finished"), "tool.finished");
         assert_eq!(static_kind("something.new"), "session.event");
     }
 }

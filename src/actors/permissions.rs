@@ -135,13 +135,14 @@ impl Handler<Evaluate> for PermissionEngine {
             reason: Some(reason.clone()),
             decided_at: time::now(),
             command_reading: decided.reading.as_ref().and_then(|r| serde_json::to_string(r).ok()),
+            agent: call.agent,
         };
         let data = serde_json::json!({
             "session_id": row.session_id, "project_id": row.project_id, "request_id": row.request_id,
             "tool_use_id": row.tool_use_id, "decision_point": row.decision_point, "tool_name": row.tool_name,
             "tool_input": row.tool_input, "decision": row.decision, "decision_source": row.decision_source,
             "rule_id": row.rule_id, "reason": row.reason, "decided_at": row.decided_at,
-            "command_reading": decided.reading,
+            "command_reading": decided.reading, "agent": row.agent,
         });
         let event = match (&row.session_id, &self.bus) {
             (Some(_), _) => Some(data.to_string()),

@@ -25,7 +25,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 /// The event types a webhook may ask for (or `*`).
-pub const EVENT_TYPES: [&str; 15] = [
+pub const EVENT_TYPES: [&str; 21] = [
     "session.created",
     "session.status",
     "session.message",
@@ -41,6 +41,13 @@ pub const EVENT_TYPES: [&str; 15] = [
     "workspace.committed",
     "workspace.merged",
     "workspace.archived",
+    // The normalized vocabulary every agent's lines are read into (domain::agent_events).
+    "assistant.delta",
+    "assistant.message",
+    "tool.started",
+    "tool.finished",
+    "turn.result",
+    "turn.error",
 ];
 const TIMEOUT: Duration = Duration::from_secs(10);
 const RETRIES: u32 = 3;

@@ -3,12 +3,14 @@
 //! never sees a bad value; a bad one stops startup with a single line naming the key, the
 //! variable that set it and what is allowed.
 
+mod agents;
 mod error;
 mod layers;
 mod load;
 mod settings;
 mod validate;
 
+pub use agents::{AcpAgent, AgentSettings};
 pub use error::ConfigError;
 pub use load::{env_name, CONFIG_FILE_ENV, DEFAULT_TOML};
 pub use settings::{is_loopback_host, LogFormat, ProcessSettings, SandboxSettings, Settings, TerminalSettings};

@@ -22,6 +22,8 @@ pub struct Settings {
     pub db_pool_size: u32,
     pub db_busy_timeout_ms: u64,
     pub cli_path: String,
+    /// The other agent CLIs: Codex, Gemini CLI, configured ACP agents.
+    pub agents: super::AgentSettings,
     /// Passed to every CLI as CLAUDE_CODE_SESSION_ACCESS_TOKEN; never shown by any endpoint.
     pub cli_session_access_token: Option<String>,
     pub ws_port_range_start: u16,

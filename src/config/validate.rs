@@ -79,6 +79,7 @@ impl Settings {
             db_pool_size: l.integer("db_pool_size", 1, 64)? as u32,
             db_busy_timeout_ms: l.integer("db_busy_timeout_ms", 0, 600_000)? as u64,
             cli_path,
+            agents: super::agents::agent_settings(l)?,
             cli_session_access_token: l.optional_string("cli_session_access_token")?,
             ws_port_range_start,
             ws_port_range_end,

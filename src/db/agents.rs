@@ -43,6 +43,8 @@ pub struct Agent {
     /// a branch of its own (`conduit/agent-<name>-<run>`), its checkout removed after the run.
     #[schema(value_type = crate::domain::workspace::WorkspaceMode)]
     pub workspace_mode: crate::domain::workspace::WorkspaceMode,
+    /// The agent CLI each run starts (`claude` by default).
+    pub agent: crate::domain::agent_kind::AgentKind,
 }
 
 /// One run of an agent.

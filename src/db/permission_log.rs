@@ -6,6 +6,7 @@ use utoipa::ToSchema;
 
 use super::schema::permission_log;
 use super::{DbConnection, StoreError};
+use crate::domain::agent_kind::AgentKind;
 use crate::domain::decision::{self, DecisionPoint, DecisionSource};
 use crate::domain::ids::{ProjectId, RuleId, SessionId};
 use crate::domain::rules::CommandReading;
@@ -27,6 +28,8 @@ pub struct NewDecision {
     pub decided_at: String,
     /// JSON text of a [`CommandReading`], for a Bash call.
     pub command_reading: Option<String>,
+    /// The agent whose call was decided (`null` for the exec API's commands).
+    pub agent: Option<AgentKind>,
 }
 
 /// An audited decision.
@@ -42,7 +45,8 @@ pub struct Decision {
     pub request_id: String,
     /// Links the hook decision and a later `can_use_tool` for the same call.
     pub tool_use_id: Option<String>,
-    /// `hook` (PreToolUse) or `can_use_tool`.
+    /// The mechanism that asked: `hook` (Claude Code's PreToolUse), `can_use_tool`, `exec`,
+    /// `codex_command_approval`, `codex_file_change_approval` or `acp_permission`.
     pub decision_point: DecisionPoint,
     pub tool_name: String,
     /// The tool input as JSON text, secrets redacted.
@@ -60,6 +64,9 @@ pub struct Decision {
     #[schema(value_type = Option<CommandReading>)]
     #[serde(serialize_with = "reading_as_object")]
     pub command_reading: Option<String>,
+    /// The agent whose tool call this was (`claude`, `codex`, `gemini`, ...); `null` for
+    /// commands started through the exec API.
+    pub agent: Option<AgentKind>,
 }
 
 /// The stored JSON text, answered as the object it is (`null` if it no longer reads).

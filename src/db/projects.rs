@@ -6,6 +6,7 @@ use utoipa::ToSchema;
 
 use super::schema::projects;
 use super::{DbConnection, StoreError};
+use crate::domain::agent_kind::AgentKind;
 use crate::domain::ids::{AgentId, ProjectId};
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::workspace::{CopyList, WorkspaceMode};
@@ -44,6 +45,9 @@ pub struct Project {
     /// Run with bash in each new worktree before the CLI starts; its output is streamed as
     /// `workspace.setup_output` events, and a failure puts the session in `error`.
     pub setup_script: Option<String>,
+    /// The agent its sessions run when a launch names none; `null`: `claude`. The project's
+    /// default model, permission mode and prompts apply to launches of this agent only.
+    pub default_agent: Option<AgentKind>,
 }
 
 pub fn insert(conn: &mut DbConnection, project: &Project) -> Result<(), StoreError> {

@@ -20,6 +20,7 @@ diesel::table! {
         workspace_mode -> Text,
         workspace_copy -> Text,
         setup_script -> Nullable<Text>,
+        default_agent -> Nullable<Text>,
     }
 }
 
@@ -69,6 +70,7 @@ diesel::table! {
         branch -> Nullable<Text>,
         base_ref -> Nullable<Text>,
         base_commit -> Nullable<Text>,
+        agent -> Text,
     }
 }
 
@@ -114,6 +116,7 @@ diesel::table! {
         reason -> Nullable<Text>,
         decided_at -> Text,
         command_reading -> Nullable<Text>,
+        agent -> Nullable<Text>,
     }
 }
 
@@ -179,6 +182,7 @@ diesel::table! {
         created_at -> Text,
         updated_at -> Text,
         workspace_mode -> Text,
+        agent -> Text,
     }
 }
 

@@ -6,6 +6,7 @@ use utoipa::ToSchema;
 
 use super::schema::sessions;
 use super::{DbConnection, StoreError};
+use crate::domain::agent_kind::AgentKind;
 use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::session::{ClosedReason, SessionStatus};
 use crate::domain::workspace::WorkspaceMode;
@@ -66,6 +67,8 @@ pub struct Session {
     pub base_ref: Option<String>,
     /// The commit the worktree was made from: diffs are against it.
     pub base_commit: Option<String>,
+    /// The agent CLI it runs: `claude`, `codex`, `gemini` or a configured ACP agent.
+    pub agent: AgentKind,
 }
 
 /// A change to a session row; `None` leaves a column as it is.

@@ -15,6 +15,7 @@ use diesel::serialize::{self, Output, ToSql};
 use diesel::sql_types::{Nullable, Text};
 
 use crate::domain::agent::{AgentStatus, ExecutionStatus, TriggerKind};
+use crate::domain::agent_kind::AgentKind;
 use crate::domain::decision::{Decision, DecisionPoint, DecisionSource};
 use crate::domain::ids::{AgentId, ExecutionId, ProcessId, ProjectId, RuleId, SessionId, WebhookId};
 use crate::domain::process::{ProcessKind, ProcessStatus};
@@ -147,6 +148,25 @@ impl AsExpression<Text> for CopyList {
 
     fn as_expression(self) -> Self::Expression {
         <String as AsExpression<Text>>::as_expression(self.as_str().to_string())
+    }
+}
+
+// An agent kind is stored by its name; a name this build cannot read fails the query.
+text_sql!(AgentKind, |text| Ok(AgentKind::parse(&text)?));
+
+impl AsExpression<Text> for AgentKind {
+    type Expression = <String as AsExpression<Text>>::Expression;
+
+    fn as_expression(self) -> Self::Expression {
+        <String as AsExpression<Text>>::as_expression(self.as_str().to_string())
+    }
+}
+
+impl AsExpression<Nullable<Text>> for AgentKind {
+    type Expression = <String as AsExpression<Nullable<Text>>>::Expression;
+
+    fn as_expression(self) -> Self::Expression {
+        <String as AsExpression<Nullable<Text>>>::as_expression(self.as_str().to_string())
     }
 }
 

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::agent_kind::AgentKind;
 use super::rules::Behavior;
 
 /// Where in the CLI's flow a decision is asked for.
@@ -20,12 +21,22 @@ pub enum DecisionPoint {
     /// A command or background process started through the API (the exec API), decided as a
     /// `Bash` call.
     Exec,
+    /// Codex's `item/commandExecution/requestApproval`: a command, decided as a `Bash` call.
+    CodexCommandApproval,
+    /// Codex's `item/fileChange/requestApproval`: a patch, decided as a `Write`/`Edit` call
+    /// per file.
+    CodexFileChangeApproval,
+    /// The Agent Client Protocol's `session/request_permission` (Gemini CLI, ACP agents).
+    AcpPermission,
 }
 
 text_enum!(DecisionPoint, "decision point", {
     Hook => "hook",
     CanUseTool => "can_use_tool",
     Exec => "exec",
+    CodexCommandApproval => "codex_command_approval",
+    CodexFileChangeApproval => "codex_file_change_approval",
+    AcpPermission => "acp_permission",
 });
 
 /// A tool call allowed or denied: what a rule says (its `behavior`) and what the audit log
@@ -90,6 +101,8 @@ pub struct ToolCall {
     pub tool_name: String,
     pub input: Value,
     pub tool_use_id: Option<String>,
+    /// The agent CLI that asks (`None`: a command of the exec API).
+    pub agent: Option<AgentKind>,
 }
 
 /// The engine's answer to a [`ToolCall`].
@@ -127,7 +140,10 @@ mod tests {
 
     #[test]
     fn decision_points_round_trip_as_text() {
-        check_text_enum(DecisionPoint::ALL, &["hook", "can_use_tool", "exec"]);
+        check_text_enum(
+            DecisionPoint::ALL,
+            &["hook", "can_use_tool", "exec", "codex_command_approval", "codex_file_change_approval", "acp_permission"],
+        );
     }
 
     #[test]

@@ -17,10 +17,19 @@ pub fn for_line(message_type: &str, subtype: Option<&str>) -> Option<(&'static s
     match (message_type, subtype) {
         ("control_request" | "control_response" | "control_cancel_request" | "invalid" | "stderr", _) => None,
         ("stream_event", _) => Some(("stream.event", "stream_event".to_string())),
+        // JSON-RPC agents' streaming notifications (Codex `item/agentMessage/delta`, ACP
+        // `session/update` chunks) are the same kind of traffic as Claude Code's stream events.
+        (method, subtype) if is_streaming(method, subtype) => Some(("stream.event", method.to_string())),
         ("result", _) => Some(("session.result", "result".to_string())),
         ("system", Some("init")) => Some(("session.message", "system_init".to_string())),
         (other, _) => Some(("session.message", other.to_string())),
     }
+}
+
+fn is_streaming(method: &str, subtype: Option<&str>) -> bool {
+    method.ends_with("/delta")
+        || method.ends_with("Delta")
+        || (method == "session/update" && subtype.is_some_and(|s| s.ends_with("_chunk")))
 }
 
 /// Which topic an event belongs to besides the global one.
@@ -69,6 +78,13 @@ mod tests {
         assert_eq!(for_line("result", Some("success")), Some(("session.result", "result".into())));
         assert_eq!(for_line("control_request", None), None);
         assert_eq!(for_line("invalid", None), None);
+        assert_eq!(for_line("item/agentMessage/delta", None), Some(("stream.event", "item/agentMessage/delta".into())));
+        assert_eq!(
+            for_line("session/update", Some("agent_message_chunk")),
+            Some(("stream.event", "session/update".into()))
+        );
+        assert_eq!(for_line("session/update", Some("tool_call")), Some(("session.message", "session/update".into())));
+        assert_eq!(for_line("turn/completed", None), Some(("session.message", "turn/completed".into())));
     }
 
     #[test]

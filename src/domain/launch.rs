@@ -23,4 +23,6 @@ pub struct LaunchSpec {
     pub transport: Option<Transport>,
     /// What a worktree session starts from (checked); `None`: the project folder's HEAD.
     pub base_ref: Option<String>,
+    /// The agent CLI to run (checked against the settings).
+    pub agent: super::agent_kind::AgentKind,
 }

@@ -74,6 +74,8 @@ where
 }
 
 pub mod agent;
+pub mod agent_events;
+pub mod agent_kind;
 pub mod cron;
 pub mod decision;
 pub mod events;

@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use super::outgoing;
+use crate::domain::agent_kind::AgentKind;
 use crate::domain::decision::{DecisionPoint, ToolCall, Verdict};
 
 /// What answering one CLI request takes.
@@ -51,6 +52,7 @@ pub fn classify(request_id: &str, subtype: &str, request: &Value) -> CliRequest 
         tool_name: tool_name.unwrap_or_default(),
         input: input.unwrap_or(Value::Object(Default::default())),
         tool_use_id,
+        agent: Some(AgentKind::Claude),
     })
 }
 
@@ -61,8 +63,9 @@ pub fn answer(call: &ToolCall, verdict: Option<Verdict>) -> String {
         DecisionPoint::Hook => {
             outgoing::hook_decision(&call.request_id, verdict.allow, &verdict.reason, verdict.updated_input.as_ref())
         }
-        // Exec decisions never reach a CLI; answered like its own prompt if one ever did.
-        DecisionPoint::CanUseTool | DecisionPoint::Exec => outgoing::tool_permission(
+        // Other points' decisions never reach Claude Code; answered like its own prompt if
+        // one ever did.
+        _ => outgoing::tool_permission(
             &call.request_id,
             verdict.allow,
             verdict.updated_input.as_ref().unwrap_or(&call.input),

@@ -1,20 +1,22 @@
 //! The seam for agent kinds: everything that differs between one agent CLI and another, behind
-//! one trait. The supervisor ([`super::process`]) drives any adapter the same way: it spawns
-//! the program with [`AgentAdapter::arguments`], sends [`AgentAdapter::handshake`] and waits
-//! for its answer, hands every output line to [`AgentAdapter::decode`], matches answers to its
-//! own requests by id, and answers every request of the CLI (tool calls through the permission
-//! engine, the rest at once).
+//! one trait. The supervisor ([`super::process`]) drives any adapter the same way: it sends
+//! [`AgentAdapter::handshake`] and each further step [`AgentAdapter::handshake_answered`] asks
+//! for until the CLI is ready, hands every output line to [`AgentAdapter::decode`], matches
+//! answers to its own requests by id, and answers every request of the CLI (tool calls through
+//! the permission engine, the rest at once).
 //!
-//! Claude Code's stream-json ([`super::claude::ClaudeCode`]) is the first implementation. The
-//! shape also fits JSON-RPC 2.0 agents (Codex `app-server`, the Agent Client Protocol): their
-//! responses are [`Decoded::Answer`], their server requests (`requestApproval`,
-//! `session/request_permission`) are [`Decoded::Ask`], and their notifications are
-//! [`Decoded::Event`]s in the normalized vocabulary of [`Kind`].
+//! Three implementations: Claude Code's stream-json ([`super::claude::ClaudeCode`]), Codex's
+//! `app-server` JSON-RPC ([`super::codex::Codex`]) and the Agent Client Protocol
+//! ([`super::acp::AcpClient`], Gemini CLI and any ACP agent the settings define). Whatever the
+//! wire, a line decodes to what the supervisor acts on ([`Decoded`]), what conversations act on
+//! ([`Incoming`]: the CLI's session id, a turn's result) and the normalized events it carries
+//! ([`AgentEvent`]).
 
 use serde_json::Value;
 
+use crate::domain::agent_events::AgentEvent;
+use crate::domain::agent_kind::AgentKind;
 use crate::domain::decision::{ToolCall, Verdict};
-use crate::domain::launch::CliOptions;
 use crate::protocol::incoming::Incoming;
 pub use crate::sandbox::fence::StatePath;
 
@@ -46,11 +48,34 @@ impl Command {
     }
 }
 
+/// How a command goes to the CLI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outgoing {
+    /// A request: the command is done when the CLI answers it (matched by id).
+    Request(String),
+    /// Nothing to wait for: a notification to write (or nothing, when the adapter applies the
+    /// command itself, say a model for the next turn). Done once written.
+    Done(Option<String>),
+}
+
+/// Where the handshake is after an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handshake {
+    /// The CLI takes turns now.
+    Ready,
+    /// Write these lines; the last is the next request (its id is the one the adapter was
+    /// given), whose answer continues the handshake.
+    Next(Vec<String>),
+    /// The CLI cannot be used: why.
+    Failed(String),
+}
+
 /// What the CLI asks of Conduit; it waits for the answer.
 #[derive(Debug, Clone)]
 pub enum Ask {
-    /// A tool call to allow or deny: the permission engine decides.
-    ToolCall(ToolCall),
+    /// Tool calls to allow or deny (one request may cover several: a patch touching several
+    /// files); the permission engine decides each, and one denial denies the request.
+    ToolCalls(Vec<ToolCall>),
     /// Anything else, answered at once with this line (never silence: an unanswered request
     /// blocks the CLI forever).
     Answered(String),
@@ -69,28 +94,49 @@ pub enum Decoded {
     Event,
 }
 
-/// How one agent CLI is driven.
+/// A line, read.
+#[derive(Debug)]
+pub struct Read {
+    pub decoded: Decoded,
+    /// The line's type and subtype (as stored), and the fields conversations act on.
+    pub msg: Incoming,
+    /// What it says in the normalized vocabulary (often nothing: protocol plumbing).
+    pub events: Vec<AgentEvent>,
+}
+
+impl Read {
+    pub fn new(decoded: Decoded, msg: Incoming) -> Read {
+        Read { decoded, msg, events: Vec::new() }
+    }
+}
+
+/// How one agent CLI is driven: one value per process (it keeps the process's protocol state:
+/// ids, the thread or session it talks in, the turn running).
 pub trait AgentAdapter: Send + 'static {
-    /// The program's arguments (after the program itself).
-    fn arguments(&self, options: &CliOptions, wire: &Wire) -> Vec<String>;
+    fn kind(&self) -> AgentKind;
 
-    /// Where the CLI keeps its own state under `home` (settings, transcripts): writable inside
-    /// the sandbox, like the project folder.
-    fn state_paths(&self, home: &std::path::Path) -> Vec<StatePath>;
-
-    /// The first request, sent as soon as the CLI runs; it is ready once this is answered.
+    /// The first request, sent as soon as the CLI runs; it is ready once the handshake ends.
     fn handshake(&mut self, request_id: &str) -> String;
 
-    /// A user turn.
-    fn user_turn(&mut self, content: &str) -> String;
+    /// The answer to the handshake's latest request: done, or the next step (whose request
+    /// must carry `next_id`).
+    fn handshake_answered(&mut self, outcome: &Result<Value, String>, _next_id: &str) -> Handshake {
+        match outcome {
+            Ok(_) => Handshake::Ready,
+            Err(e) => Handshake::Failed(format!("the CLI refused initialize: {e}")),
+        }
+    }
 
-    /// A request of Conduit's own.
-    fn command(&mut self, command: &Command, request_id: &str) -> String;
+    /// The line starting a user turn, built when the turn is sent (the CLI is ready).
+    fn user_turn(&mut self, content: &str) -> Result<String, String>;
 
-    /// Reads one output line: what the supervisor acts on, and the line's parsed form (its
-    /// type, subtype and the fields conversations act on).
-    fn decode(&mut self, line: &str) -> (Decoded, Incoming);
+    /// A request of Conduit's own; an error says why this agent cannot do it.
+    fn command(&mut self, command: &Command, request_id: &str) -> Result<Outgoing, String>;
 
-    /// The answer line for a tool call; `None` (no engine could decide) denies.
-    fn answer(&mut self, call: &ToolCall, verdict: Option<Verdict>) -> String;
+    /// Reads one output line.
+    fn decode(&mut self, line: &str) -> Read;
+
+    /// The answer line to request `request_id` about `calls`, given the verdict (the first
+    /// denial, else the allow); `None` (no engine could decide) denies.
+    fn answer(&mut self, request_id: &str, calls: &[ToolCall], verdict: Option<Verdict>) -> String;
 }

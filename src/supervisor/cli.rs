@@ -94,8 +94,13 @@ impl<R> Cli<R> {
     }
 
     /// The adapter's line for a user turn.
-    pub fn user_turn(&mut self, content: &str) -> String {
+    pub fn user_turn(&mut self, content: &str) -> Result<String, String> {
         self.adapter.user_turn(content)
+    }
+
+    /// The agent CLI this process runs.
+    pub fn agent(&self) -> crate::domain::agent_kind::AgentKind {
+        self.adapter.kind()
     }
 
     /// Hands a line to the transport; refused when its input is closed or full.

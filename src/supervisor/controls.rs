@@ -20,6 +20,9 @@ pub enum ControlError {
     /// The request could not be sent, or the CLI ended before answering.
     #[error("{0}")]
     Gone(String),
+    /// This agent cannot do it (a model switch where the protocol has none, ...).
+    #[error("this agent cannot {what}: {why}")]
+    Unsupported { what: &'static str, why: String },
 }
 
 pub type Reply = oneshot::Sender<Result<Value, ControlError>>;

@@ -10,6 +10,7 @@ use actix::prelude::*;
 
 use super::process::CliProcess;
 use super::spawn::Exit;
+use crate::domain::agent_events::AgentEvent;
 use crate::domain::decision::Verdict;
 use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::session::ClosedReason;
@@ -58,9 +59,10 @@ pub trait Conversation: Sized + Unpin + 'static {
     /// The CLI answered the handshake: it takes turns now.
     fn ready(p: &mut CliProcess<Self>, ctx: &mut Ctx<Self>);
 
-    /// Every output line in order, with its parsed form; the supervisor acts on answers and
-    /// requests after this (so a line is recorded before anything it causes).
-    fn on_line(p: &mut CliProcess<Self>, line: String, msg: Incoming, ctx: &mut Ctx<Self>);
+    /// Every output line in order, with its parsed form and the normalized events it carries;
+    /// the supervisor acts on answers and requests after this (so a line is recorded before
+    /// anything it causes).
+    fn on_line(p: &mut CliProcess<Self>, line: String, msg: Incoming, events: Vec<AgentEvent>, ctx: &mut Ctx<Self>);
 
     /// A stderr line (the supervisor keeps the tail itself).
     fn on_stderr(_p: &mut CliProcess<Self>, _line: String) {}

@@ -8,10 +8,14 @@
 //! - [`controls`]: Conduit's requests waiting for the CLI's answers.
 //! - [`spawn`]: starting the process in its process group, cgroup and transport.
 
+pub mod acp;
 pub mod adapter;
+pub mod catalog;
 pub mod claude;
 pub mod cli;
+pub mod codex;
 pub mod controls;
 pub mod conversation;
+pub mod jsonrpc;
 pub mod process;
 pub mod spawn;

@@ -23,13 +23,13 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
-use super::adapter::{AgentAdapter, Ask, Command, Decoded};
+use super::adapter::{AgentAdapter, Ask, Command, Decoded, Handshake, Outgoing, Read};
 pub use super::cli::{Cli, Peers};
 use super::controls::{ControlError, Controls, Pending, Reply, CONTROL_TIMEOUT};
 use super::conversation::{Conversation, Ctx, ProcessEnd};
 use super::spawn::{Exit, Spawned};
 use crate::actors::permissions::Evaluate;
-use crate::domain::decision::ToolCall;
+use crate::domain::decision::{ToolCall, Verdict};
 use crate::domain::session::ClosedReason;
 use crate::protocol::framing::Frame;
 use crate::transport::{stdio, CliOutput, OutLine};
@@ -119,8 +119,24 @@ impl<C: Conversation> CliProcess<C> {
     ) -> oneshot::Receiver<Result<serde_json::Value, ControlError>> {
         let (reply, answer) = oneshot::channel();
         let id = self.cli.controls.next_id();
-        let line = self.cli.adapter.command(&command, &id);
-        self.request(id, line, command.name(), Pending::Command { what: command.name(), reply }, ctx);
+        match self.cli.adapter.command(&command, &id) {
+            Ok(Outgoing::Request(line)) => {
+                self.request(id, line, command.name(), Pending::Command { what: command.name(), reply }, ctx)
+            }
+            // Nothing to wait for: done once written.
+            Ok(Outgoing::Done(line)) => {
+                let written = match line {
+                    Some(line) => self.cli.write(OutLine::new(line.clone())).map(|()| {
+                        C::sent(self, &line, "control_request", Some(command.name().to_string()));
+                    }),
+                    None => Ok(()),
+                };
+                let _ = reply.send(written.map(|()| serde_json::Value::Null).map_err(ControlError::Gone));
+            }
+            Err(why) => {
+                let _ = reply.send(Err(ControlError::Unsupported { what: command.name(), why }));
+            }
+        }
         answer
     }
 
@@ -182,14 +198,14 @@ impl<C: Conversation> CliProcess<C> {
 
     fn on_stdout(&mut self, line: String, ctx: &mut Ctx<C>) {
         self.cli.touch();
-        let (decoded, msg) = self.cli.adapter.decode(&line);
+        let Read { decoded, msg, events } = self.cli.adapter.decode(&line);
         let subtype = msg.message_subtype.clone();
-        C::on_line(self, line, msg, ctx);
+        C::on_line(self, line, msg, events, ctx);
         match decoded {
             Decoded::Event => {}
             Decoded::Answer { request_id, outcome } => self.on_answer(&request_id, outcome, ctx),
             Decoded::Ask { request_id, ask: Ask::Answered(answer) } => self.answer(&request_id, answer, subtype),
-            Decoded::Ask { request_id, ask: Ask::ToolCall(call) } => self.decide(request_id, call, subtype, ctx),
+            Decoded::Ask { request_id, ask: Ask::ToolCalls(calls) } => self.decide(request_id, calls, subtype, ctx),
             Decoded::Withdrawn { request_id } => {
                 if self.cli.asks.remove(&request_id) {
                     tracing::debug!(id = %self.cli.id, %request_id, "the CLI withdrew a request; no answer will be sent");
@@ -200,14 +216,29 @@ impl<C: Conversation> CliProcess<C> {
 
     fn on_answer(&mut self, request_id: &str, outcome: Result<serde_json::Value, String>, ctx: &mut Ctx<C>) {
         match self.cli.controls.take(request_id) {
-            Some(Pending::Handshake) => match outcome {
-                Ok(_) if self.cli.life == Life::Handshaking => {
-                    self.cli.life = Life::Ready;
-                    C::ready(self, ctx);
+            Some(Pending::Handshake) if self.cli.life != Life::Handshaking => {}
+            Some(Pending::Handshake) => {
+                let next_id = self.cli.controls.next_id();
+                match self.cli.adapter.handshake_answered(&outcome, &next_id) {
+                    Handshake::Ready => {
+                        self.cli.life = Life::Ready;
+                        C::ready(self, ctx);
+                    }
+                    Handshake::Next(mut lines) => {
+                        let Some(request) = lines.pop() else {
+                            return self.fail("the handshake asked for an empty step".to_string(), ctx);
+                        };
+                        for line in lines {
+                            if let Err(e) = self.cli.write(OutLine::new(line.clone())) {
+                                return self.fail(format!("could not continue the handshake: {e}"), ctx);
+                            }
+                            C::sent(self, &line, "control_request", None);
+                        }
+                        self.request(next_id, request, "handshake", Pending::Handshake, ctx);
+                    }
+                    Handshake::Failed(reason) => self.fail(reason, ctx),
                 }
-                Ok(_) => {}
-                Err(e) => self.fail(format!("the CLI refused initialize: {e}"), ctx),
-            },
+            }
             Some(Pending::Command { what, reply }) => {
                 let _ = reply.send(outcome.map_err(|error| ControlError::Refused { what, error }));
             }
@@ -222,17 +253,44 @@ impl<C: Conversation> CliProcess<C> {
         }
     }
 
-    /// A tool call: the permission engine decides, then the CLI hears (unless it withdrew).
-    fn decide(&mut self, request_id: String, call: ToolCall, subtype: Option<String>, ctx: &mut Ctx<C>) {
+    /// Tool calls: the permission engine decides each, then the CLI hears (unless it withdrew)
+    /// the first denial, or the allow.
+    fn decide(&mut self, request_id: String, calls: Vec<ToolCall>, subtype: Option<String>, ctx: &mut Ctx<C>) {
         let (project_id, session_id) = self.conv.scope();
-        let decided = self.cli.peers.engine.send(Evaluate { project_id, session_id, call: call.clone() });
+        let engine = self.cli.peers.engine.clone();
+        let asked: Vec<_> = calls
+            .iter()
+            .map(|call| {
+                engine.send(Evaluate {
+                    project_id: project_id.clone(),
+                    session_id: session_id.clone(),
+                    call: call.clone(),
+                })
+            })
+            .collect();
+        let decided = futures_util::future::join_all(asked);
         self.cli.asks.insert(request_id.clone());
-        ctx.spawn(decided.into_actor(self).map(move |verdict, act, _ctx| {
-            if let Ok(verdict) = &verdict {
-                C::decided(act, verdict);
+        ctx.spawn(decided.into_actor(self).map(move |verdicts, act, _ctx| {
+            // The first denial decides; an engine that could not answer denies (the adapter
+            // hears `None`), and so does a request with no call to decide.
+            let mut verdict: Option<Verdict> = None;
+            let mut unanswered = false;
+            for answered in verdicts {
+                match answered {
+                    Ok(v) => {
+                        C::decided(act, &v);
+                        if verdict.as_ref().is_none_or(|kept| kept.allow) {
+                            verdict = Some(v);
+                        }
+                    }
+                    Err(_) => unanswered = true,
+                }
+            }
+            if unanswered {
+                verdict = None;
             }
             if act.cli.asks.remove(&request_id) {
-                let answer = act.cli.adapter.answer(&call, verdict.ok());
+                let answer = act.cli.adapter.answer(&request_id, &calls, verdict);
                 act.answer(&request_id, answer, subtype);
             }
         }));

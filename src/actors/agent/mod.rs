@@ -56,6 +56,7 @@ pub struct AgentEdit {
     pub model: Option<Option<String>>,
     pub timeout_ms: Option<i64>,
     pub workspace_mode: Option<crate::domain::workspace::WorkspaceMode>,
+    pub agent: Option<crate::domain::agent_kind::AgentKind>,
 }
 
 #[derive(Message)]
@@ -192,6 +193,9 @@ impl ProactiveAgent {
                 }
                 if let Some(v) = edit.workspace_mode {
                     self.agent.workspace_mode = v;
+                }
+                if let Some(v) = edit.agent {
+                    self.agent.agent = v;
                 }
             }
         }

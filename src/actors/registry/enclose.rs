@@ -1,35 +1,51 @@
 //! What fences a CLI in before it starts (see [`crate::sandbox::enclosure`]): the registry's
-//! view, which knows the CLI's program and where its adapter keeps state.
+//! view, which knows each agent kind's program and where it keeps state (the catalog).
 
 use std::future::Future;
 
 use super::SessionRegistry;
+use crate::domain::agent_kind::AgentKind;
 use crate::domain::ids::ProjectId;
 use crate::domain::sandbox::SandboxMode;
 use crate::sandbox::enclosure::Enclosure;
 use crate::sandbox::{Fence, FenceError};
-use crate::supervisor::adapter::AgentAdapter;
+use crate::supervisor::catalog;
+
+/// A CLI ready to be spawned: its cgroup and sandbox, and its program as found on disk.
+pub(super) struct Enclosed {
+    pub(super) enclosure: Enclosure,
+    pub(super) program: std::path::PathBuf,
+}
 
 impl SessionRegistry {
-    /// The sandbox of a CLI of `adapter`'s kind working in `folder`, for a project asking for
-    /// `mode` (`None`: the `sandbox` setting). An error when this machine cannot provide it.
+    /// The sandbox of a CLI of `kind` working in `folder`, for a project asking for `mode`
+    /// (`None`: the `sandbox` setting). An error when this machine cannot provide it.
     pub(super) fn fence(
         &self,
         mode: Option<SandboxMode>,
         folder: &str,
-        adapter: &dyn AgentAdapter,
+        kind: &AgentKind,
     ) -> Result<Option<Fence>, FenceError> {
-        let state = self.settings.home.as_deref().map(|h| adapter.state_paths(h)).unwrap_or_default();
-        self.encloser.plan(mode, folder, state)
+        self.encloser.plan(mode, folder, catalog::state_paths(&self.settings, kind))
     }
 
-    /// Creates the CLI's cgroup named `id` and prepares `fence` for it, off the executor.
+    /// Finds the program of `kind`, then creates the CLI's cgroup named `id` and prepares
+    /// `fence` for it, off the executor. A missing CLI is an error naming its setting.
     pub(super) fn enclose(
         &self,
         id: String,
         project: Option<ProjectId>,
         fence: Option<Fence>,
-    ) -> impl Future<Output = Result<Enclosure, String>> {
-        self.encloser.enclose(id, project, fence, self.settings.cli_path.clone())
+        kind: &AgentKind,
+    ) -> impl Future<Output = Result<Enclosed, String>> {
+        let (settings, kind, encloser) = (self.settings.clone(), kind.clone(), self.encloser.clone());
+        async move {
+            let located = tokio::task::spawn_blocking(move || catalog::locate(&settings, &kind))
+                .await
+                .map_err(|e| format!("the start was interrupted: {e}"))?;
+            let program = located.map_err(|e| e.to_string())?;
+            let enclosure = encloser.enclose(id, project, fence, program.to_string_lossy().into_owned()).await?;
+            Ok(Enclosed { enclosure, program })
+        }
     }
 }

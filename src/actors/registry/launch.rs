@@ -21,11 +21,11 @@ use crate::domain::workspace::WorkspaceMode;
 use crate::domain::{names, time};
 use crate::process::version::{self};
 use crate::sandbox::{Fence, FenceError};
-use crate::supervisor::adapter::AgentAdapter;
-use crate::supervisor::claude::ClaudeCode;
+use crate::supervisor::catalog;
 use crate::supervisor::spawn::{spawn, SpawnRequest};
 use crate::transport::websocket;
 
+use super::enclose::Enclosed;
 use super::{worktree_folder, Live, SessionRegistry};
 use crate::sandbox::enclosure::Enclosure;
 
@@ -133,6 +133,7 @@ impl SessionRegistry {
             branch: None,
             base_ref: None,
             base_commit: None,
+            agent: spec.agent.clone(),
         }
     }
 
@@ -199,21 +200,24 @@ impl SessionRegistry {
     ) -> std::pin::Pin<Box<dyn ActorFuture<Self, Output = Result<Session, LaunchError>>>> {
         let SessionLaunch { mut row, folder, options, bridge, resumed, last_seq, enclosure } = launch;
         let backlog = Backlog::new(self.settings.session_backlog_bytes);
-        let (program, env) = (self.settings.cli_path.clone(), self.cli_env());
-        let spawned = enclosure.and_then(|Enclosure { cgroup, fence }| {
-            spawn(SpawnRequest {
+        let settings = self.settings.clone();
+        let spawned = enclosure.and_then(|Enclosed { enclosure: Enclosure { cgroup, fence }, program }| {
+            let (agent, adapter) =
+                catalog::prepare(&settings, &row.agent, &program, &options, &folder).map_err(|e| e.to_string())?;
+            let spawned = spawn(SpawnRequest {
                 marker: row.id.to_string(),
-                program,
-                arguments: Box::new(move |wire| ClaudeCode.arguments(&options, wire)),
+                program: agent.program,
+                arguments: agent.arguments,
                 folder,
-                env,
+                env: agent.env,
                 bridge,
                 cgroup,
                 fence,
                 backlog: Some(backlog.clone()),
-            })
+            })?;
+            Ok((spawned, adapter))
         });
-        let spawned = match spawned {
+        let (spawned, adapter) = match spawned {
             Ok(spawned) => spawned,
             Err(reason) => {
                 let row = self.launch_failed(row, reason, announce.then_some(last_seq + 1));
@@ -241,7 +245,7 @@ impl SessionRegistry {
         };
         let (writer, id) = (self.writer.clone(), row.id.clone());
         let stored = async move { writer.persist_acked(WriteOp::Session { id, patch }).await };
-        let started = Started { row, spawned, last_seq, backlog, resumed };
+        let started = Started { row, spawned, adapter, last_seq, backlog, resumed };
         Box::pin(stored.into_actor(self).map(move |stored, act, ctx| match stored {
             Ok(()) => Ok(act.start_session(started, ctx)),
             Err(e) => {
@@ -254,12 +258,6 @@ impl SessionRegistry {
                 Err(LaunchError::Storage(e))
             }
         }))
-    }
-
-    /// The environment every CLI gets on top of the service's.
-    pub(super) fn cli_env(&self) -> Vec<(String, String)> {
-        let token = self.settings.cli_session_access_token.clone();
-        token.map(|t| ("CLAUDE_CODE_SESSION_ACCESS_TOKEN".to_string(), t)).into_iter().collect()
     }
 }
 
@@ -274,8 +272,8 @@ pub(super) struct SessionLaunch {
     pub(super) resumed: bool,
     /// The last event number stored for the session.
     pub(super) last_seq: u64,
-    /// Its cgroup and sandbox, or why they could not be prepared.
-    pub(super) enclosure: Result<Enclosure, String>,
+    /// Its cgroup, sandbox and program, or why they could not be prepared.
+    pub(super) enclosure: Result<Enclosed, String>,
 }
 
 type LaunchFuture = std::pin::Pin<Box<dyn ActorFuture<SessionRegistry, Output = Result<Launched, LaunchError>>>>;
@@ -324,7 +322,7 @@ impl Handler<Launch> for SessionRegistry {
             true => worktree_folder(&self.settings.workspaces(), row.id.as_str()).to_string_lossy().into_owned(),
             false => msg.project.folder_path.clone(),
         };
-        let fence: Option<Fence> = match self.fence(msg.project.sandbox, &folder, &ClaudeCode) {
+        let fence: Option<Fence> = match self.fence(msg.project.sandbox, &folder, &msg.spec.agent) {
             Ok(fence) => fence,
             Err(e) => return AtomicResponse::new(Box::pin(actix::fut::ready(Err(e.into())))),
         };
@@ -371,7 +369,7 @@ impl Handler<Launch> for SessionRegistry {
                     Ok(Launched { session: row, created: true, pending: Some(pending) })
                 })) as LaunchFuture;
             }
-            let enclose = act.enclose(row.id.to_string(), Some(row.project_id.clone()), fence);
+            let enclose = act.enclose(row.id.to_string(), Some(row.project_id.clone()), fence, &row.agent);
             // The row, then its cgroup and sandbox (off the executor).
             let prepare = async move {
                 store.run(move |conn| sessions::insert(conn, &stored)).await?;

@@ -11,7 +11,6 @@ use crate::domain::launch::CliOptions;
 use crate::domain::time;
 use crate::domain::validate::Transport;
 use crate::sandbox::Fence;
-use crate::supervisor::claude::ClaudeCode;
 use crate::transport::websocket;
 
 use super::launch::{LaunchError, SessionLaunch};
@@ -92,7 +91,7 @@ impl SessionRegistry {
             }
             _ => (project.folder_path.clone(), None),
         };
-        let fence = self.fence(project.sandbox, &folder, &ClaudeCode).map_err(LaunchError::from)?;
+        let fence = self.fence(project.sandbox, &folder, &row.agent).map_err(LaunchError::from)?;
         let bridge = match Transport::parse(&row.transport) {
             Some(Transport::Websocket) => Some(
                 websocket::allocate_port(self.settings.ws_port_range_start, self.settings.ws_port_range_end)
@@ -169,9 +168,9 @@ impl Handler<Resume> for SessionRegistry {
                 }
                 None => futures_util::future::Either::Right(std::future::ready(Ok(fence))),
             };
-            let (id, project_id) = (row.id.to_string(), row.project_id.clone());
+            let (id, project_id, agent) = (row.id.to_string(), row.project_id.clone(), row.agent.clone());
             let enclose = reused.into_actor(act).then(move |fence, act, _ctx| {
-                let enclose = fence.map(|fence| act.enclose(id, Some(project_id), fence));
+                let enclose = fence.map(|fence| act.enclose(id, Some(project_id), fence, &agent));
                 async move { enclose?.await }.into_actor(act)
             });
             Box::pin(enclose.then(move |enclosure, act, _ctx| {

@@ -7,6 +7,7 @@ use actix::prelude::*;
 
 use std::path::PathBuf;
 
+use super::enclose::Enclosed;
 use super::workspace::share_repository;
 use super::{worktree_folder, SessionRegistry};
 use crate::actors::agent_run::{AgentRunProcess, Cancel, OneTurn, RunEnded, RunRecords};
@@ -16,8 +17,7 @@ use crate::db::projects;
 use crate::domain::launch::CliOptions;
 use crate::domain::workspace::{branch_for, WorkspaceMode};
 use crate::sandbox::enclosure::Enclosure;
-use crate::supervisor::adapter::AgentAdapter;
-use crate::supervisor::claude::ClaudeCode;
+use crate::supervisor::catalog;
 use crate::supervisor::process::{CliProcess, Peers};
 use crate::supervisor::spawn::{spawn, SpawnRequest};
 use crate::workspace::prune::RUN_PREFIX;
@@ -43,6 +43,7 @@ impl Handler<StartRun> for SessionRegistry {
         // then the CLI.
         let (store, project) = (self.store.clone(), msg.agent.project_id.clone());
         let (marker, rules_of) = (msg.exec.id.to_string(), project.clone());
+        let (agent_kind, kind) = (msg.agent.agent.clone(), msg.agent.agent.clone());
         // A run in its own worktree works there; the worktree is made before the sandbox.
         let run_worktree = (msg.agent.workspace_mode == WorkspaceMode::Worktree).then(|| {
             let short = &marker[..8.min(marker.len())];
@@ -84,7 +85,7 @@ impl Handler<StartRun> for SessionRegistry {
             };
             let planned = loaded
                 .map_err(|e| format!("the agent's project could not be read: {e}"))
-                .and_then(|mode| act.fence(mode, &cwd, &ClaudeCode).map_err(|e| e.to_string()));
+                .and_then(|mode| act.fence(mode, &cwd, &agent_kind).map_err(|e| e.to_string()));
             if let Some(made) = &made {
                 act.run_worktrees.insert(marker.clone(), (repo, PathBuf::from(&made.path), made.branch.clone()));
             }
@@ -96,13 +97,13 @@ impl Handler<StartRun> for SessionRegistry {
                 }
             };
             Box::pin(shared.into_actor(act).then(move |fence, act, _ctx| {
-                let enclose = fence.map(|fence| act.enclose(marker, rules_of, fence));
+                let enclose = fence.map(|fence| act.enclose(marker, rules_of, fence, &kind));
                 async move { enclose?.await }.into_actor(act).map(move |enclosure, _, _| enclosure.map(|e| (e, cwd)))
             }))
         });
         Box::pin(enclosed.map(move |enclosed, act, ctx| {
-            let (enclosure, folder) = enclosed.inspect_err(|_| act.run_ended(msg.exec.id.as_str()))?;
-            act.start_run(msg, enclosure, folder, ctx)
+            let (enclosed, folder) = enclosed.inspect_err(|_| act.run_ended(msg.exec.id.as_str()))?;
+            act.start_run(msg, enclosed, folder, ctx)
         }))
     }
 }
@@ -112,19 +113,23 @@ impl SessionRegistry {
     fn start_run(
         &mut self,
         msg: StartRun,
-        enclosure: Enclosure,
+        enclosed: Enclosed,
         folder: String,
         ctx: &mut Context<Self>,
     ) -> Result<Recipient<Cancel>, String> {
         let StartRun { agent, exec, lock, parent } = msg;
-        let Enclosure { cgroup, fence } = enclosure;
+        let Enclosed { enclosure: Enclosure { cgroup, fence }, program } = enclosed;
         let options = CliOptions { model: agent.model.clone(), ..Default::default() };
+        let prepared = catalog::prepare(&self.settings, &agent.agent, &program, &options, &folder)
+            .map_err(|e| e.to_string())
+            .inspect_err(|_| self.run_ended(exec.id.as_str()))?;
+        let (launch, adapter) = prepared;
         let req = SpawnRequest {
             marker: exec.id.to_string(),
-            program: self.settings.cli_path.clone(),
-            arguments: Box::new(move |wire| ClaudeCode.arguments(&options, wire)),
+            program: launch.program,
+            arguments: launch.arguments,
             folder,
-            env: self.cli_env(),
+            env: launch.env,
             bridge: None,
             cgroup,
             fence,
@@ -137,8 +142,7 @@ impl SessionRegistry {
         let id = exec.id.clone();
         let run = OneTurn::new(agent, exec, records, parent, lock);
         let grace = Duration::from_millis(self.settings.agent_kill_grace_ms);
-        let addr: Addr<AgentRunProcess> =
-            CliProcess::start(id.as_str(), spawned, Box::new(ClaudeCode), peers, grace, run);
+        let addr: Addr<AgentRunProcess> = CliProcess::start(id.as_str(), spawned, adapter, peers, grace, run);
         Ok(addr.recipient())
     }
 }

@@ -12,6 +12,7 @@ use crate::actors::bus::Publish;
 use crate::db::backlog::Backlog;
 use crate::db::sessions::{Session, SessionPatch};
 use crate::db::writer::{WriteOp, Writer};
+use crate::domain::agent_events::AgentEvent;
 use crate::domain::decision::Verdict;
 use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::session::{ClosedReason, SessionStatus};
@@ -150,9 +151,19 @@ pub(super) fn pump(p: &mut CliSession) {
         return;
     }
     let Some(message_id) = p.conv.queue.front().and_then(|t| t.message_id) else { return };
-    let Some(turn) = p.conv.queue.pop_front() else { return };
+    let line = match p.cli.user_turn(&p.conv.queue.front().map(|t| t.content.clone()).unwrap_or_default()) {
+        Ok(line) => line,
+        Err(e) => {
+            // The turn stays queued: the agent is not in a state to take it yet.
+            tracing::warn!(session = %p.conv.row.id, error = %e, "could not start a turn");
+            return;
+        }
+    };
+    if p.conv.queue.pop_front().is_none() {
+        return;
+    }
     let (written, heard) = oneshot::channel();
-    match p.cli.write(OutLine { line: turn.line, written: Some(written) }) {
+    match p.cli.write(OutLine { line, written: Some(written) }) {
         Ok(()) => {
             p.conv.turn_running = true;
             p.conv.set_status(SessionStatus::Active);
@@ -189,12 +200,18 @@ impl Conversation for Chat {
         pump(p);
     }
 
-    fn on_line(p: &mut CliSession, line: String, msg: Incoming, ctx: &mut Ctx<Self>) {
+    fn on_line(p: &mut CliSession, line: String, msg: Incoming, normalized: Vec<AgentEvent>, ctx: &mut Ctx<Self>) {
         let chat = &mut p.conv;
         // Control traffic is protocol plumbing (decisions are published as their own events).
         let relayed = events::for_line(&msg.message_type, msg.message_subtype.as_deref())
             .map(|(kind, name)| chat.publish_numbered(kind, &name, line.clone()));
         chat.record("from_cli", &msg.message_type, msg.message_subtype, line, relayed);
+        // Then what it says, in the vocabulary every agent shares.
+        for event in normalized {
+            let (kind, name) = event.names();
+            let data = event.data(&chat.row.agent);
+            chat.publish(kind, name, data);
+        }
         match msg.kind {
             Kind::SystemInit { session_id, model, permission_mode } => {
                 let mut patch = SessionPatch::default();

@@ -37,12 +37,14 @@ impl Handler<SendUser> for CliSession {
         if chat.queue.len() >= MAX_QUEUED_TURNS {
             return Box::pin(actix::fut::ready(Err(SessionError::QueueFull)));
         }
-        let line = self.cli.user_turn(&msg.content);
+        // Stored as Conduit's own record of the turn, the same for every agent (Claude Code's
+        // user line); the agent's line is built when the turn is sent.
+        let line = crate::protocol::outgoing::user_turn(&msg.content);
         chat.next_turn += 1;
         let seq = chat.next_turn;
         let position = chat.queue.len() + usize::from(chat.turn_running);
         let queued = position > 0 || chat.row.status != SessionStatus::Idle;
-        chat.queue.push_back(QueuedTurn { seq, line: line.clone(), message_id: None });
+        chat.queue.push_back(QueuedTurn { seq, content: msg.content, message_id: None });
         let row = NewMessage {
             session_id: chat.row.id.to_string(),
             direction: "to_cli",

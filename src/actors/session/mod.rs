@@ -27,7 +27,7 @@ use crate::db::sessions::Session;
 use crate::db::writer::{WriteError, Writer};
 use crate::domain::idleness::Busy;
 use crate::domain::session::ClosedReason;
-use crate::supervisor::claude::ClaudeCode;
+use crate::supervisor::adapter::AgentAdapter;
 use crate::supervisor::controls::ControlError;
 use crate::supervisor::process::{CliProcess, Peers};
 use crate::supervisor::spawn::Spawned;
@@ -112,6 +112,9 @@ pub enum SessionError {
     Timeout(String),
     #[error("{0}")]
     Cli(String),
+    /// The session's agent cannot do what was asked.
+    #[error("{0}")]
+    Unsupported(String),
     #[error("the message could not be stored: {0}")]
     Storage(WriteError),
 }
@@ -120,6 +123,7 @@ impl From<ControlError> for SessionError {
     fn from(e: ControlError) -> Self {
         match e {
             ControlError::Timeout(what) => SessionError::Timeout(what.to_string()),
+            e @ ControlError::Unsupported { .. } => SessionError::Unsupported(e.to_string()),
             other => SessionError::Cli(other.to_string()),
         }
     }
@@ -141,6 +145,8 @@ pub struct SessionDeps {
 pub struct Started {
     pub row: Session,
     pub spawned: Spawned,
+    /// How its agent kind is spoken to.
+    pub adapter: Box<dyn AgentAdapter>,
     /// The last event sequence number already stored for this session (0 for a new one).
     pub last_seq: u64,
     /// The gate the session's readers wait on; its lines are charged against it.
@@ -150,7 +156,7 @@ pub struct Started {
 }
 
 pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
-    let Started { row, spawned, last_seq, backlog, resumed } = started;
+    let Started { row, spawned, adapter, last_seq, backlog, resumed } = started;
     let peers = Peers { engine: deps.engine.clone(), registry: deps.registry.clone() };
     let id = row.id.to_string();
     let chat = Chat {
@@ -167,13 +173,14 @@ pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
         background_tasks: HashSet::new(),
         resumed,
     };
-    CliProcess::start(&id, spawned, Box::new(ClaudeCode), peers, CLOSE_GRACE, chat)
+    CliProcess::start(&id, spawned, adapter, peers, CLOSE_GRACE, chat)
 }
 
 /// A user turn stored (or being stored) and waiting for the CLI.
 struct QueuedTurn {
     seq: u64,
-    line: String,
+    /// What the user said; the agent's line for it is built when it is sent.
+    content: String,
     /// The stored row's id, once stored (only then may the turn be sent).
     message_id: Option<i64>,
 }

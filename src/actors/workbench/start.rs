@@ -197,6 +197,7 @@ async fn begin(
         tool_name: "Bash".to_string(),
         input: serde_json::json!({ "command": msg.command }),
         tool_use_id: None,
+        agent: None,
     };
     let ask = Evaluate { project_id: Some(msg.project_id.clone()), session_id: msg.owner.session().cloned(), call };
     let verdict = deps.engine.send(ask).await.unwrap_or_else(|_| crate::domain::decision::Verdict::unavailable());

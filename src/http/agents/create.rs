@@ -43,6 +43,9 @@ pub struct CreateAgent {
     /// `shared` (default: runs work in `cwd`) or `worktree` (each run in a fresh git worktree
     /// of `cwd`, on a branch of its own; `cwd` must be a git repository's top level, else 422).
     pub workspace_mode: Option<crate::domain::workspace::WorkspaceMode>,
+    /// The agent CLI each run starts: `claude`, `codex`, `gemini` or a configured ACP agent.
+    /// Defaults to the project's `default_agent`, else `claude`.
+    pub agent: Option<crate::domain::agent_kind::AgentKind>,
 }
 
 /// Create a scheduled agent.
@@ -53,7 +56,7 @@ pub struct CreateAgent {
         (status = 403, description = "`cwd` is outside the project root", body = ErrorBody),
         (status = 404, description = "No such project", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
-        (status = 422, description = "Validation failed (an invalid schedule says the expected form), or `worktree` mode on a `cwd` that is not a git repository (`not_a_git_repository`)", body = ErrorBody),
+        (status = 422, description = "Validation failed (an invalid schedule says the expected form), an unknown `agent` (`unknown_agent`), or `worktree` mode on a `cwd` that is not a git repository (`not_a_git_repository`)", body = ErrorBody),
         (status = 429, description = "CONDUIT_MAX_AGENTS reached", body = ErrorBody),
     ))]
 pub async fn create(state: web::Data<AppState>, body: web::Json<CreateAgent>) -> AppResult<HttpResponse> {
@@ -68,8 +71,12 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateAgent>) ->
     if mode == crate::domain::workspace::WorkspaceMode::Worktree {
         crate::workspace::worktree::require_repository(std::path::Path::new(&cwd)).await?;
     }
+    let kind = b.agent.clone().or_else(|| project.as_ref().and_then(|p| p.default_agent.clone())).unwrap_or_default();
+    let options = crate::domain::launch::CliOptions { model: fields.model.clone(), ..Default::default() };
+    crate::supervisor::catalog::check_launch(&state.settings, &kind, &options, None)?;
     let mut agent = fields.agent(project.map(|p| p.id), cwd);
     agent.workspace_mode = mode;
+    agent.agent = kind;
     let project_id = agent.project_id.clone();
     let created = match ask(&state, registry::Create(agent)).await? {
         Ok(created) => created,
@@ -138,6 +145,7 @@ impl Fields {
             created_at: now.clone(),
             updated_at: now,
             workspace_mode: crate::domain::workspace::WorkspaceMode::Shared,
+            agent: Default::default(),
         }
     }
 }

@@ -40,6 +40,10 @@ pub struct UpdateAgent {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = crate::domain::workspace::WorkspaceMode)]
     pub workspace_mode: Option<Option<crate::domain::workspace::WorkspaceMode>>,
+    /// The agent CLI its runs start (`claude`, `codex`, `gemini`, or a configured ACP agent).
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = crate::domain::agent_kind::AgentKind)]
+    pub agent: Option<Option<crate::domain::agent_kind::AgentKind>>,
 }
 
 /// Change an agent (partial): given fields change.
@@ -67,6 +71,10 @@ pub async fn update(
     if let Some(raw) = required("cwd", cwd)? {
         edit.cwd = Some(resolve_dir_field(&state, "cwd", raw, |_| ()).await?.0);
     }
+    let kind = edit.agent.clone().unwrap_or_else(|| current.agent.clone());
+    let model = edit.model.clone().unwrap_or_else(|| current.model.clone());
+    let options = crate::domain::launch::CliOptions { model, ..Default::default() };
+    crate::supervisor::catalog::check_launch(&state.settings, &kind, &options, None)?;
     let mode = edit.workspace_mode.unwrap_or(current.workspace_mode);
     if mode == crate::domain::workspace::WorkspaceMode::Worktree {
         let folder = edit.cwd.clone().unwrap_or(current.cwd);
@@ -89,6 +97,7 @@ fn edit(b: UpdateAgent) -> AppResult<AgentEdit> {
         edit.schedule = Some(schedule(&expr)?);
     }
     edit.workspace_mode = required("workspace_mode", b.workspace_mode)?;
+    edit.agent = required("agent", b.agent)?;
     if let Some(ms) = required("timeout_ms", b.timeout_ms)? {
         edit.timeout_ms = Some(timeout(ms)?);
     }

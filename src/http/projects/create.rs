@@ -5,8 +5,9 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::{check_defaults, conflict_on_folder, copy_list, resolve_folder, workspace_mode_for, Defaults};
+use super::{check_agent, check_defaults, conflict_on_folder, copy_list, resolve_folder, workspace_mode_for, Defaults};
 use crate::db::{self, projects::Project, StoreError};
+use crate::domain::agent_kind::AgentKind;
 use crate::domain::ids::ProjectId;
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::time;
@@ -50,6 +51,10 @@ pub struct CreateProject {
     pub workspace_copy: Option<Vec<String>>,
     /// Run with `bash -c` in each new worktree before the CLI starts (at most 100000 bytes).
     pub setup_script: Option<String>,
+    /// The agent its sessions run when a launch names none (`claude`, `codex`, `gemini` or a
+    /// configured ACP agent); absent: `claude`. The default model, permission mode and
+    /// prompts apply to launches of this agent only.
+    pub default_agent: Option<AgentKind>,
 }
 
 /// Like creating a project, but the name defaults to the folder's name and `source` is `imported`.
@@ -84,6 +89,10 @@ pub struct ImportProject {
     pub workspace_copy: Option<Vec<String>>,
     /// Run with `bash -c` in each new worktree before the CLI starts (at most 100000 bytes).
     pub setup_script: Option<String>,
+    /// The agent its sessions run when a launch names none (`claude`, `codex`, `gemini` or a
+    /// configured ACP agent); absent: `claude`. The default model, permission mode and
+    /// prompts apply to launches of this agent only.
+    pub default_agent: Option<AgentKind>,
 }
 
 /// Create a project.
@@ -109,8 +118,10 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateProject>) 
         max_sessions: b.max_sessions,
         sandbox: b.sandbox,
         setup_script: b.setup_script.as_deref(),
+        default_agent: b.default_agent.as_ref(),
     };
     check_defaults(&defaults)?;
+    check_agent(&state, defaults.default_agent)?;
     let copy = copy_list(b.workspace_copy.as_deref())?;
     let folder = resolve_folder(&state, b.folder_path.clone()).await?;
     let mode = workspace_mode_for(&folder.0, b.workspace_mode).await?;
@@ -139,8 +150,10 @@ pub async fn import(state: web::Data<AppState>, body: web::Json<ImportProject>) 
         max_sessions: b.max_sessions,
         sandbox: b.sandbox,
         setup_script: b.setup_script.as_deref(),
+        default_agent: b.default_agent.as_ref(),
     };
     check_defaults(&defaults)?;
+    check_agent(&state, defaults.default_agent)?;
     let copy = copy_list(b.workspace_copy.as_deref())?;
     let folder = resolve_folder(&state, b.folder_path.clone()).await?;
     let mode = workspace_mode_for(&folder.0, b.workspace_mode).await?;
@@ -200,5 +213,6 @@ fn new_project(
         workspace_mode: workspace.0,
         workspace_copy: workspace.1,
         setup_script: d.setup_script.map(String::from),
+        default_agent: d.default_agent.cloned(),
     }
 }

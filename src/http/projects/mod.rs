@@ -10,6 +10,7 @@ pub mod update;
 
 use super::AppState;
 use crate::db::{self, projects::Project, StoreError};
+use crate::domain::agent_kind::AgentKind;
 use crate::domain::folders;
 use crate::domain::ids::ProjectId;
 use crate::domain::sandbox::SandboxMode;
@@ -30,6 +31,15 @@ struct Defaults<'a> {
     max_sessions: Option<i32>,
     sandbox: Option<SandboxMode>,
     setup_script: Option<&'a str>,
+    default_agent: Option<&'a AgentKind>,
+}
+
+/// A default agent must be one the settings know (422 otherwise).
+fn check_agent(state: &AppState, agent: Option<&AgentKind>) -> Result<(), AppError> {
+    match agent {
+        Some(kind) => Ok(crate::supervisor::catalog::known(&state.settings, kind)?),
+        None => Ok(()),
+    }
 }
 
 fn check_defaults(d: &Defaults<'_>) -> Result<(), AppError> {

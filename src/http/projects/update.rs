@@ -5,9 +5,11 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::{
-    check_defaults, conflict_on_folder, copy_list, load, no_project, resolve_folder, workspace_mode_for, Defaults,
+    check_agent, check_defaults, conflict_on_folder, copy_list, load, no_project, resolve_folder, workspace_mode_for,
+    Defaults,
 };
 use crate::db::{self, projects::Project, StoreError};
+use crate::domain::agent_kind::AgentKind;
 use crate::domain::ids::ProjectId;
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::time;
@@ -62,6 +64,10 @@ pub struct UpdateProject {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
     pub setup_script: Option<Option<String>>,
+    /// `null`: back to `claude`.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<AgentKind>)]
+    pub default_agent: Option<Option<AgentKind>>,
 }
 
 /// Update a project (partial: absent fields keep their value, `null` clears).
@@ -84,6 +90,7 @@ pub async fn update(
 ) -> AppResult<HttpResponse> {
     let id: ProjectId = id.parse()?;
     let mut change = Checked::check(body.into_inner())?;
+    check_agent(&state, change.rest.default_agent.as_ref().and_then(Option::as_ref))?;
     let mut project = load(&state, id).await?;
     let moved = change.folder_path.is_some();
     if let Some(raw) = change.folder_path.take() {
@@ -145,6 +152,7 @@ impl Checked {
             max_sessions,
             sandbox: None,
             setup_script: script.as_deref(),
+            default_agent: None,
         })?;
         Ok(Checked { name, folder_path, max_sessions, workspace_mode, workspace_copy, rest: b })
     }
@@ -175,6 +183,9 @@ impl Checked {
             project.workspace_copy = copy;
         }
         set(&mut project.setup_script, b.setup_script);
+        if let Some(agent) = b.default_agent {
+            project.default_agent = agent;
+        }
     }
 }
 

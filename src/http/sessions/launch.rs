@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 use crate::actors::registry::{Launch, LaunchError};
 use crate::db::projects::Project;
 use crate::db::sessions::Session;
+use crate::domain::agent_kind::AgentKind;
 use crate::domain::ids::ProjectId;
 use crate::domain::launch::{CliOptions, LaunchSpec};
 use crate::domain::validate::{self, PermissionMode, Transport};
@@ -15,6 +16,7 @@ use crate::domain::workspace::WorkspaceMode;
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::http::fields::check;
 use crate::http::{projects, AppState};
+use crate::supervisor::catalog;
 
 const MAX_PROMPT_BYTES: usize = 100_000;
 
@@ -51,9 +53,14 @@ pub struct LaunchSession {
     /// commit, or for a `shared` project.
     #[schema(max_length = 256, pattern = r"^[^\s-]\S*$")]
     pub base_ref: Option<String>,
+    /// The agent CLI: `claude`, `codex`, `gemini` or an ACP agent of the `acp_agents`
+    /// setting. Defaults to the project's `default_agent` (else `claude`). The project's
+    /// default model, permission mode and prompts apply only when this is its default agent.
+    pub agent: Option<AgentKind>,
 }
 
-/// Launch a Claude Code session in a project.
+/// Launch an agent CLI session (Claude Code, Codex, Gemini CLI or a configured ACP agent) in
+/// a project.
 #[utoipa::path(post, path = "/api/projects/{id}/sessions", tag = "sessions", request_body = LaunchSession,
     params(("id" = String, Path, description = "Project id (UUID)")),
     responses(
@@ -63,9 +70,9 @@ pub struct LaunchSession {
         (status = 404, description = "No such project", body = ErrorBody),
         (status = 413, description = "Body over 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
-        (status = 422, description = "Validation failed; the project is in `worktree` mode and its folder is no longer a git repository (`not_a_git_repository`), has no commit (`no_commit`), or `base_ref` names no commit (`unknown_base_ref`)", body = ErrorBody),
+        (status = 422, description = "Validation failed; an unknown `agent` (`unknown_agent`) or one that cannot do what the launch asks (`unsupported_by_agent`); the project is in `worktree` mode and its folder is no longer a git repository (`not_a_git_repository`), has no commit (`no_commit`), or `base_ref` names no commit (`unknown_base_ref`)", body = ErrorBody),
         (status = 429, description = "The project's or the global session limit is reached", body = ErrorBody),
-        (status = 503, description = "The service is shutting down, no port is free for a WebSocket bridge, or the project asks for a sandbox this machine cannot provide (`sandbox_unavailable`)", body = ErrorBody),
+        (status = 503, description = "The agent's CLI cannot be found (`agent_unavailable`, naming its setting), the service is shutting down, no port is free for a WebSocket bridge, or the project asks for a sandbox this machine cannot provide (`sandbox_unavailable`)", body = ErrorBody),
     ))]
 pub async fn launch(
     state: web::Data<AppState>,
@@ -77,6 +84,7 @@ pub async fn launch(
     let project = projects::load(&state, project_id.clone()).await?;
     check_workspace(&project, wanted.base_ref.as_deref()).await?;
     let spec = wanted.spec_in(&project);
+    check_agent(&state, &spec).await?;
     let launched = match state
         .registry
         .send(Launch { project, spec })
@@ -99,6 +107,16 @@ pub async fn launch(
         None => launched.session,
     };
     Ok(response.insert_header((header::LOCATION, format!("/api/sessions/{}", session.id))).json(session))
+}
+
+/// The agent must exist, take what the launch asks for, and have its CLI installed.
+async fn check_agent(state: &AppState, spec: &LaunchSpec) -> AppResult<()> {
+    catalog::check_launch(&state.settings, &spec.agent, &spec.options, spec.transport)?;
+    let (settings, kind) = (state.settings.clone(), spec.agent.clone());
+    web::block(move || catalog::locate(&settings, &kind))
+        .await
+        .map_err(|e| AppError::internal(format!("the agent's CLI could not be looked for: {e}")))??;
+    Ok(())
 }
 
 /// A worktree launch needs the project folder to still be a repository, and `base_ref` to
@@ -177,16 +195,21 @@ impl Wanted {
     /// The launch, with the project's defaults for what it leaves out.
     fn spec_in(self, project: &Project) -> LaunchSpec {
         let b = self.body;
+        let project_agent = project.default_agent.clone().unwrap_or_default();
+        let agent = b.agent.unwrap_or_else(|| project_agent.clone());
+        // The project's defaults were written for its own agent: another one does not get them.
+        let defaults = (agent == project_agent).then_some(project);
+        let default = |f: fn(&Project) -> &Option<String>| defaults.and_then(|p| f(p).clone());
         let options = CliOptions {
-            model: self.model.or_else(|| project.default_model.clone()),
+            model: self.model.or_else(|| default(|p| &p.default_model)),
             permission_mode: b
                 .permission_mode
                 .map(|m| m.as_str().to_string())
-                .or_else(|| project.default_permission_mode.clone()),
+                .or_else(|| default(|p| &p.default_permission_mode)),
             resume_session_id: self.resume_session_id,
             fork_session: b.fork_session.unwrap_or(false),
-            system_prompt: b.system_prompt.or_else(|| project.default_system_prompt.clone()),
-            append_system_prompt: b.append_system_prompt.or_else(|| project.default_append_system_prompt.clone()),
+            system_prompt: b.system_prompt.or_else(|| default(|p| &p.default_system_prompt)),
+            append_system_prompt: b.append_system_prompt.or_else(|| default(|p| &p.default_append_system_prompt)),
         };
         LaunchSpec {
             name: self.name,
@@ -194,6 +217,7 @@ impl Wanted {
             options,
             transport: b.transport,
             base_ref: self.base_ref,
+            agent,
         }
     }
 }

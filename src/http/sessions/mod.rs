@@ -28,6 +28,23 @@ impl From<SessionError> for AppError {
             SessionError::QueueFull => AppError::new(StatusCode::TOO_MANY_REQUESTS, "queue_full", message),
             SessionError::Timeout(_) => AppError::new(StatusCode::GATEWAY_TIMEOUT, "cli_timeout", message),
             SessionError::Cli(_) => AppError::new(StatusCode::BAD_GATEWAY, "cli_error", message),
+            SessionError::Unsupported(_) => AppError::new(StatusCode::CONFLICT, "unsupported_by_agent", message),
+        }
+    }
+}
+
+impl From<crate::supervisor::catalog::AgentError> for AppError {
+    fn from(e: crate::supervisor::catalog::AgentError) -> Self {
+        use crate::supervisor::catalog::AgentError;
+        let message = e.to_string();
+        match e {
+            AgentError::Unknown { .. } => AppError::new(StatusCode::UNPROCESSABLE_ENTITY, "unknown_agent", message),
+            AgentError::Missing { .. } | AgentError::Unprepared { .. } => {
+                AppError::unavailable("agent_unavailable", message)
+            }
+            AgentError::Unsupported { .. } => {
+                AppError::new(StatusCode::UNPROCESSABLE_ENTITY, "unsupported_by_agent", message)
+            }
         }
     }
 }

@@ -14,6 +14,8 @@ pub struct TurnResult {
     /// Cumulative tokens for the process, summed over `modelUsage` (newer CLIs send it).
     pub cumulative_tokens: Option<(i64, i64)>,
     pub session_id: Option<String>,
+    /// The turn's final answer (`result`), when the CLI gives one.
+    pub text: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

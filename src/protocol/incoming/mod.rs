@@ -3,6 +3,7 @@
 
 mod header;
 mod kinds;
+pub mod normalize;
 mod parse;
 
 pub use kinds::{Incoming, Kind, TurnResult};

@@ -72,6 +72,7 @@ pub fn parse(line: &str) -> Incoming {
                     (sum("inputTokens"), sum("outputTokens"))
                 }),
                 session_id: str_field(&json, "session_id"),
+                text: str_field(&json, "result"),
             })
         }
         "control_request" => {
