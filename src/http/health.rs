@@ -63,6 +63,8 @@ pub struct HealthChecks {
     pub stream_history_bytes: u64,
     /// The OS sandbox CLIs run in.
     pub sandbox: SandboxHealth,
+    /// Each agent CLI: whether it is installed, its version and the setting that names it.
+    pub agents: Vec<crate::supervisor::catalog::AgentHealth>,
 }
 
 /// The OS sandbox, as health reports it. When the `sandbox` setting asks for one and this
@@ -149,7 +151,10 @@ pub async fn health(state: web::Data<AppState>) -> AppResult<HttpResponse> {
 async fn checks(state: &AppState, cli_available: bool, database_ok: bool) -> HealthChecks {
     let stats = &state.writer.stats;
     let writes_failing = stats.failing.load(Ordering::Relaxed);
+    let settings = state.settings.clone();
+    let agents = web::block(move || crate::supervisor::catalog::health(&settings)).await.unwrap_or_default();
     HealthChecks {
+        agents,
         cli_available,
         database_ok,
         storage_writable: !writes_failing,

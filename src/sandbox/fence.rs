@@ -23,6 +23,8 @@ pub enum StatePath {
     Folder(PathBuf),
     /// Created (empty JSON object) when missing: only an existing file can be bound.
     File(PathBuf),
+    /// Shown read-only (the service's own configuration for the CLI, which it must not change).
+    ReadOnly(PathBuf),
 }
 
 /// Why a CLI cannot be started in the sandbox it asks for.
@@ -164,7 +166,7 @@ impl Fence {
                     std::fs::write(file, "{}")
                         .map_err(|e| format!("cannot create the CLI's state file {}: {e}", file.display()))?
                 }
-                StatePath::File(_) => {}
+                StatePath::File(_) | StatePath::ReadOnly(_) => {}
             }
         }
         self.existing_hidden = self
@@ -204,11 +206,17 @@ impl Fence {
         if let Some(repository) = &self.repository {
             a.extend(["--ro-bind-try".to_string(), path(repository), path(repository)]);
         }
-        let state = self.state.iter().map(|s| match s {
-            StatePath::Folder(p) | StatePath::File(p) => p,
+        let state = self.state.iter().filter_map(|s| match s {
+            StatePath::Folder(p) | StatePath::File(p) => Some(p),
+            StatePath::ReadOnly(_) => None,
         });
         for p in state.chain(&self.writable) {
             a.extend(["--bind-try".to_string(), path(p), path(p)]);
+        }
+        for s in &self.state {
+            if let StatePath::ReadOnly(p) = s {
+                a.extend(["--ro-bind-try".to_string(), path(p), path(p)]);
+            }
         }
         for p in &self.read_only {
             a.extend(["--ro-bind-try".to_string(), path(p), path(p)]);

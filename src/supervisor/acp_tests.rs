@@ -67,7 +67,12 @@ fn cancel_is_a_notification_and_a_loaded_history_is_not_news() {
     let Ok(Outgoing::Done(Some(line))) = client.command(&Command::Interrupt, "c-1") else { panic!("a notification") };
     let cancel: Value = serde_json::from_str(&line).expect("json");
     assert_eq!((cancel["method"].as_str(), cancel.get("id")), (Some("session/cancel"), None));
-    assert!(client.command(&Command::SetModel("m".into()), "c-2").is_err());
+    // An agent that named no models may be asked for any.
+    let Ok(Outgoing::Request(line)) = client.command(&Command::SetModel("m".into()), "c-2") else {
+        panic!("a request")
+    };
+    assert_eq!(serde_json::from_str::<Value>(&line).expect("json")["params"]["modelId"], "m");
+    assert!(client.command(&Command::SetPermissionMode("yolo".into()), "c-3").is_err(), "no modes were offered");
 }
 
 #[test]

@@ -259,16 +259,99 @@ pub fn prepare(
     Ok((launch, adapter))
 }
 
+/// Gets a session of `kind` ready to be resumed (blocking: file system work).
+///
+/// Gemini CLI 0.61.0 names a chat file by the UTC minute its session was created, and a
+/// process loading the session names its own recording by the current minute: within the same
+/// minute both are one file, the load overwrites the history and fails. The saved chat is
+/// renamed to the minute before, which the CLI's session lookup reads the same.
+pub fn before_resume(settings: &Settings, kind: &AgentKind, session: &str) {
+    if *kind != AgentKind::Gemini {
+        return;
+    }
+    let (Some(home), Some(short)) = (settings.home.as_deref(), session.get(..8)) else { return };
+    let now = chrono::Utc::now();
+    let minute = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H-%M").to_string();
+    let (current, earlier) = (minute(now), minute(now - chrono::Duration::minutes(1)));
+    let Ok(projects) = std::fs::read_dir(home.join(".gemini").join("tmp")) else { return };
+    for project in projects.flatten() {
+        let chats = project.path().join("chats");
+        let file = chats.join(format!("session-{current}-{short}.jsonl"));
+        let renamed = chats.join(format!("session-{earlier}-{short}.jsonl"));
+        if file.is_file() && !renamed.exists() {
+            if let Err(e) = std::fs::rename(&file, &renamed) {
+                tracing::warn!(file = %file.display(), error = %e, "could not move a Gemini chat out of the current minute");
+            }
+        }
+    }
+}
+
+/// An agent as health reports it.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct AgentHealth {
+    /// `claude`, `codex`, `gemini` or a configured ACP agent's name.
+    pub agent: String,
+    /// Its CLI resolves to an executable file.
+    pub available: bool,
+    /// The installed version, read from its npm package (`null` when it was installed another way).
+    pub version: Option<String>,
+    /// The executable that would be started.
+    pub path: Option<String>,
+    /// The setting that names it.
+    pub setting: String,
+    /// Why it cannot be started.
+    pub problem: Option<String>,
+}
+
+/// Every agent the settings know, checked (blocking: file system lookups).
+pub fn health(settings: &Settings) -> Vec<AgentHealth> {
+    let configured = settings.agents.acp.keys().map(|name| AgentKind::Acp(name.clone()));
+    AgentKind::BUILT_IN
+        .iter()
+        .cloned()
+        .chain(configured)
+        .map(|kind| {
+            let found = locate(settings, &kind);
+            AgentHealth {
+                agent: kind.to_string(),
+                available: found.is_ok(),
+                version: found.as_ref().ok().and_then(|p| package_version(p)),
+                path: found.as_ref().ok().map(|p| p.to_string_lossy().into_owned()),
+                setting: setting(&kind),
+                problem: found.err().map(|e| e.to_string()),
+            }
+        })
+        .collect()
+}
+
+/// The version in the nearest `package.json` above the (link-resolved) executable: how the
+/// npm packages of all three CLIs carry theirs, without starting them.
+fn package_version(program: &Path) -> Option<String> {
+    let real = std::fs::canonicalize(program).ok()?;
+    real.ancestors().skip(1).take(6).find_map(|dir| {
+        let text = std::fs::read_to_string(dir.join("package.json")).ok()?;
+        let manifest: serde_json::Value = serde_json::from_str(&text).ok()?;
+        manifest.get("version")?.as_str().map(str::to_string)
+    })
+}
+
 /// What the agent keeps under HOME: writable (and created) inside the sandbox.
 pub fn state_paths(settings: &Settings, kind: &AgentKind) -> Vec<StatePath> {
-    let Some(home) = settings.home.as_deref() else { return Vec::new() };
+    let Some(home) = settings.home.as_deref() else {
+        return Vec::new();
+    };
     match kind {
         AgentKind::Claude => claude::state_paths(home),
         AgentKind::Codex => {
             let codex_home = std::env::var_os("CODEX_HOME").map(PathBuf::from).filter(|p| p.is_absolute());
             vec![StatePath::Folder(codex_home.unwrap_or_else(|| home.join(".codex")))]
         }
-        AgentKind::Gemini => vec![StatePath::Folder(home.join(".gemini"))],
+        AgentKind::Gemini => vec![
+            StatePath::Folder(home.join(".gemini")),
+            StatePath::ReadOnly(
+                std::path::absolute(gemini_policy(settings)).unwrap_or_else(|_| gemini_policy(settings)),
+            ),
+        ],
         AgentKind::Acp(_) => Vec::new(),
     }
 }

@@ -4,6 +4,7 @@
 mod helpers;
 
 mod agents_api;
+mod agents_other;
 mod agents_real;
 mod backpressure;
 mod bodies;

@@ -29,7 +29,7 @@ impl SessionRegistry {
         self.encloser.plan(mode, folder, catalog::state_paths(&self.settings, kind))
     }
 
-    /// Finds the program of `kind`, then creates the CLI's cgroup named `id` and prepares
+    /// Finds the program of `kind` (and readies the session it resumes, if any), then creates the CLI's cgroup named `id` and prepares
     /// `fence` for it, off the executor. A missing CLI is an error naming its setting.
     pub(super) fn enclose(
         &self,
@@ -37,12 +37,18 @@ impl SessionRegistry {
         project: Option<ProjectId>,
         fence: Option<Fence>,
         kind: &AgentKind,
+        resume: Option<String>,
     ) -> impl Future<Output = Result<Enclosed, String>> {
         let (settings, kind, encloser) = (self.settings.clone(), kind.clone(), self.encloser.clone());
         async move {
-            let located = tokio::task::spawn_blocking(move || catalog::locate(&settings, &kind))
-                .await
-                .map_err(|e| format!("the start was interrupted: {e}"))?;
+            let find = move || {
+                if let Some(session) = &resume {
+                    catalog::before_resume(&settings, &kind, session);
+                }
+                catalog::locate(&settings, &kind)
+            };
+            let located =
+                tokio::task::spawn_blocking(find).await.map_err(|e| format!("the start was interrupted: {e}"))?;
             let program = located.map_err(|e| e.to_string())?;
             let enclosure = encloser.enclose(id, project, fence, program.to_string_lossy().into_owned()).await?;
             Ok(Enclosed { enclosure, program })

@@ -369,7 +369,7 @@ impl Handler<Launch> for SessionRegistry {
                     Ok(Launched { session: row, created: true, pending: Some(pending) })
                 })) as LaunchFuture;
             }
-            let enclose = act.enclose(row.id.to_string(), Some(row.project_id.clone()), fence, &row.agent);
+            let enclose = act.enclose(row.id.to_string(), Some(row.project_id.clone()), fence, &row.agent, row.resume_session_id.clone());
             // The row, then its cgroup and sandbox (off the executor).
             let prepare = async move {
                 store.run(move |conn| sessions::insert(conn, &stored)).await?;

@@ -97,7 +97,7 @@ impl Handler<StartRun> for SessionRegistry {
                 }
             };
             Box::pin(shared.into_actor(act).then(move |fence, act, _ctx| {
-                let enclose = fence.map(|fence| act.enclose(marker, rules_of, fence, &kind));
+                let enclose = fence.map(|fence| act.enclose(marker, rules_of, fence, &kind, None));
                 async move { enclose?.await }.into_actor(act).map(move |enclosure, _, _| enclosure.map(|e| (e, cwd)))
             }))
         });

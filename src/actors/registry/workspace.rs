@@ -215,7 +215,13 @@ impl super::SessionRegistry {
                     ) as std::pin::Pin<Box<dyn ActorFuture<Self, Output = ()>>>;
                 }
             };
-            let enclose = act.enclose(row.id.to_string(), Some(row.project_id.clone()), fence, &row.agent);
+            let enclose = act.enclose(
+                row.id.to_string(),
+                Some(row.project_id.clone()),
+                fence,
+                &row.agent,
+                row.resume_session_id.clone(),
+            );
             Box::pin(enclose.into_actor(act).then(move |enclosure, act, _ctx| {
                 let id = row.id.clone();
                 let folder = row.worktree_path.clone().unwrap_or_default();

@@ -19,6 +19,8 @@ fn commands_are_read_as_the_words_the_shell_executes() {
         ("echo \"$(git rev-parse HEAD)\" > out", &["git rev-parse HEAD", "echo $(git rev-parse HEAD)"]),
         ("{rm,-rf,x}", &["rm -rf x"]),
         ("bash -c 'ls; rm x'", &["ls", "rm x"]),
+        // Codex wraps every command so.
+        ("/bin/bash -lc 'rm victim.txt'", &["rm victim.txt"]),
         ("find . -name '*.o' -delete", &["find . -name *.o -delete", "rm {}"]),
         ("xargs -I{} rm {}", &["rm {}"]),
         ("cat <<EOF\nrm x\nEOF", &["cat"]),

@@ -1,6 +1,8 @@
 //! Test rigs shared by the session tests: the fake Messages API, the real CLI's location and
 //! quiet environment, and a `conduit` binary running as its own process.
 
+pub mod agent_clis;
 pub mod fake_api;
+pub mod fake_models;
 pub mod procs;
 pub mod service;
