@@ -62,6 +62,7 @@ async fn has_exactly_the_documented_keys() {
         "containment_note",
         "stream_history_bytes",
         "sandbox",
+        "agents",
     ];
     assert_eq!(keys(&body["checks"]), checks.into_iter().collect());
     assert_eq!(body["checks"]["unstored_lines"], 0);

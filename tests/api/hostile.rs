@@ -3,8 +3,8 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{error_code, spawn_app, TestApp};
-use crate::support::service::{ServiceConfig, TestService};
+use crate::helpers::{error_code, spawn_app, spawn_app_with, TestApp};
+use crate::support::service::{fake_cli, ServiceConfig, TestService};
 
 /// Asserts a 422 whose message contains every one of `words`.
 async fn refused(res: reqwest::Response, what: &str, words: &[&str]) {
@@ -170,7 +170,8 @@ async fn the_log_never_holds_a_long_client_value() {
 /// about one round in ten answered 500.)
 #[actix_web::test]
 async fn creating_in_a_project_being_deleted_is_a_404_not_a_500() {
-    let app = spawn_app().await;
+    // A CLI that exists: a missing one would be refused (503) before the project is looked at.
+    let app = spawn_app_with(|s| s.cli_path = fake_cli().display().to_string()).await;
     for round in 0..40 {
         let project = app.create_project(&format!("race {round}"), &format!("race{round}")).await;
         let id = project["id"].as_str().expect("id");

@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::helpers::spawn_app;
+use crate::helpers::spawn_app_with;
 
 fn schemathesis_binary() -> PathBuf {
     if let Some(explicit) = std::env::var_os("CONDUIT_SCHEMATHESIS") {
@@ -32,7 +32,10 @@ async fn the_openapi_document_survives_schemathesis() {
     let binary = schemathesis_binary();
     assert!(binary.exists(), "schemathesis is not installed at {}; run scripts/test-setup.sh first", binary.display());
 
-    let app = spawn_app().await;
+    // A CLI that exists and ends at once: launches pass the check for the agent's CLI (a
+    // missing one is a documented 503, which the fuzzer counts as a server error) and end in
+    // `error` without leaving processes behind.
+    let app = spawn_app_with(|s| s.cli_path = "true".to_string()).await;
     // Something to find, list and update.
     app.mkdir("empty");
     app.mkdir("repo/.git");

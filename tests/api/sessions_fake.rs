@@ -264,15 +264,14 @@ async fn a_missing_cli_errors_the_launch() {
     let service = TestService::start(ServiceConfig::new("/nonexistent/claude".into()));
     let project = service.project("nocli").await;
     let res = service.post(&format!("/api/projects/{project}/sessions"), json!({})).await;
-    assert_eq!(res.status().as_u16(), 201);
-    let session = body_of(res).await;
-    assert_eq!(session["status"], "error", "{session}");
-    let message = session["error_message"].as_str().expect("an error message");
-    assert!(message.contains("/nonexistent/claude"), "{message}");
+    assert_eq!(res.status().as_u16(), 503, "a missing CLI is refused before anything starts");
+    let body = body_of(res).await;
+    assert_eq!(body["error"]["code"], "agent_unavailable", "{body}");
+    let message = body["error"]["message"].as_str().expect("an error message");
+    assert!(message.contains("/nonexistent/claude") && message.contains("CONDUIT_CLI_PATH"), "{message}");
     assert_eq!(active_sessions(&service).await, 0);
-
-    let stored = service.get_json(&format!("/api/sessions/{}", id_of(&session))).await;
-    assert_eq!(stored["status"], "error", "{stored}");
+    let sessions = service.get_json(&format!("/api/projects/{project}/sessions")).await;
+    assert_eq!(sessions.as_array().map(Vec::len), Some(0), "no session was recorded: {sessions}");
 }
 
 #[actix_web::test]

@@ -67,7 +67,7 @@ describe('SessionsTable', () => {
       id: 'abc', project_id: 'p1', name: 'brave otter', status: 'idle', transport: 'stdio', model: 'claude-x',
       total_cost_usd: 1.5, total_input_tokens: 1200, total_output_tokens: 300, num_turns: 4,
       created_at: new Date().toISOString(), last_active_at: new Date().toISOString(),
-      workspace_mode: 'shared',
+      workspace_mode: 'shared', agent: 'claude',
     };
     render(
       <MemoryRouter>

@@ -4,7 +4,7 @@ import { ago, usd } from './format';
 
 const session = (over: Partial<Session>): Session => ({
   id: 'x', project_id: 'p', name: 'n', status: 'closed', transport: 'stdio', total_cost_usd: 0,
-  total_input_tokens: 0, total_output_tokens: 0, num_turns: 0, created_at: '', last_active_at: '', workspace_mode: 'shared',
+  total_input_tokens: 0, total_output_tokens: 0, num_turns: 0, created_at: '', last_active_at: '', workspace_mode: 'shared', agent: 'claude',
   ...over,
 });
 
