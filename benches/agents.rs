@@ -61,19 +61,28 @@ impl Agent {
         }
     }
 
-    /// What Conduit starts: Codex's native binary, Gemini's bundle (through node).
-    fn program(self) -> (PathBuf, Vec<String>) {
+    /// What Conduit starts, as it starts it: Codex's native binary, Gemini's bundle (through
+    /// node) with the admin policy Conduit writes beside its database (`data`).
+    fn program(self, data: &Path) -> (PathBuf, Vec<String>, Vec<(String, String)>) {
         match self {
-            Agent::Codex => (
-                cache().join(
-                    "codex-0.169.0/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
-                ),
-                vec!["app-server".into()],
-            ),
-            Agent::Gemini => (
-                cache().join("gemini-cli-0.61.0/node_modules/@google/gemini-cli/bundle/gemini.js"),
-                vec!["--acp".into(), "--model=gemini-2.5-flash".into()],
-            ),
+            Agent::Codex => {
+                let modules = cache().join("codex-0.169.0/node_modules/@openai");
+                let native = modules.join("codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
+                let env = vec![
+                    ("CODEX_MANAGED_BY_NPM".to_string(), "1".to_string()),
+                    ("CODEX_MANAGED_PACKAGE_ROOT".to_string(), modules.join("codex").display().to_string()),
+                ];
+                (native, vec!["app-server".into()], env)
+            }
+            Agent::Gemini => {
+                let policy = data.join("agents/gemini-policy.toml");
+                let args = vec![
+                    "--acp".into(),
+                    format!("--admin-policy={}", policy.display()),
+                    "--model=gemini-2.5-flash".into(),
+                ];
+                (cache().join("gemini-cli-0.61.0/node_modules/@google/gemini-cli/bundle/gemini.js"), args, Vec::new())
+            }
         }
     }
 
@@ -166,12 +175,10 @@ async fn start_service(dir: &Path, env: &[(String, String)]) -> Service {
 }
 
 impl Service {
-    async fn row(&self, id: &str) -> Value {
-        let res = self.http.get(format!("{}/api/sessions/{id}", self.base)).send().await.expect("get");
-        res.json().await.expect("json")
-    }
-
+    /// POST until the session is idle, told by the event stream (not polled: a polling loop
+    /// would take CPU from the CLI starting on the same two cores).
     async fn launch_to_idle(&self, agent: Agent) -> (String, Duration) {
+        let mut events = self.http.get(format!("{}/api/events/stream", self.base)).send().await.expect("events");
         let started = Instant::now();
         let mut body = json!({"agent": agent.name()});
         if agent == Agent::Gemini {
@@ -180,12 +187,21 @@ impl Service {
         let url = format!("{}/api/projects/{}/sessions", self.base, self.project);
         let launched: Value = self.http.post(url).json(&body).send().await.expect("launch").json().await.expect("json");
         let id = launched["id"].as_str().unwrap_or_else(|| panic!("launch: {launched}")).to_string();
+        let mut buffer = String::new();
         loop {
-            let row = self.row(&id).await;
-            if row["status"] == "idle" {
-                return (id, started.elapsed());
+            while let Some(end) = buffer.find("\n\n") {
+                let frame: String = buffer.drain(..end + 2).collect();
+                if frame.contains(&id) && frame.contains("event: session_status") {
+                    assert!(!frame.contains("\"status\":\"error\""), "{frame}");
+                    if frame.contains("\"status\":\"idle\"") {
+                        return (id, started.elapsed());
+                    }
+                }
             }
-            assert_ne!(row["status"], "error", "{row}");
+            match events.chunk().await {
+                Ok(Some(chunk)) => buffer.push_str(&String::from_utf8_lossy(&chunk)),
+                _ => panic!("the event stream ended"),
+            }
         }
     }
 
@@ -215,11 +231,14 @@ async fn request(b: &mut (ChildStdin, Lines<BufReader<ChildStdout>>), line: Valu
 }
 
 async fn bare_ready(agent: Agent, env: &[(String, String)], folder: &Path) -> Bare {
-    let (program, args) = agent.program();
+    // `folder` is `<dir>/root/p`; the service's database is in `<dir>/data`.
+    let data = folder.parent().and_then(Path::parent).expect("bench dir").join("data");
+    let (program, args, own_env) = agent.program(&data);
     let mut child = tokio::process::Command::new(program)
         .args(args)
         .env_clear()
         .envs(env.iter().cloned())
+        .envs(own_env)
         .current_dir(folder)
         .process_group(0)
         .stdin(Stdio::piped())
@@ -254,15 +273,16 @@ async fn bare_ready(agent: Agent, env: &[(String, String)], folder: &Path) -> Ba
 
 async fn launch_overhead(agent: Agent, service: &Service, env: &[(String, String)], folder: &Path, n: usize) {
     let (mut bare, mut conduit) = (Vec::new(), Vec::new());
+    // Conduit first each round: its first launch writes the policy file the bare run reads.
     for _ in 0..n {
+        let (id, took) = service.launch_to_idle(agent).await;
+        conduit.push(took);
+        service.close(&id).await;
         let started = Instant::now();
         let mut b = bare_ready(agent, env, folder).await;
         bare.push(started.elapsed());
         drop(b.stdin);
         let _ = b.child.kill().await;
-        let (id, took) = service.launch_to_idle(agent).await;
-        conduit.push(took);
-        service.close(&id).await;
     }
     let (b, c) = (median(bare), median(conduit));
     println!(
@@ -370,7 +390,8 @@ async fn main() {
     let deltas = env_usize("BENCH_DELTAS", 10_000);
     let subscribers = env_usize("BENCH_SUBSCRIBERS", 10);
     for agent in [Agent::Codex, Agent::Gemini] {
-        assert!(agent.program().0.exists(), "run scripts/test-setup.sh: {} is missing", agent.program().0.display());
+        let program = agent.program(Path::new("")).0;
+        assert!(program.exists(), "run scripts/test-setup.sh: {} is missing", program.display());
     }
     let openai = FakeModel::start(Dialect::OpenAi).await;
     let gemini = FakeModel::start(Dialect::Gemini).await;
