@@ -1,6 +1,8 @@
 use serde_json::{json, Value};
 
 use super::*;
+use crate::domain::decision::DecisionPoint;
+use crate::supervisor::adapter::Ask;
 
 fn handshake(codex: &mut Codex) {
     let init: Value = serde_json::from_str(&codex.handshake("h-1")).expect("json");
