@@ -158,6 +158,21 @@ async fn interrupt_then_kill(cli: Cli) {
     let row = service.wait_status(&session, "idle", WITHIN).await;
     let pid = i32::try_from(row["cli_pid"].as_i64().expect("pid")).expect("pid");
 
+    // A model switch works (Codex: from its next turn; Gemini: `session/set_model`); a
+    // permission mode the agent does not have is a 409 that says why.
+    let other = if cli == Cli::Codex { "gpt-5.5" } else { "gemini-2.5-pro" };
+    let res = service.post(&format!("/api/sessions/{session}/model"), json!({"model": other})).await;
+    assert_eq!(res.status().as_u16(), 200, "model switch: {}", res.text().await.unwrap_or_default());
+    if cli == Cli::Gemini {
+        // Gemini CLI names its models: one it does not offer is refused, saying which it has.
+        let res = service.post(&format!("/api/sessions/{session}/model"), json!({"model": "no-such-model"})).await;
+        assert_eq!(res.status().as_u16(), 409, "unknown model");
+    }
+    let res = service.post(&format!("/api/sessions/{session}/permission-mode"), json!({"mode": "acceptEdits"})).await;
+    assert_eq!(res.status().as_u16(), 409, "permission mode");
+    let body: Value = res.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "unsupported_by_agent", "{body}");
+
     // Kill: the process group ends, the session is closed.
     let res = service.delete(&format!("/api/sessions/{session}")).await;
     assert!(res.status().is_success(), "close: {}", res.status());
