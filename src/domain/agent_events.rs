@@ -95,12 +95,18 @@ impl AgentEvent {
         }
     }
 
-    /// The event's data, naming the agent.
+    /// The event's data, naming the agent. Text over [`MAX_EVENT_TEXT`] is cut there (with
+    /// `"truncated": true`): the whole of it stays in the raw line, stored next to the event.
     pub fn data(&self, agent: &AgentKind) -> String {
         let agent = agent.as_str();
         match self {
             AgentEvent::AssistantDelta { text, item_id } | AgentEvent::AssistantMessage { text, item_id } => {
-                json!({"agent": agent, "text": text, "item_id": item_id})
+                let (text, truncated) = capped(text);
+                let mut data = json!({"agent": agent, "text": text, "item_id": item_id});
+                if truncated {
+                    data["truncated"] = json!(true);
+                }
+                data
             }
             AgentEvent::ToolStarted { tool_use_id, tool, input } => {
                 json!({"agent": agent, "tool_use_id": tool_use_id, "tool": tool, "input": input})
@@ -110,7 +116,8 @@ impl AgentEvent {
                 "is_error": is_error, "status": status,
             }),
             AgentEvent::TurnResult { status, text, input_tokens, output_tokens, cost_usd } => json!({
-                "agent": agent, "status": status, "is_error": status.is_error(), "text": text,
+                "agent": agent, "status": status, "is_error": status.is_error(),
+                "text": text.as_deref().map(|t| capped(t).0),
                 "input_tokens": input_tokens, "output_tokens": output_tokens, "cost_usd": cost_usd,
             }),
             AgentEvent::TurnError { message } => json!({"agent": agent, "message": message}),
@@ -119,9 +126,40 @@ impl AgentEvent {
     }
 }
 
+/// The most text a normalized event carries (a huge line would otherwise be copied whole
+/// into its event, doubling what is held and stored).
+pub const MAX_EVENT_TEXT: usize = 1 << 20;
+
+/// `text` cut at [`MAX_EVENT_TEXT`] bytes (on a character boundary), and whether it was.
+fn capped(text: &str) -> (&str, bool) {
+    if text.len() <= MAX_EVENT_TEXT {
+        return (text, false);
+    }
+    let mut end = MAX_EVENT_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&text[..end], true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_text_is_cut_in_the_event_not_copied_whole() {
+        let text = "é".repeat(MAX_EVENT_TEXT); // two bytes each
+        let data: Value =
+            serde_json::from_str(&AgentEvent::AssistantMessage { text, item_id: None }.data(&AgentKind::Claude))
+                .unwrap();
+        assert_eq!(data["truncated"], true);
+        assert!(data["text"].as_str().unwrap().len() <= MAX_EVENT_TEXT);
+        let small: Value = serde_json::from_str(
+            &AgentEvent::AssistantDelta { text: "hi".into(), item_id: None }.data(&AgentKind::Codex),
+        )
+        .unwrap();
+        assert!(small.get("truncated").is_none());
+    }
 
     #[test]
     fn every_event_names_its_agent_and_a_known_kind() {

@@ -60,7 +60,12 @@ async fn receiver(script: Vec<u16>) -> Receiver {
 }
 
 async fn app() -> TestApp {
-    spawn_app_with(|s| s.webhook_retry_base_ms = 20).await
+    spawn_app_with(|s| {
+        s.webhook_retry_base_ms = 20;
+        // A CLI that exists and fails at once: launches are accepted and end in `error`.
+        s.cli_path = "false".to_string();
+    })
+    .await
 }
 
 async fn webhook(app: &TestApp, body: Value) -> String {
@@ -71,8 +76,8 @@ async fn webhook(app: &TestApp, body: Value) -> String {
     hook["id"].as_str().expect("id").to_string()
 }
 
-/// Something that publishes `session.created`: a launch (the test CLI path does not exist, so
-/// the session errors at once, after the event).
+/// Something that publishes `session.created`: a launch (the test CLI exits at once, so the
+/// session errors right after the event).
 async fn cause_an_event(app: &TestApp) {
     let project = app.create_project("hooked", "hooked").await;
     let res =

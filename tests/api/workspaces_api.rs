@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{error_code, spawn_app};
+use crate::helpers::{error_code, spawn_app, spawn_app_with};
 use crate::workspaces_real::repo;
 
 #[actix_web::test]
@@ -100,10 +100,11 @@ async fn bad_workspace_settings_are_refused() {
 
 #[actix_web::test]
 async fn review_endpoints_answer_404_and_409_for_sessions_without_a_worktree() {
-    let app = spawn_app().await;
+    // A CLI that exits at once: the session is accepted and ends in `error`.
+    let app = spawn_app_with(|s| s.cli_path = "false".to_string()).await;
     let project = app.create_project("p", "p").await;
     let id = project["id"].as_str().expect("id");
-    // No CLI is installed in this app: the session is stored in `error`, sharing the folder.
+    // The session shares the folder (and its CLI ends at once).
     let res = app.post_json(&format!("/api/projects/{id}/sessions"), &json!({})).await;
     assert_eq!(res.status().as_u16(), 201);
     let session: Value = res.json().await.expect("json");
