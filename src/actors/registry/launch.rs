@@ -13,6 +13,7 @@ use crate::db::projects::Project;
 use crate::db::sessions::{self, Session, SessionPatch};
 use crate::db::writer::{WriteError, WriteOp};
 use crate::db::StoreError;
+use crate::domain::agent_kind::AgentKind;
 use crate::domain::ids::SessionId;
 use crate::domain::launch::{CliOptions, LaunchSpec};
 use crate::domain::session::{ClosedReason, SessionStatus};
@@ -326,7 +327,12 @@ impl Handler<Launch> for SessionRegistry {
             Ok(fence) => fence,
             Err(e) => return AtomicResponse::new(Box::pin(actix::fut::ready(Err(e.into())))),
         };
-        let wanted = msg.spec.transport.unwrap_or(self.settings.transport);
+        // Only Claude Code has another transport: the `transport` setting is its default, and
+        // every other agent speaks over its pipes (one asking for `websocket` was refused).
+        let wanted = match msg.spec.agent {
+            AgentKind::Claude => msg.spec.transport.unwrap_or(self.settings.transport),
+            _ => Transport::Stdio,
+        };
         // `auto` reads the CLI's version once; launches wait for it in order.
         let probe = (wanted == Transport::Auto && self.cli_version.is_none()).then(|| {
             let cli = self.settings.cli_path.clone();

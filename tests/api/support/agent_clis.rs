@@ -112,8 +112,10 @@ enabled = false
 }
 
 /// The service's configuration for every agent: both CLIs, their keys and the fake's address.
+/// The `transport` setting is `websocket`: it is Claude Code's, and the others ignore it.
 pub fn config(model: &FakeModel) -> ServiceConfig {
     ServiceConfig::new(real_cli())
+        .env("CONDUIT_TRANSPORT", "websocket")
         .env("CONDUIT_CODEX_PATH", &Cli::Codex.path().to_string_lossy())
         .env("CONDUIT_GEMINI_PATH", &Cli::Gemini.path().to_string_lossy())
         .env("FAKE_OPENAI_KEY", "sk-fake")
