@@ -1,0 +1,39 @@
+// The one TanStack Query cache for the whole app. Data comes from the REST API on first use
+// and on reconnect; in between, the live event stream writes into this cache (see
+// `src/store/live.ts`), so pages never refetch per event.
+import { QueryClient } from '@tanstack/react-query';
+
+export const queryClient = new QueryClient({
+  defaultOptions: {
+    queries: {
+      // The event stream keeps cached data fresh; a refetch happens only when invalidated
+      // (reconnect, a `warning` about dropped events) or for data with no events.
+      staleTime: Infinity,
+      refetchOnWindowFocus: false,
+      retry: 1,
+    },
+  },
+});
+
+/** Query keys, in one place so the live stream and the pages agree on them. */
+export const keys = {
+  health: ['health'] as const,
+  projects: ['projects'] as const,
+  project: (id: string) => ['projects', id] as const,
+  projectSessions: (id: string) => ['projects', id, 'sessions'] as const,
+  projectRules: (id: string) => ['projects', id, 'rules'] as const,
+  globalRules: ['rules', 'global'] as const,
+  session: (id: string) => ['sessions', id] as const,
+  sessionOptions: (id: string) => ['sessions', id, 'options'] as const,
+  activeSessions: ['sessions', 'active'] as const,
+  decisions: (filter: Record<string, string | number | undefined> = {}) => ['decisions', filter] as const,
+  agents: ['agents'] as const,
+  agent: (id: string) => ['agents', id] as const,
+  agentExecutions: (id: string) => ['agents', id, 'executions'] as const,
+  webhooks: ['webhooks'] as const,
+  webhookDeliveries: (id: string) => ['webhooks', id, 'deliveries'] as const,
+  locks: ['locks'] as const,
+  processes: (scope: 'sessions' | 'projects', id: string) => ['processes', scope, id] as const,
+  terminals: ['terminals'] as const,
+  diff: (sessionId: string) => ['sessions', sessionId, 'diff'] as const,
+};
