@@ -3,6 +3,7 @@ import { NavLink, Outlet, useNavigate } from 'react-router-dom';
 import { useLive } from '../store/live';
 import { usd } from '../lib/format';
 import { useOverview } from '../lib/overview';
+import { NAV } from './nav';
 import { CreateProjectDialog, ImportProjectDialog } from './ProjectDialogs';
 
 export function Layout() {
@@ -25,9 +26,11 @@ export function Layout() {
           Conduit
         </NavLink>
         <nav>
-          <NavLink to="/" end className="nav-item">
-            Dashboard
-          </NavLink>
+          {NAV.map((n) => (
+            <NavLink key={n.to} to={n.to} end={n.end} className="nav-item">
+              {n.label}
+            </NavLink>
+          ))}
         </nav>
         <div className="sidebar-section">
           <div className="sidebar-title">Projects</div>

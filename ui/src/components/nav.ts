@@ -1,0 +1,9 @@
+// The sidebar's page links, in order. Pages add themselves here (and their route in main.tsx).
+export interface NavEntry {
+  to: string;
+  label: string;
+  /** Match the path exactly (the dashboard at `/`). */
+  end?: boolean;
+}
+
+export const NAV: NavEntry[] = [{ to: '/', label: 'Dashboard', end: true }];
