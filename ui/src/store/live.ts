@@ -33,8 +33,23 @@ export const useLive = create<LiveState>((set) => ({
   bumpConfig: () => set((s) => ({ config: s.config + 1 })),
 }));
 
+type FrameListener = (frame: Frame) => void;
+const listeners = new Set<FrameListener>();
+
+/**
+ * Hears every frame of the global stream as it arrives (pages append and patch their cached
+ * data from the frames' contents). Returns the function that stops listening.
+ */
+export function onFrame(listener: FrameListener): () => void {
+  listeners.add(listener);
+  return () => {
+    listeners.delete(listener);
+  };
+}
+
 /** Applies one frame to the counters (exported for tests). */
 export function applyFrame(frame: Frame, id: number | null): void {
+  for (const listener of listeners) listener(frame);
   useLive.setState((s) => {
     const next: Partial<LiveState> = { lastEventId: id ?? s.lastEventId };
     // This client fell behind and the service dropped events for it: reload everything.
