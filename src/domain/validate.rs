@@ -3,17 +3,18 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-/// The permission modes the CLI accepts for `--permission-mode`.
-pub const PERMISSION_MODES: [&str; 6] = ["acceptEdits", "bypassPermissions", "default", "delegate", "dontAsk", "plan"];
+/// The permission modes Claude Code accepts for `--permission-mode` (its published list in
+/// 2.1.330: `delegate` is refused, `auto` is new).
+pub const PERMISSION_MODES: [&str; 6] = ["acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan"];
 
 /// A permission mode as it travels in JSON; serde rejects anything else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum PermissionMode {
     AcceptEdits,
+    Auto,
     BypassPermissions,
     Default,
-    Delegate,
     DontAsk,
     Plan,
 }
@@ -24,7 +25,7 @@ impl PermissionMode {
             PermissionMode::AcceptEdits => "acceptEdits",
             PermissionMode::BypassPermissions => "bypassPermissions",
             PermissionMode::Default => "default",
-            PermissionMode::Delegate => "delegate",
+            PermissionMode::Auto => "auto",
             PermissionMode::DontAsk => "dontAsk",
             PermissionMode::Plan => "plan",
         }

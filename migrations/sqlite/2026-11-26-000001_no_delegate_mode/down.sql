@@ -1,0 +1,2 @@
+-- Nothing to undo: `delegate` was never a mode a CLI accepted.
+SELECT 1;
