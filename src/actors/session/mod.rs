@@ -71,6 +71,11 @@ pub enum Control {
     SetPermissionMode(String),
 }
 
+/// What the session's CLI offers to switch to (its kind's defaults until its handshake ends).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "crate::domain::offers::Offers")]
+pub struct GetOffers;
+
 /// End the CLI: close stdin, send `signal` to the group, SIGKILL after the grace period.
 /// Answers with the final row once the processes are confirmed gone. The first close's
 /// `reason` is the one recorded.
@@ -115,6 +120,10 @@ pub enum SessionError {
     /// The session's agent cannot do what was asked.
     #[error("{0}")]
     Unsupported(String),
+    /// The CLI answered the request with an error (an unknown model, a mode it refuses): its
+    /// reason, for the client to read.
+    #[error("{0}")]
+    Refused(String),
     #[error("the message could not be stored: {0}")]
     Storage(WriteError),
 }
@@ -124,6 +133,7 @@ impl From<ControlError> for SessionError {
         match e {
             ControlError::Timeout(what) => SessionError::Timeout(what.to_string()),
             e @ ControlError::Unsupported { .. } => SessionError::Unsupported(e.to_string()),
+            e @ ControlError::Refused { .. } => SessionError::Refused(e.to_string()),
             other => SessionError::Cli(other.to_string()),
         }
     }

@@ -41,8 +41,8 @@ async fn control(state: &AppState, id: &SessionId, command: Control) -> AppResul
     responses(
         (status = 200, description = "The CLI accepted the interrupt", body = Session),
         (status = 404, description = "No such session", body = ErrorBody),
-        (status = 409, description = "The session is not live (or still starting)", body = ErrorBody),
-        (status = 502, description = "The CLI refused or failed", body = ErrorBody),
+        (status = 409, description = "The session is not live (or still starting), its agent cannot do this, or the CLI refused (`refused_by_cli`, with its reason)", body = ErrorBody),
+        (status = 502, description = "The CLI failed (it ended before answering)", body = ErrorBody),
         (status = 504, description = "The CLI did not answer within 30 s", body = ErrorBody),
     ))]
 pub async fn interrupt(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {

@@ -4,6 +4,7 @@
 
 pub mod control;
 pub mod launch;
+pub mod offers;
 pub mod read;
 pub mod review;
 pub mod turns;
@@ -29,6 +30,7 @@ impl From<SessionError> for AppError {
             SessionError::Timeout(_) => AppError::new(StatusCode::GATEWAY_TIMEOUT, "cli_timeout", message),
             SessionError::Cli(_) => AppError::new(StatusCode::BAD_GATEWAY, "cli_error", message),
             SessionError::Unsupported(_) => AppError::new(StatusCode::CONFLICT, "unsupported_by_agent", message),
+            SessionError::Refused(_) => AppError::new(StatusCode::CONFLICT, "refused_by_cli", message),
         }
     }
 }
