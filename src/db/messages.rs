@@ -104,13 +104,50 @@ pub fn insert_event(conn: &mut DbConnection, row: &NewSessionEvent) -> Result<()
 
 /// A session's lines, oldest first.
 pub fn list(conn: &mut DbConnection, session_id: &str, limit: i64, offset: i64) -> Result<Vec<Message>, StoreError> {
-    Ok(messages::table
-        .filter(messages::session_id.eq(session_id))
-        .order(messages::id.asc())
-        .limit(limit)
-        .offset(offset)
-        .select(Message::as_select())
-        .load(conn)?)
+    list_window(conn, session_id, Window::From(offset), limit, true)
+}
+
+/// Which lines of a session a page holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    /// From the oldest, skipping this many.
+    From(i64),
+    /// The newest ones.
+    Tail,
+    /// The newest ones older than this message id.
+    Before(i64),
+}
+
+/// Up to `limit` lines of a session in `window`, oldest first. Without `partial`, the lines
+/// that only preview a message which follows whole (Claude Code's `stream_event`, Codex's
+/// `*/delta`) are left out: a transcript reads the whole message instead.
+pub fn list_window(
+    conn: &mut DbConnection,
+    session_id: &str,
+    window: Window,
+    limit: i64,
+    partial: bool,
+) -> Result<Vec<Message>, StoreError> {
+    let mut query = messages::table.filter(messages::session_id.eq(session_id)).into_boxed();
+    if !partial {
+        query =
+            query.filter(messages::message_type.ne("stream_event")).filter(messages::message_type.not_like("%/delta"));
+    }
+    let rows = match window {
+        Window::From(offset) => {
+            query.order(messages::id.asc()).limit(limit).offset(offset).select(Message::as_select()).load(conn)?
+        }
+        Window::Tail | Window::Before(_) => {
+            if let Window::Before(id) = window {
+                query = query.filter(messages::id.lt(id));
+            }
+            let mut newest: Vec<Message> =
+                query.order(messages::id.desc()).limit(limit).select(Message::as_select()).load(conn)?;
+            newest.reverse();
+            newest
+        }
+    };
+    Ok(rows)
 }
 
 /// The highest event sequence number stored for a session (0 when none): where its stream

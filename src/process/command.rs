@@ -3,7 +3,9 @@
 
 pub use crate::domain::launch::CliOptions;
 
-/// Arguments for the stdio stream-json transport.
+/// Arguments for the stdio stream-json transport. `--include-partial-messages` makes the CLI
+/// write the model's text as it arrives (`stream_event` lines), so subscribers see a reply
+/// being written rather than only the whole message at its end.
 pub fn stdio_args(o: &CliOptions) -> Vec<String> {
     let mut args: Vec<String> = [
         "-p",
@@ -12,6 +14,7 @@ pub fn stdio_args(o: &CliOptions) -> Vec<String> {
         "--output-format",
         "stream-json",
         "--verbose",
+        "--include-partial-messages",
         "--permission-prompt-tool",
         "stdio",
     ]
@@ -66,7 +69,7 @@ mod tests {
         };
         let args = stdio_args(&o);
         assert_eq!(
-            &args[..8],
+            &args[..9],
             [
                 "-p",
                 "--input-format",
@@ -74,12 +77,13 @@ mod tests {
                 "--output-format",
                 "stream-json",
                 "--verbose",
+                "--include-partial-messages",
                 "--permission-prompt-tool",
                 "stdio"
             ]
         );
         assert_eq!(
-            &args[8..],
+            &args[9..],
             [
                 "--model=claude-x",
                 "--permission-mode=plan",
@@ -101,6 +105,6 @@ mod tests {
 
     #[test]
     fn nothing_extra_when_unset() {
-        assert_eq!(stdio_args(&CliOptions::default()).len(), 8);
+        assert_eq!(stdio_args(&CliOptions::default()).len(), 9);
     }
 }

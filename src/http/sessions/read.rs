@@ -1,9 +1,12 @@
 //! Reading sessions: a project's, the live ones, one, and its lines.
 
 use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use super::current;
-use crate::db::{self, messages::Message, sessions::Session};
+use crate::db::messages::{Message, Window};
+use crate::db::{self, sessions::Session};
 use crate::domain::ids::{ProjectId, SessionId};
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::http::pagination::Page;
@@ -59,34 +62,77 @@ pub async fn get(state: web::Data<AppState>, id: web::Path<String>) -> AppResult
     Ok(HttpResponse::Ok().json(current(&state, &id).await?))
 }
 
-/// Every line exchanged with the CLI, oldest first.
-#[utoipa::path(get, path = "/api/sessions/{id}/messages", tag = "sessions", params(("id" = String, Path, description = "Session id (UUID)"), Page),
+/// Which lines `GET /api/sessions/{id}/messages` answers with.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MessagesQuery {
+    /// How many lines at most (1-1000, default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<i64>,
+    /// How many lines to skip from the oldest (default 0); not with `tail` or `before`.
+    #[param(minimum = 0)]
+    pub offset: Option<i64>,
+    /// The newest `limit` lines (still oldest first): where a transcript starts reading.
+    pub tail: Option<bool>,
+    /// The `limit` lines just older than the line with this id (still oldest first): the page
+    /// before one already read.
+    #[param(minimum = 1)]
+    pub before: Option<i64>,
+    /// `false` leaves out the partial lines that only preview a message which follows whole
+    /// (Claude Code's `stream_event`, Codex's `*/delta`). Default `true`: every line.
+    pub partial: Option<bool>,
+}
+
+impl MessagesQuery {
+    fn window(&self) -> AppResult<(Window, i64, bool)> {
+        let (limit, offset) = Page { limit: self.limit, offset: self.offset }.bounds()?;
+        let tail = self.tail.unwrap_or(false);
+        let window = match (tail, self.before, self.offset.is_some()) {
+            (true, Some(_), _) => return Err(AppError::validation("`tail` and `before` cannot be combined")),
+            (true, None, true) | (false, Some(_), true) => {
+                return Err(AppError::validation("`offset` cannot be combined with `tail` or `before`"))
+            }
+            (true, None, false) => Window::Tail,
+            (false, Some(id), false) if id >= 1 => Window::Before(id),
+            (false, Some(id), false) => {
+                return Err(AppError::validation(format!("`before` must be a message id (1 or more), got {id}")))
+            }
+            (false, None, _) => Window::From(offset),
+        };
+        Ok((window, limit, self.partial.unwrap_or(true)))
+    }
+}
+
+/// A session's lines, oldest first: from the start (`offset`), its newest (`tail=true`) or the
+/// page before a line already read (`before=<id>`), as a transcript reads backwards.
+#[utoipa::path(get, path = "/api/sessions/{id}/messages", tag = "sessions", params(("id" = String, Path, description = "Session id (UUID)"), MessagesQuery),
     responses(
         (status = 200, description = "Lines, oldest first", body = Vec<Message>),
         (status = 400, description = "Bad query string", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
-        (status = 422, description = "limit/offset out of range", body = ErrorBody),
+        (status = 422, description = "limit/offset/before out of range, or `offset` with `tail`/`before`", body = ErrorBody),
     ))]
 pub async fn messages(
     state: web::Data<AppState>,
     id: web::Path<String>,
-    page: web::Query<Page>,
+    query: web::Query<MessagesQuery>,
 ) -> AppResult<HttpResponse> {
     let id: SessionId = id.parse()?;
+    let (window, limit, partial) = query.window()?;
     // Lines are written behind: whatever a client has already seen happen (a turn's result in
     // the session row, an event) is stored before it is read back.
     if let Err(e) = state.writer.flush().await {
         tracing::warn!(error = %e, "could not flush the session writer before reading messages");
     }
-    let rows = list_under(
-        &state,
-        SessionId::KIND,
-        id,
-        &page,
-        |conn, id| Ok(db::sessions::find(conn, id)?.is_some()),
-        |conn, id, limit, offset| db::messages::list(conn, id.as_str(), limit, offset),
-    )
-    .await?;
+    let lookup = id.clone();
+    let rows = state
+        .store
+        .run(move |conn| match db::sessions::find(conn, &lookup)? {
+            Some(_) => db::messages::list_window(conn, lookup.as_str(), window, limit, partial).map(Some),
+            None => Ok(None),
+        })
+        .await?;
+    let rows = rows.ok_or_else(|| AppError::not_found(format!("No {} with id {id:?}.", SessionId::KIND)))?;
     Ok(HttpResponse::Ok().json(rows))
 }
 
