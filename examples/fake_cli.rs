@@ -3,7 +3,8 @@
 //! the tests and the benchmark. The scenario comes from `--model=fake-<scenario>`, so one service can run
 //! many at once:
 //!
-//! - (default)            answers initialize; each user turn: system/init, assistant, result
+//! - (default)            answers initialize (one model, `fake-default`); each user turn: system/init,
+//!   assistant, result; refuses `set_model` to `refused`
 //! - `fake-garbage`       a turn also writes non-JSON, a non-object, a split line and a CRLF line
 //! - `fake-huge`          a turn also writes one 16 MiB line
 //! - `fake-huge-N-M`      a turn also writes N lines of M MiB each
@@ -82,14 +83,18 @@ fn main() {
         match msg["type"].as_str() {
             Some("control_request") => {
                 let id = msg["request_id"].as_str().unwrap_or_default();
-                let response = match msg["request"]["subtype"].as_str() {
-                    Some("initialize") => json!({"commands": [], "models": []}),
-                    _ => json!({}),
+                let answer = match msg["request"]["subtype"].as_str() {
+                    Some("initialize") => json!({"subtype": "success", "request_id": id, "response": {
+                        "commands": [],
+                        "models": [{"value": "fake-default", "displayName": "Fake", "description": "the fake CLI's model"}]
+                    }}),
+                    // The real CLI's way of refusing a request: an error answer with its reason.
+                    Some("set_model") if msg["request"]["model"] == "refused" => {
+                        json!({"subtype": "error", "request_id": id, "error": "no such model: refused"})
+                    }
+                    _ => json!({"subtype": "success", "request_id": id, "response": {}}),
                 };
-                emit(
-                    &mut out,
-                    json!({"type": "control_response", "response": {"subtype": "success", "request_id": id, "response": response}}),
-                );
+                emit(&mut out, json!({"type": "control_response", "response": answer}));
             }
             Some("user") if scenario == "stall" => {}
             Some("user") => {

@@ -84,6 +84,7 @@ pub mod idleness;
 pub mod ids;
 pub mod launch;
 pub mod names;
+pub mod offers;
 pub mod process;
 pub mod rules;
 pub mod sandbox;

@@ -6,6 +6,7 @@
 //! blocking pool.
 
 pub mod agents;
+pub mod changes;
 pub mod dashboard;
 pub mod errors;
 pub mod fields;
@@ -99,6 +100,7 @@ pub fn route_table() -> Vec<RouteSpec> {
         route!(GET, "/api/sessions/{id}", sessions::read::get),
         route!(DELETE, "/api/sessions/{id}", sessions::control::close),
         route!(GET, "/api/sessions/{id}/messages", sessions::read::messages),
+        route!(GET, "/api/sessions/{id}/options", sessions::offers::options),
         route!(POST, "/api/sessions/{id}/message", sessions::turns::send_message),
         route!(POST, "/api/sessions/{id}/resume", sessions::control::resume),
         route!(POST, "/api/sessions/{id}/interrupt", sessions::control::interrupt),

@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::domain::agent_events::AgentEvent;
 use crate::domain::agent_kind::AgentKind;
 use crate::domain::decision::{ToolCall, Verdict};
+use crate::domain::offers::Offers;
 use crate::protocol::incoming::Incoming;
 pub use crate::sandbox::fence::StatePath;
 
@@ -125,6 +126,12 @@ pub trait AgentAdapter: Send + 'static {
             Ok(_) => Handshake::Ready,
             Err(e) => Handshake::Failed(format!("the CLI refused initialize: {e}")),
         }
+    }
+
+    /// The models and permission modes this CLI said it takes (its kind's defaults until it
+    /// says, or when its protocol has no such list).
+    fn offers(&self) -> Offers {
+        Offers::defaults(&self.kind())
     }
 
     /// The line starting a user turn, built when the turn is sent (the CLI is ready).

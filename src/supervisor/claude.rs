@@ -5,11 +5,14 @@
 
 use std::collections::HashMap;
 
-use super::adapter::{AgentAdapter, Ask, Command, Decoded, Outgoing, Read, StatePath, Wire};
+use serde_json::Value;
+
+use super::adapter::{AgentAdapter, Ask, Command, Decoded, Handshake, Outgoing, Read, StatePath, Wire};
 use crate::domain::agent_events::{AgentEvent, TurnStatus};
 use crate::domain::agent_kind::AgentKind;
 use crate::domain::decision::{ToolCall, Verdict};
 use crate::domain::launch::CliOptions;
+use crate::domain::offers::{ModelChoice, Offers};
 use crate::process::command::{stdio_args, websocket_args};
 use crate::protocol::incoming::{self, normalize, Kind, TurnResult};
 use crate::protocol::outgoing;
@@ -25,6 +28,25 @@ pub struct ClaudeCode {
     interrupting: bool,
     /// Tool names by `tool_use_id`, for the results (which do not repeat them).
     open_tools: HashMap<String, String>,
+    /// The models the `initialize` answer listed (`None` before it, or when it lists none).
+    models: Option<Vec<ModelChoice>>,
+}
+
+/// The `models` of Claude Code's `initialize` answer:
+/// `[{"value":"sonnet","displayName":"Sonnet","description":"..."}]`. Entries without a value
+/// are skipped; older CLIs send no list at all.
+fn models_of(answer: &Value) -> Option<Vec<ModelChoice>> {
+    let listed = answer.get("models")?.as_array()?;
+    let models: Vec<ModelChoice> = listed
+        .iter()
+        .filter_map(|m| {
+            let value = m.get("value")?.as_str()?.to_string();
+            let name = m.get("displayName").and_then(Value::as_str).unwrap_or(&value).to_string();
+            let description = m.get("description").and_then(Value::as_str).map(str::to_string);
+            Some(ModelChoice { value, name, description })
+        })
+        .collect();
+    (!models.is_empty()).then_some(models)
 }
 
 /// The CLI's command line.
@@ -66,6 +88,24 @@ impl AgentAdapter for ClaudeCode {
 
     fn handshake(&mut self, request_id: &str) -> String {
         outgoing::initialize(request_id)
+    }
+
+    fn handshake_answered(&mut self, outcome: &Result<Value, String>, _next_id: &str) -> Handshake {
+        match outcome {
+            Ok(answer) => {
+                self.models = models_of(answer);
+                Handshake::Ready
+            }
+            Err(e) => Handshake::Failed(format!("the CLI refused initialize: {e}")),
+        }
+    }
+
+    fn offers(&self) -> Offers {
+        match &self.models {
+            // Claude Code lists no modes: its published set is what it takes.
+            Some(models) => Offers::reported(models.clone(), Offers::defaults(&AgentKind::Claude).modes),
+            None => Offers::defaults(&AgentKind::Claude),
+        }
     }
 
     fn user_turn(&mut self, content: &str) -> Result<String, String> {
@@ -131,5 +171,38 @@ impl AgentAdapter for ClaudeCode {
             Some(call) => requests::answer(call, verdict),
             None => outgoing::control_error(request_id, "no tool call to decide"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_models_come_from_the_initialize_answer() {
+        let mut cli = ClaudeCode::default();
+        assert_eq!(cli.offers().source, crate::domain::offers::OffersSource::Defaults);
+        let answer = json!({"commands": [], "models": [
+            {"value": "sonnet", "displayName": "Sonnet", "description": "Sonnet 5.5"},
+            {"displayName": "no value"},
+            {"value": "opus"}
+        ]});
+        assert_eq!(cli.handshake_answered(&Ok(answer), "x"), Handshake::Ready);
+        let offers = cli.offers();
+        let values: Vec<&str> = offers.models.iter().map(|m| m.value.as_str()).collect();
+        assert_eq!(values, ["sonnet", "opus"]);
+        assert_eq!(
+            (offers.models[1].name.as_str(), offers.models[0].description.as_deref()),
+            ("opus", Some("Sonnet 5.5"))
+        );
+        assert!(offers.modes.iter().any(|m| m == "auto") && !offers.modes.iter().any(|m| m == "delegate"));
+    }
+
+    #[test]
+    fn an_answer_without_models_keeps_the_defaults() {
+        let mut cli = ClaudeCode::default();
+        cli.handshake_answered(&Ok(json!({"commands": []})), "x");
+        assert_eq!(cli.offers(), Offers::defaults(&AgentKind::Claude));
     }
 }

@@ -70,6 +70,11 @@ impl<R> Cli<R> {
         self.life == Life::Ready
     }
 
+    /// What the CLI said it takes (models, permission modes).
+    pub fn offers(&self) -> crate::domain::offers::Offers {
+        self.adapter.offers()
+    }
+
     /// Conduit's requests still waiting for an answer.
     pub fn pending_controls(&self) -> usize {
         self.controls.len()

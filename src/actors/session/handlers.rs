@@ -4,8 +4,8 @@ use actix::prelude::*;
 
 use super::chat::pump;
 use super::{
-    AwaitEnd, CliSession, Close, CloseIfIdle, Control, QueuedTurn, SendOutcome, SendUser, SessionError, Snapshot,
-    MAX_QUEUED_TURNS,
+    AwaitEnd, CliSession, Close, CloseIfIdle, Control, GetOffers, QueuedTurn, SendOutcome, SendUser, SessionError,
+    Snapshot, MAX_QUEUED_TURNS,
 };
 use crate::db::messages::NewMessage;
 use crate::db::sessions::{Session, SessionPatch};
@@ -120,6 +120,14 @@ impl Handler<Close> for CliSession {
         Box::pin(
             async move { ended.await.map_err(|_| SessionError::Cli("the session ended while closing".to_string())) },
         )
+    }
+}
+
+impl Handler<GetOffers> for CliSession {
+    type Result = MessageResult<GetOffers>;
+
+    fn handle(&mut self, _msg: GetOffers, _ctx: &mut Self::Context) -> Self::Result {
+        MessageResult(self.cli.offers())
     }
 }
 

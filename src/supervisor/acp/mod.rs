@@ -19,8 +19,9 @@ use crate::domain::agent_events::{AgentEvent, TurnStatus};
 use crate::domain::agent_kind::AgentKind;
 use crate::domain::decision::{DecisionPoint, ToolCall, Verdict};
 use crate::domain::launch::CliOptions;
+use crate::domain::offers::{ModelChoice, Offers};
 use crate::protocol::incoming::{Kind, TurnResult};
-use subjects::{locations, tool_input, tool_name, usage, with_path};
+use subjects::{locations, model_choice, tool_input, tool_name, usage, with_path};
 
 const D: Dialect = Dialect::V2;
 /// The protocol version this client speaks.
@@ -54,7 +55,7 @@ pub struct AcpClient {
     /// The modes the agent offers (`session/set_mode`).
     modes: Vec<String>,
     /// The models it offers (`session/set_model`); empty: it named none.
-    models: Vec<String>,
+    models: Vec<ModelChoice>,
     /// Permission requests' options, by request id, for their answers.
     options: HashMap<String, Vec<(String, String)>>,
     /// Tool names by tool call id, for their updates.
@@ -225,6 +226,13 @@ impl AgentAdapter for AcpClient {
         self.kind.clone()
     }
 
+    fn offers(&self) -> Offers {
+        match self.step {
+            Step::Done => Offers::reported(self.models.clone(), self.modes.clone()),
+            Step::Initialize | Step::Session => Offers::defaults(&self.kind),
+        }
+    }
+
     fn handshake(&mut self, request_id: &str) -> String {
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
@@ -288,12 +296,13 @@ impl AgentAdapter for AcpClient {
                 self.kind,
                 if self.modes.is_empty() { "none".to_string() } else { self.modes.join(", ") }
             )),
-            Command::SetModel(model) if self.models.is_empty() || self.models.contains(model) => {
+            Command::SetModel(model) if self.models.is_empty() || self.models.iter().any(|m| &m.value == model) => {
                 let params = json!({ "sessionId": session, "modelId": model });
                 Ok(Outgoing::Request(jsonrpc::request(D, request_id, "session/set_model", params)))
             }
             Command::SetModel(model) => {
-                Err(format!("{} offers no model {model:?} (its models: {})", self.kind, self.models.join(", ")))
+                let named: Vec<&str> = self.models.iter().map(|m| m.value.as_str()).collect();
+                Err(format!("{} offers no model {model:?} (its models: {})", self.kind, named.join(", ")))
             }
         }
     }
@@ -320,11 +329,7 @@ impl AgentAdapter for AcpClient {
                             .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_string))
                             .collect();
                         let models = answer.pointer("/models/availableModels").and_then(Value::as_array);
-                        self.models = models
-                            .into_iter()
-                            .flatten()
-                            .filter_map(|m| m.get("modelId").and_then(Value::as_str).map(str::to_string))
-                            .collect();
+                        self.models = models.into_iter().flatten().filter_map(model_choice).collect();
                         let mode = answer.pointer("/modes/currentModeId").and_then(Value::as_str).map(str::to_string);
                         let model =
                             answer.pointer("/models/currentModelId").and_then(Value::as_str).map(str::to_string);

@@ -3,6 +3,8 @@
 
 use serde_json::{json, Value};
 
+use crate::domain::offers::ModelChoice;
+
 /// The rule subject a tool call is decided as, from its ACP `kind` (and, for edits, whether it
 /// makes a new file); a kind ACP does not define is decided under the agent's own title.
 pub(super) fn tool_name(tool_call: &Value) -> String {
@@ -93,4 +95,12 @@ pub(super) fn usage(answer: &Value) -> (Option<i64>, Option<i64>) {
         }
     }
     (None, None)
+}
+
+/// One of `session/new`'s `models.availableModels`: `{"modelId","name","description"}`.
+pub(super) fn model_choice(m: &Value) -> Option<ModelChoice> {
+    let value = m.get("modelId")?.as_str()?.to_string();
+    let name = m.get("name").and_then(Value::as_str).unwrap_or(&value).to_string();
+    let description = m.get("description").and_then(Value::as_str).map(str::to_string);
+    Some(ModelChoice { value, name, description })
 }
