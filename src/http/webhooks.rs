@@ -5,6 +5,7 @@ use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::changes::{announce, announce_deleted, Change, Entity};
 use super::pagination::Page;
 use super::AppState;
 use crate::actors::webhooks::{DroppedCounts, ReloadWebhooks, EVENT_TYPES};
@@ -91,11 +92,9 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateWebhook>) 
     state.store.run(move |conn| db::webhooks::insert(conn, &stored)).await?;
     reload(&state).await?;
     let id = row.id.clone();
-    Ok(HttpResponse::Created().insert_header((header::LOCATION, format!("/api/webhooks/{id}"))).json(view(
-        row,
-        state.settings.webhook_secret.is_some(),
-        0,
-    )))
+    let hook = view(row, state.settings.webhook_secret.is_some(), 0);
+    announce(&state, Entity::Webhook, Change::Created, &hook);
+    Ok(HttpResponse::Created().insert_header((header::LOCATION, format!("/api/webhooks/{id}"))).json(hook))
 }
 
 /// The stored webhook a request asks for, once every field passed its check.
@@ -170,6 +169,7 @@ pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppRes
         return Err(AppError::not_found(format!("No webhook with id {id:?}.")));
     }
     reload(&state).await?;
+    announce_deleted(&state, Entity::Webhook, id.as_str());
     Ok(HttpResponse::NoContent().finish())
 }
 

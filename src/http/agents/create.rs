@@ -13,6 +13,7 @@ use crate::domain::agent::AgentStatus;
 use crate::domain::ids::{AgentId, ProjectId};
 use crate::domain::{time, validate};
 use crate::error::{AppError, AppResult, ErrorBody};
+use crate::http::changes::{announce, Change, Entity};
 use crate::http::fields::check;
 use crate::http::folders::resolve_dir_field;
 use crate::http::{projects, AppState};
@@ -88,8 +89,9 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateAgent>) ->
     };
     // The actor stores its first fire time as it starts; show the fresh row.
     let id = created.id.clone();
-    let current = ask(&state, registry::Get(id.clone())).await?.unwrap_or(created);
-    Ok(HttpResponse::Created().insert_header((header::LOCATION, format!("/api/agents/{id}"))).json(view(current)))
+    let current = view(ask(&state, registry::Get(id.clone())).await?.unwrap_or(created));
+    announce(&state, Entity::Agent, Change::Created, &current);
+    Ok(HttpResponse::Created().insert_header((header::LOCATION, format!("/api/agents/{id}"))).json(current))
 }
 
 /// The folder the agent runs in: `cwd` when given (resolved inside the root), else its

@@ -7,6 +7,7 @@ use crate::actors::agent::Change;
 use crate::actors::agents as registry;
 use crate::domain::ids::AgentId;
 use crate::error::{AppResult, ErrorBody};
+use crate::http::changes::{self as told, announce, announce_deleted, Entity};
 use crate::http::AppState;
 
 /// Delete an agent: its runs are cancelled, its history goes with it.
@@ -18,14 +19,16 @@ use crate::http::AppState;
     ))]
 pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
     let id: AgentId = id.parse()?;
-    ask(&state, registry::Delete(id)).await??;
+    ask(&state, registry::Delete(id.clone())).await??;
+    announce_deleted(&state, Entity::Agent, id.as_str());
     Ok(HttpResponse::NoContent().finish())
 }
 
 async fn change(state: &AppState, id: &str, change: Change) -> AppResult<HttpResponse> {
     let id: AgentId = id.parse()?;
-    let agent = ask(state, registry::Update { id, change }).await??;
-    Ok(HttpResponse::Ok().json(view(agent)))
+    let agent = view(ask(state, registry::Update { id, change }).await??);
+    announce(state, Entity::Agent, told::Change::Updated, &agent);
+    Ok(HttpResponse::Ok().json(agent))
 }
 
 /// Stop firing until resumed (runs already going finish).

@@ -10,6 +10,7 @@ use crate::actors::agents as registry;
 use crate::domain::ids::AgentId;
 use crate::domain::validate;
 use crate::error::{AppResult, ErrorBody};
+use crate::http::changes::{self as told, announce, Entity};
 use crate::http::fields::{check, present, required};
 use crate::http::folders::resolve_dir_field;
 use crate::http::AppState;
@@ -80,8 +81,9 @@ pub async fn update(
         let folder = edit.cwd.clone().unwrap_or(current.cwd);
         crate::workspace::worktree::require_repository(std::path::Path::new(&folder)).await?;
     }
-    let agent = ask(&state, registry::Update { id, change: Change::Edit(edit) }).await??;
-    Ok(HttpResponse::Ok().json(view(agent)))
+    let agent = view(ask(&state, registry::Update { id, change: Change::Edit(edit) }).await??);
+    announce(&state, Entity::Agent, told::Change::Updated, &agent);
+    Ok(HttpResponse::Ok().json(agent))
 }
 
 /// The change, its fields checked (all but the folder, resolved once the agent is known).

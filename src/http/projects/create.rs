@@ -14,6 +14,7 @@ use crate::domain::time;
 use crate::domain::validate::{self, PermissionMode};
 use crate::domain::workspace::{CopyList, WorkspaceMode};
 use crate::error::{AppError, AppResult, ErrorBody};
+use crate::http::changes::{announce, Change, Entity};
 use crate::http::AppState;
 
 const DEFAULT_MAX_SESSIONS: i32 = 5;
@@ -182,6 +183,7 @@ async fn insert_project(state: &AppState, project: Project) -> AppResult<HttpRes
         })
         .await
         .map_err(|e| conflict_on_folder(e, &folder))?;
+    announce(state, Entity::Project, Change::Created, &project);
     Ok(HttpResponse::Created().insert_header((header::LOCATION, format!("/api/projects/{}", project.id))).json(project))
 }
 

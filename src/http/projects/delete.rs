@@ -9,6 +9,7 @@ use crate::actors::terminal::EndProjectTerminals;
 use crate::db::{self, StoreError};
 use crate::domain::ids::{AgentId, ProjectId};
 use crate::error::{AppError, AppResult, ErrorBody};
+use crate::http::changes::{announce_deleted, Entity};
 use crate::http::AppState;
 
 /// Delete a project: its live sessions are ended first, then everything recorded for it goes.
@@ -47,6 +48,7 @@ pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppRes
     match state.store.run(move |conn| db::projects::delete_listing_agents(conn, &project)).await {
         Ok(agents) => {
             retire(&state, agents).await;
+            announce_deleted(&state, Entity::Project, id.as_str());
             Ok(HttpResponse::NoContent().finish())
         }
         Err(StoreError::NotFound) => Err(no_project(&id)),

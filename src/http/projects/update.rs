@@ -16,6 +16,7 @@ use crate::domain::time;
 use crate::domain::validate::{self, PermissionMode};
 use crate::domain::workspace::{CopyList, WorkspaceMode};
 use crate::error::{AppError, AppResult, ErrorBody};
+use crate::http::changes::{announce, Change, Entity};
 use crate::http::fields::{present, required};
 use crate::http::AppState;
 
@@ -108,6 +109,7 @@ pub async fn update(
     }
     project.updated_at = time::now();
     save(&state, &project).await?;
+    announce(&state, Entity::Project, Change::Updated, &project);
     Ok(HttpResponse::Ok().json(project))
 }
 

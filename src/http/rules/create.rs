@@ -11,6 +11,7 @@ use crate::db::{self, rules::RuleRow};
 use crate::domain::ids::{ProjectId, RuleId};
 use crate::domain::time;
 use crate::error::{AppError, AppResult, ErrorBody};
+use crate::http::changes::{announce, Change, Entity};
 use crate::http::{projects, AppState};
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -60,9 +61,9 @@ async fn create(state: &AppState, project_id: Option<ProjectId>, body: CreateRul
         return Err(e.into());
     }
     reload(state).await?;
-    Ok(HttpResponse::Created()
-        .insert_header((header::LOCATION, format!("/api/rules/{}", row.id)))
-        .json(Rule::from(row)))
+    let rule = Rule::from(row);
+    announce(state, Entity::Rule, Change::Created, &rule);
+    Ok(HttpResponse::Created().insert_header((header::LOCATION, format!("/api/rules/{}", rule.id))).json(rule))
 }
 
 /// Add a rule to a project. It applies to the project's sessions' next tool call.

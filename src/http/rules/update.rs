@@ -10,6 +10,7 @@ use crate::db::{self, StoreError};
 use crate::domain::ids::RuleId;
 use crate::domain::time;
 use crate::error::{AppError, AppResult, ErrorBody};
+use crate::http::changes::{announce, announce_deleted, Change, Entity};
 use crate::http::fields::present;
 use crate::http::AppState;
 
@@ -77,7 +78,9 @@ pub async fn update(
         other => other.into(),
     })?;
     reload(&state).await?;
-    Ok(HttpResponse::Ok().json(Rule::from(row)))
+    let rule = Rule::from(row);
+    announce(&state, Entity::Rule, Change::Updated, &rule);
+    Ok(HttpResponse::Ok().json(rule))
 }
 
 /// Delete a rule.
@@ -94,5 +97,6 @@ pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppRes
         return Err(AppError::not_found(format!("No rule with id {id:?}.")));
     }
     reload(&state).await?;
+    announce_deleted(&state, Entity::Rule, id.as_str());
     Ok(HttpResponse::NoContent().finish())
 }

@@ -1,0 +1,77 @@
+//! Changes to what people configure (projects, rules, scheduled agents, webhooks), told on the
+//! global event stream as they happen, so every open dashboard page follows without polling.
+//! `data` is the row as the API answers it, or `{"id"}` for a deletion.
+
+use serde::Serialize;
+
+use super::AppState;
+use crate::actors::bus::{Event, Publish};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entity {
+    Project,
+    Rule,
+    Agent,
+    Webhook,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Created,
+    Updated,
+    Deleted,
+}
+
+/// The event type, `<entity>.<change>`.
+pub fn kind(entity: Entity, change: Change) -> &'static str {
+    use Change::*;
+    use Entity::*;
+    match (entity, change) {
+        (Project, Created) => "project.created",
+        (Project, Updated) => "project.updated",
+        (Project, Deleted) => "project.deleted",
+        (Rule, Created) => "rule.created",
+        (Rule, Updated) => "rule.updated",
+        (Rule, Deleted) => "rule.deleted",
+        (Agent, Created) => "agent.created",
+        (Agent, Updated) => "agent.updated",
+        (Agent, Deleted) => "agent.deleted",
+        (Webhook, Created) => "webhook.created",
+        (Webhook, Updated) => "webhook.updated",
+        (Webhook, Deleted) => "webhook.deleted",
+    }
+}
+
+/// Publishes the change with `row` (created, updated) as its data.
+pub fn announce<T: Serialize>(state: &AppState, entity: Entity, change: Change, row: &T) {
+    match serde_json::to_string(row) {
+        Ok(data) => publish(state, kind(entity, change), data),
+        Err(e) => tracing::warn!(error = %e, "a changed row could not be rendered for the event stream"),
+    }
+}
+
+/// Publishes a deletion: `{"id": ...}`.
+pub fn announce_deleted(state: &AppState, entity: Entity, id: &str) {
+    publish(state, kind(entity, Change::Deleted), serde_json::json!({ "id": id }).to_string());
+}
+
+fn publish(state: &AppState, kind: &'static str, data: String) {
+    state.bus.do_send(Publish(Event::new(kind, kind.replace('.', "_"), None, data)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_reads_entity_dot_change() {
+        for entity in [Entity::Project, Entity::Rule, Entity::Agent, Entity::Webhook] {
+            for change in [Change::Created, Change::Updated, Change::Deleted] {
+                let k = kind(entity, change);
+                let (e, c) = k.split_once('.').expect("a dot");
+                assert_eq!(e, format!("{entity:?}").to_lowercase());
+                assert_eq!(c, format!("{change:?}").to_lowercase());
+            }
+        }
+    }
+}
