@@ -10,6 +10,7 @@ import { ProjectPage } from './pages/ProjectPage';
 import { SessionPage } from './pages/SessionPage';
 import { AgentsPage } from './pages/AgentsPage';
 import { AgentPage } from './pages/AgentPage';
+import { WebhooksPage } from './pages/WebhooksPage';
 import { listenForPageFrames } from './query/pageFrames';
 import { adoptTokenFromUrl } from './api/client';
 import { connectLive } from './store/live';
@@ -26,6 +27,7 @@ export function App() {
         <Route path="sessions/:sessionId" element={<SessionPage />} />
         <Route path="agents" element={<AgentsPage />} />
         <Route path="agents/:agentId" element={<AgentPage />} />
+        <Route path="webhooks" element={<WebhooksPage />} />
         <Route
           path="*"
           element={
