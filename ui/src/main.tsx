@@ -11,6 +11,7 @@ import { SessionPage } from './pages/SessionPage';
 import { AgentsPage } from './pages/AgentsPage';
 import { AgentPage } from './pages/AgentPage';
 import { WebhooksPage } from './pages/WebhooksPage';
+import { PermissionsPage } from './pages/PermissionsPage';
 import { listenForPageFrames } from './query/pageFrames';
 import { adoptTokenFromUrl } from './api/client';
 import { connectLive } from './store/live';
@@ -28,6 +29,7 @@ export function App() {
         <Route path="agents" element={<AgentsPage />} />
         <Route path="agents/:agentId" element={<AgentPage />} />
         <Route path="webhooks" element={<WebhooksPage />} />
+        <Route path="permissions" element={<PermissionsPage />} />
         <Route
           path="*"
           element={
