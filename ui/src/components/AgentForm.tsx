@@ -59,7 +59,7 @@ export function AgentFormDialog(props: { agent?: Agent; onClose: () => void; onS
   const projectName = projects.data?.find((p) => p.id === values.projectId)?.name;
   return (
     <Modal title={editing ? `Edit ${props.agent?.name}` : 'New scheduled agent'} onClose={props.onClose} wide>
-      <form className="form" onSubmit={submit} noValidate data-testid="agent-form">
+      <form className="form scroll-form" onSubmit={submit} noValidate data-testid="agent-form">
         <Field label="Name">
           <input name="name" value={values.name} onChange={(e) => set('name', e.target.value)} aria-invalid={!!errors.name} autoFocus />
           <FieldError text={errors.name} />

@@ -1,6 +1,6 @@
 // One run of a scheduled agent: what it says while it runs (its own stream), and how it ended.
 import { useQuery } from '@tanstack/react-query';
-import { useRef, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { agentsApi, isRunning, type Execution } from '../api/agents';
 import { messageOf } from '../lib/errors';
 import type { OutputEntry } from '../lib/executionOutput';
@@ -22,6 +22,9 @@ export function ExecutionOutput({ executionId, onClose }: { executionId: string;
   const stream = useRunStream(executionId, followed.current);
   const [cancelling, setCancelling] = useState(false);
   const [error, setError] = useState<string>();
+  const box = useRef<HTMLElement>(null);
+  // Opened from the history below it: bring it into view (on a phone it is screens away).
+  useEffect(() => box.current?.scrollIntoView?.({ block: 'start', behavior: 'smooth' }), []);
 
   const cancel = async () => {
     setCancelling(true);
@@ -36,7 +39,7 @@ export function ExecutionOutput({ executionId, onClose }: { executionId: string;
   };
 
   return (
-    <section className="card run-output" data-testid="execution-output" data-status={exec?.status}>
+    <section ref={box} className="card run-output" data-testid="execution-output" data-status={exec?.status}>
       <header className="card-head">
         <h2>
           Run <code>{executionId.slice(0, 8)}</code> {exec && <ExecutionStatusBadge status={exec.status} />}

@@ -44,7 +44,7 @@ export function ExecutionsTable(props: {
             <tr key={e.id} className={e.id === props.selected ? 'row-selected' : ''} data-testid="execution-row" data-status={e.status}>
               <td>
                 <ExecutionStatusBadge status={e.status} />
-                {e.error && <div className="small tool-error clamp" title={e.error}>{e.error}</div>}
+                {e.error && <div className="small tool-error clamp cell-text" title={e.error}>{e.error}</div>}
               </td>
               <td>{e.trigger}</td>
               <td title={new Date(e.created_at).toLocaleString()}>{ago(e.created_at)}</td>

@@ -14,7 +14,7 @@ export function PermissionLogRow(props: { decision: Decision; rule?: Rule; proje
   const d = props.decision;
   const denied = d.decision === 'deny';
   return (
-    <li className={`log-row ${denied ? 'denied' : ''}`} data-testid="permission-row" data-decision={d.decision}>
+    <li className={`log-row ${denied ? 'log-denied' : ''}`} data-testid="permission-row" data-decision={d.decision}>
       <div>
         <DecisionBadge decision={d.decision} />
       </div>

@@ -27,8 +27,8 @@ export function WebhookDeliveries({ webhookId }: { webhookId: string }) {
               <tr>
                 <th>When</th>
                 <th>Event</th>
-                <th className="num">Attempt</th>
                 <th>Response</th>
+                <th className="num">Attempt</th>
                 <th className="num">Took</th>
                 <th>Delivery</th>
               </tr>
@@ -40,12 +40,12 @@ export function WebhookDeliveries({ webhookId }: { webhookId: string }) {
                   <td>
                     <code>{a.event_type}</code>
                   </td>
-                  <td className="num">{a.attempt} of 4</td>
                   <td className={a.succeeded ? 'delivery-ok' : 'delivery-bad'}>
                     {a.succeeded ? 'delivered' : 'failed'}
                     {a.status_code != null && ` · HTTP ${a.status_code}`}
-                    {a.error && <div className="small break">{a.error}</div>}
+                    {a.error && <div className="small cell-text">{a.error}</div>}
                   </td>
+                  <td className="num">{a.attempt} of 4</td>
                   <td className="num">{a.duration_ms} ms</td>
                   <td>
                     <code title={a.delivery_id}>{a.delivery_id.slice(0, 8)}</code>

@@ -45,7 +45,7 @@ export function WebhookFormDialog(props: { onClose: () => void; onSaved: (hook: 
 
   return (
     <Modal title="New webhook" onClose={props.onClose}>
-      <form className="form" onSubmit={submit} noValidate data-testid="webhook-form">
+      <form className="form scroll-form" onSubmit={submit} noValidate data-testid="webhook-form">
         <Field label="Name">
           <input name="name" value={values.name} onChange={(e) => set({ name: e.target.value }, 'name')} aria-invalid={!!errors.name} autoFocus />
           {errors.name && <span className="field-error">{errors.name}</span>}
