@@ -43,7 +43,7 @@ export function WebhookDeliveries({ webhookId }: { webhookId: string }) {
                   <td className={a.succeeded ? 'delivery-ok' : 'delivery-bad'}>
                     {a.succeeded ? 'delivered' : 'failed'}
                     {a.status_code != null && ` · HTTP ${a.status_code}`}
-                    {a.error && <div className="small cell-text">{a.error}</div>}
+                    {a.error && a.error !== `HTTP ${a.status_code}` && <div className="small cell-text">{a.error}</div>}
                   </td>
                   <td className="num">{a.attempt} of 4</td>
                   <td className="num">{a.duration_ms} ms</td>
