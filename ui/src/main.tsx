@@ -8,18 +8,28 @@ import { Empty } from './components/ui';
 import { DashboardPage } from './pages/DashboardPage';
 import { ProjectPage } from './pages/ProjectPage';
 import { SessionPage } from './pages/SessionPage';
+import { AgentsPage } from './pages/AgentsPage';
+import { AgentPage } from './pages/AgentPage';
+import { WebhooksPage } from './pages/WebhooksPage';
+import { PermissionsPage } from './pages/PermissionsPage';
+import { listenForPageFrames } from './query/pageFrames';
 import { adoptTokenFromUrl } from './api/client';
 import { connectLive } from './store/live';
 import './styles.css';
 
 export function App() {
   useEffect(() => connectLive(), []);
+  useEffect(() => listenForPageFrames(), []);
   return (
     <Routes>
       <Route element={<Layout />}>
         <Route index element={<DashboardPage />} />
         <Route path="projects/:projectId" element={<ProjectPage />} />
         <Route path="sessions/:sessionId" element={<SessionPage />} />
+        <Route path="agents" element={<AgentsPage />} />
+        <Route path="agents/:agentId" element={<AgentPage />} />
+        <Route path="webhooks" element={<WebhooksPage />} />
+        <Route path="permissions" element={<PermissionsPage />} />
         <Route
           path="*"
           element={

@@ -6,4 +6,9 @@ export interface NavEntry {
   end?: boolean;
 }
 
-export const NAV: NavEntry[] = [{ to: '/', label: 'Dashboard', end: true }];
+export const NAV: NavEntry[] = [
+  { to: '/', label: 'Dashboard', end: true },
+  { to: '/agents', label: 'Scheduled agents' },
+  { to: '/webhooks', label: 'Webhooks' },
+  { to: '/permissions', label: 'Permission log' },
+];

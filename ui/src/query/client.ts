@@ -27,9 +27,17 @@ export const keys = {
   sessionOptions: (id: string) => ['sessions', id, 'options'] as const,
   activeSessions: ['sessions', 'active'] as const,
   decisions: (filter: Record<string, string | number | undefined> = {}) => ['decisions', filter] as const,
+  /**
+   * The permission log page's paged (infinite) query. A root of its own: its cached value is
+   * `{pages, pageParams}`, which code updating `['decisions', ...]` arrays must never meet.
+   */
+  permissionLog: (filter: { decision?: string; project_id?: string; session_id?: string }) =>
+    ['permission-log', filter] as const,
   agents: ['agents'] as const,
   agent: (id: string) => ['agents', id] as const,
   agentExecutions: (id: string) => ['agents', id, 'executions'] as const,
+  /** One run with its output (`GET /api/executions/{id}`). */
+  execution: (id: string) => ['executions', id] as const,
   webhooks: ['webhooks'] as const,
   webhookDeliveries: (id: string) => ['webhooks', id, 'deliveries'] as const,
   locks: ['locks'] as const,

@@ -1,0 +1,69 @@
+import type { Agent } from '../api/agents';
+import { checkAgentForm, updateBody, valuesOf } from './agentForm';
+import { applyRunFrame, EMPTY_OUTPUT, type RunOutput } from './executionOutput';
+import type { Frame } from './sse';
+import { inputSummary } from './toolInput';
+import { eventsOf } from './webhookForm';
+
+const agent: Agent = {
+  id: 'a1', name: 'audit', objective: 'Audit.', schedule: '0 3 * * *', cwd: '/srv', timeout_ms: 300_000,
+  status: 'active', consecutive_failures: 0, created_at: '', updated_at: '', workspace_mode: 'shared',
+  agent: 'claude', model: 'sonnet', project_id: null, next_run_at: null, next_fire_times: [],
+};
+
+describe('the agent form', () => {
+  it('sends only what changed, and an emptied model as null (which clears it)', () => {
+    const v = { ...valuesOf(agent), schedule: ' 0 4 * * * ', model: '', timeoutSeconds: '300' };
+    expect(updateBody(v, agent)).toEqual({ schedule: '0 4 * * *', model: null });
+    expect(updateBody(valuesOf(agent), agent)).toEqual({});
+  });
+
+  it('refuses what the API would, before calling it', () => {
+    const errors = checkAgentForm({ ...valuesOf(agent), agent: 'Claude', model: '-x', timeoutSeconds: '0', cwd: '' }, true);
+    expect(Object.keys(errors).sort()).toEqual(['agent', 'cwd', 'model', 'timeoutSeconds']);
+    expect(checkAgentForm({ ...valuesOf(agent), schedule: '0 0 3 * * * 2030' }, false)).toEqual({});
+  });
+});
+
+describe("a run's output", () => {
+  const feed = (frames: Frame[]): RunOutput => frames.reduce((s, f, i) => applyRunFrame(s, f, i + 1), EMPTY_OUTPUT);
+
+  it('joins deltas of one item, replaces them with the whole message, and keeps items apart', () => {
+    const out = feed([
+      { event: 'd', type: 'assistant.delta', data: { text: 'Hel', item_id: 'i1' } },
+      { event: 'd', type: 'assistant.delta', data: { text: 'lo', item_id: 'i1' } },
+      { event: 'd', type: 'assistant.delta', data: { text: 'Bye', item_id: 'i2' } },
+      { event: 'm', type: 'assistant.message', data: { text: 'Bye!', item_id: 'i2' } },
+    ]);
+    expect(out.entries.map((e) => (e.kind === 'text' ? [e.text, e.done] : e.kind))).toEqual([['Hello', false], ['Bye!', true]]);
+    expect(out.lastSeq).toBe(4);
+  });
+
+  it('keeps raw lines apart, notes missed events, and ends at the finished frame', () => {
+    const out = feed([
+      { event: 'assistant', type: 'agent.execution.output', data: { type: 'assistant' } },
+      { event: 'warning', dropped: 3 },
+      { event: 't', type: 'tool.finished', data: { tool: 'Bash', output: 'x', is_error: true } },
+      { event: 'f', type: 'agent.execution.finished', data: {} },
+    ]);
+    expect(out.raw).toEqual(['{"type":"assistant"}']);
+    expect(out.missed).toBe(true);
+    expect(out.entries.map((e) => e.kind)).toEqual(['note', 'tool']);
+    expect(out.finished).toBe(true);
+  });
+});
+
+describe('small readings', () => {
+  it('summarizes a tool input by what it acts on', () => {
+    expect(inputSummary('{"command":["git","status"]}')).toBe('git status');
+    expect(inputSummary('{"file_path":"/a/b"}')).toBe('/a/b');
+    expect(inputSummary('{"x":1}')).toBe('{"x":1}');
+    expect(inputSummary('not json')).toBe('not json');
+  });
+
+  it("turns the webhook form's event choice into the API's list", () => {
+    const base = { name: '', url: '', secret: '', all: false, picked: ['session.result'], other: 'a.b, session.result  c.d' };
+    expect(eventsOf(base)).toEqual(['session.result', 'a.b', 'c.d']);
+    expect(eventsOf({ ...base, all: true })).toEqual(['*']);
+  });
+});
