@@ -8,6 +8,7 @@ import { Empty } from './components/ui';
 import { DashboardPage } from './pages/DashboardPage';
 import { ProjectPage } from './pages/ProjectPage';
 import { SessionPage } from './pages/SessionPage';
+import { RulesPage } from './pages/RulesPage';
 import { adoptTokenFromUrl } from './api/client';
 import { connectLive } from './store/live';
 import './styles.css';
@@ -20,6 +21,7 @@ export function App() {
         <Route index element={<DashboardPage />} />
         <Route path="projects/:projectId" element={<ProjectPage />} />
         <Route path="sessions/:sessionId" element={<SessionPage />} />
+        <Route path="rules" element={<RulesPage />} />
         <Route
           path="*"
           element={

@@ -6,4 +6,7 @@ export interface NavEntry {
   end?: boolean;
 }
 
-export const NAV: NavEntry[] = [{ to: '/', label: 'Dashboard', end: true }];
+export const NAV: NavEntry[] = [
+  { to: '/', label: 'Dashboard', end: true },
+  { to: '/rules', label: 'Rules' },
+];
