@@ -9,6 +9,7 @@ import { DashboardPage } from './pages/DashboardPage';
 import { ProjectPage } from './pages/ProjectPage';
 import { SessionPage } from './pages/SessionPage';
 import { RulesPage } from './pages/RulesPage';
+import { LocksPage } from './pages/LocksPage';
 import { adoptTokenFromUrl } from './api/client';
 import { connectLive } from './store/live';
 import './styles.css';
@@ -22,6 +23,7 @@ export function App() {
         <Route path="projects/:projectId" element={<ProjectPage />} />
         <Route path="sessions/:sessionId" element={<SessionPage />} />
         <Route path="rules" element={<RulesPage />} />
+        <Route path="locks" element={<LocksPage />} />
         <Route
           path="*"
           element={

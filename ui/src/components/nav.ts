@@ -9,4 +9,5 @@ export interface NavEntry {
 export const NAV: NavEntry[] = [
   { to: '/', label: 'Dashboard', end: true },
   { to: '/rules', label: 'Rules' },
+  { to: '/locks', label: 'Locks' },
 ];
