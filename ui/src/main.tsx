@@ -10,6 +10,7 @@ import { ProjectPage } from './pages/ProjectPage';
 import { SessionPage } from './pages/SessionPage';
 import { RulesPage } from './pages/RulesPage';
 import { LocksPage } from './pages/LocksPage';
+import { ProcessesPage } from './pages/ProcessesPage';
 import { adoptTokenFromUrl } from './api/client';
 import { connectLive } from './store/live';
 import './styles.css';
@@ -24,6 +25,7 @@ export function App() {
         <Route path="sessions/:sessionId" element={<SessionPage />} />
         <Route path="rules" element={<RulesPage />} />
         <Route path="locks" element={<LocksPage />} />
+        <Route path="processes" element={<ProcessesPage />} />
         <Route
           path="*"
           element={

@@ -10,4 +10,5 @@ export const NAV: NavEntry[] = [
   { to: '/', label: 'Dashboard', end: true },
   { to: '/rules', label: 'Rules' },
   { to: '/locks', label: 'Locks' },
+  { to: '/processes', label: 'Processes' },
 ];

@@ -3,11 +3,10 @@
 // here is also written into the cache from the API's answer at once, so the page does not
 // wait for the frame (which then changes nothing: the same row is put again).
 import { useQueries, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect } from 'react';
 import { api, type CreateRule, type Project, type Rule, type UpdateRule } from '../api/client';
 import { tools } from '../api/tools';
 import { keys } from './client';
-import { dropRule, installToolFrames, putRule } from './toolFrames';
+import { dropRule, putRule, useToolFrames } from './toolFrames';
 
 export interface RuleRow {
   rule: Rule;
@@ -21,11 +20,6 @@ export interface AllRules {
   loading: boolean;
   /** The first load that failed, as the API said it. */
   error: string | undefined;
-}
-
-/** Keeps the cache patched from the live stream while any page using it has been opened. */
-export function useToolFrames(): void {
-  useEffect(installToolFrames, []);
 }
 
 export function useProjects() {

@@ -3,6 +3,7 @@
 // by the first of those pages to mount, and stays: data cached while a page was open keeps
 // being patched after it closes, so reopening it shows the truth without a refetch.
 import type { QueryClient } from '@tanstack/react-query';
+import { useEffect } from 'react';
 import type { Rule } from '../api/client';
 import type { ProcessRow } from '../api/tools';
 import type { Frame } from '../lib/sse';
@@ -106,4 +107,9 @@ export function installToolFrames(): void {
   if (installed) return;
   installed = true;
   onFrame((frame) => applyToolFrame(queryClient, frame));
+}
+
+/** For the pages that read rules or processes: keeps their cache patched from the live stream. */
+export function useToolFrames(): void {
+  useEffect(installToolFrames, []);
 }
