@@ -11,6 +11,7 @@ import { SessionPage } from './pages/SessionPage';
 import { RulesPage } from './pages/RulesPage';
 import { LocksPage } from './pages/LocksPage';
 import { ProcessesPage } from './pages/ProcessesPage';
+import { ReviewPage } from './pages/ReviewPage';
 import { adoptTokenFromUrl } from './api/client';
 import { connectLive } from './store/live';
 import './styles.css';
@@ -23,6 +24,7 @@ export function App() {
         <Route index element={<DashboardPage />} />
         <Route path="projects/:projectId" element={<ProjectPage />} />
         <Route path="sessions/:sessionId" element={<SessionPage />} />
+        <Route path="sessions/:sessionId/review" element={<ReviewPage />} />
         <Route path="rules" element={<RulesPage />} />
         <Route path="locks" element={<LocksPage />} />
         <Route path="processes" element={<ProcessesPage />} />
