@@ -1,10 +1,12 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import { lazy, Suspense, useState } from 'react';
 import type { Session } from '../api/client';
 import { tools, type TerminalView } from '../api/tools';
 import { keys } from '../query/client';
 import { Card, ErrorNote } from './ui';
-import { XtermView } from './XtermView';
+
+// xterm.js is a third of the dashboard's code: it loads when a terminal is first shown.
+const XtermView = lazy(() => import('./XtermView').then((m) => ({ default: m.XtermView })));
 
 /** Sessions whose CLI is gone cannot get a terminal (the API answers `session_not_live`). */
 const ENDED = new Set(['closed', 'error']);
@@ -99,12 +101,14 @@ export function TerminalPanel({ session }: { session: Session }) {
           <p className="muted small">No terminal is open. A new one starts a shell in {session.worktree_path ?? 'the project folder'}.</p>
         )}
         {attached && (
+          <Suspense fallback={<div className="loading">Loading the terminal…</div>}>
           <XtermView
             key={attached}
             terminalId={attached}
             // It stays on screen with its last output; only the list forgets it.
             onExit={() => client.setQueryData<TerminalView[]>(listKey, (list) => list?.filter((t) => t.id !== attached))}
           />
+          </Suspense>
         )}
       </div>
     </Card>
