@@ -16,7 +16,10 @@ export default defineConfig({
         ws: true,
         // The service refuses writes from other origins; through this proxy they come from the
         // developer's own page, so they are presented as same-origin.
-        configure: (proxy) => proxy.on('proxyReq', (req) => req.removeHeader('origin')),
+        configure: (proxy) => {
+          proxy.on('proxyReq', (req) => req.removeHeader('origin'));
+          proxy.on('proxyReqWs', (req) => req.removeHeader('origin'));
+        },
       },
     },
   },
