@@ -12,9 +12,14 @@ export default defineConfig({
       '/api': {
         target: process.env.CONDUIT_URL ?? 'http://127.0.0.1:3100',
         changeOrigin: true,
+        // Terminals speak WebSocket (`/api/terminals/{id}/ws`).
+        ws: true,
         // The service refuses writes from other origins; through this proxy they come from the
         // developer's own page, so they are presented as same-origin.
-        configure: (proxy) => proxy.on('proxyReq', (req) => req.removeHeader('origin')),
+        configure: (proxy) => {
+          proxy.on('proxyReq', (req) => req.removeHeader('origin'));
+          proxy.on('proxyReqWs', (req) => req.removeHeader('origin'));
+        },
       },
     },
   },

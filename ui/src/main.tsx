@@ -13,6 +13,10 @@ import { AgentPage } from './pages/AgentPage';
 import { WebhooksPage } from './pages/WebhooksPage';
 import { PermissionsPage } from './pages/PermissionsPage';
 import { listenForPageFrames } from './query/pageFrames';
+import { RulesPage } from './pages/RulesPage';
+import { LocksPage } from './pages/LocksPage';
+import { ProcessesPage } from './pages/ProcessesPage';
+import { ReviewPage } from './pages/ReviewPage';
 import { adoptTokenFromUrl } from './api/client';
 import { connectLive } from './store/live';
 import './styles.css';
@@ -30,6 +34,10 @@ export function App() {
         <Route path="agents/:agentId" element={<AgentPage />} />
         <Route path="webhooks" element={<WebhooksPage />} />
         <Route path="permissions" element={<PermissionsPage />} />
+        <Route path="sessions/:sessionId/review" element={<ReviewPage />} />
+        <Route path="rules" element={<RulesPage />} />
+        <Route path="locks" element={<LocksPage />} />
+        <Route path="processes" element={<ProcessesPage />} />
         <Route
           path="*"
           element={

@@ -46,6 +46,8 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** The whole error body, for answers that say more (a merge conflict's `files`). */
+    readonly body?: unknown,
   ) {
     super(message);
   }
@@ -83,7 +85,7 @@ export async function call<P extends keyof paths, M extends Method>(
   const parsed: unknown = text ? safeJson(text) : undefined;
   if (!res.ok) {
     const err = (parsed as { error?: { code?: string; message?: string } } | undefined)?.error;
-    throw new ApiError(res.status, err?.code ?? 'http_error', err?.message ?? `The service answered ${res.status}.`);
+    throw new ApiError(res.status, err?.code ?? 'http_error', err?.message ?? `The service answered ${res.status}.`, parsed);
   }
   return parsed as Answer<Op<P, M>>;
 }

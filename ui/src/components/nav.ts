@@ -11,4 +11,7 @@ export const NAV: NavEntry[] = [
   { to: '/agents', label: 'Scheduled agents' },
   { to: '/webhooks', label: 'Webhooks' },
   { to: '/permissions', label: 'Permission log' },
+  { to: '/rules', label: 'Rules' },
+  { to: '/locks', label: 'Locks' },
+  { to: '/processes', label: 'Processes' },
 ];

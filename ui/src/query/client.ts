@@ -43,5 +43,8 @@ export const keys = {
   locks: ['locks'] as const,
   processes: (scope: 'sessions' | 'projects', id: string) => ['processes', scope, id] as const,
   terminals: ['terminals'] as const,
+  sessionTerminals: (sessionId: string) => ['terminals', { session_id: sessionId }] as const,
   diff: (sessionId: string) => ['sessions', sessionId, 'diff'] as const,
+  /** One page of a session's diff (files from `offset`). */
+  diffPage: (sessionId: string, offset: number) => ['sessions', sessionId, 'diff', offset] as const,
 };
