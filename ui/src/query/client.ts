@@ -36,4 +36,6 @@ export const keys = {
   processes: (scope: 'sessions' | 'projects', id: string) => ['processes', scope, id] as const,
   terminals: ['terminals'] as const,
   diff: (sessionId: string) => ['sessions', sessionId, 'diff'] as const,
+  browse: (path: string) => ['folders', 'browse', path] as const,
+  discover: (path: string) => ['folders', 'discover', path] as const,
 };
