@@ -10,7 +10,10 @@ import { ProjectPage } from './pages/ProjectPage';
 import { SessionPage } from './pages/SessionPage';
 import { adoptTokenFromUrl } from './api/client';
 import { connectLive } from './store/live';
+import { holdQueriesForStream } from './store/cacheSync';
+import { applyTheme, loadTheme } from './lib/theme';
 import './styles.css';
+import './shell.css';
 
 export function App() {
   useEffect(() => connectLive(), []);
@@ -34,6 +37,10 @@ export function App() {
 }
 
 adoptTokenFromUrl();
+applyTheme(loadTheme());
+// The first reads wait for the stream to answer (at most a few seconds), so no change falls
+// between what they read and what the stream relays.
+holdQueriesForStream();
 const root = document.getElementById('root');
 if (root) {
   createRoot(root).render(
