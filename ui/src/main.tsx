@@ -38,7 +38,7 @@ export function App() {
 
 adoptTokenFromUrl();
 applyTheme(loadTheme());
-// The first reads wait for the stream to answer (at most a few seconds), so no change falls
+// The first reads wait for the stream to answer (at most two seconds), so no change falls
 // between what they read and what the stream relays.
 holdQueriesForStream();
 const root = document.getElementById('root');

@@ -66,14 +66,28 @@ export function NotificationsToggle({ notifier }: { notifier: Notifier }) {
     );
   }
   const on = notifier.enabled;
+  const label = on ? 'Notifications on' : 'Enable notifications';
   const toggle = async () => {
     if (on) notifier.disable();
     else await notifier.enable();
     redraw((n) => n + 1);
   };
   return (
-    <button className="button small ghost" onClick={toggle} aria-pressed={on} data-testid="notifications-toggle">
-      {on ? 'Notifications on' : 'Enable notifications'}
+    <button
+      className="button small ghost"
+      onClick={toggle}
+      aria-pressed={on}
+      aria-label={label}
+      title={on ? 'Click to turn browser notifications off' : 'Notify me when a turn finishes, a tool call is denied or a session fails'}
+      data-testid="notifications-toggle"
+    >
+      {/* On a phone only the bell shows. */}
+      <svg className="notify-icon" aria-hidden="true" width="16" height="16" viewBox="0 0 24 24" fill="none" stroke="currentColor" strokeWidth="2">
+        <path d="M6 8a6 6 0 0 1 12 0c0 7 3 9 3 9H3s3-2 3-9" />
+        <path d="M10.3 21a1.94 1.94 0 0 0 3.4 0" />
+        {!on && <path d="M3 3l18 18" />}
+      </svg>
+      <span className="notify-label">{label}</span>
     </button>
   );
 }

@@ -89,7 +89,7 @@ let ready: Promise<void> = Promise.resolve();
 let open: (() => void) | null = null;
 
 /** Called once before the app renders (not in tests): queries wait for `streamOpened`. */
-export function holdQueriesForStream(maxWaitMs = 3_000): void {
+export function holdQueriesForStream(maxWaitMs = 2_000): void {
   ready = new Promise<void>((resolve) => {
     open = resolve;
     setTimeout(resolve, maxWaitMs);
