@@ -19,7 +19,10 @@ import { ProcessesPage } from './pages/ProcessesPage';
 import { ReviewPage } from './pages/ReviewPage';
 import { adoptTokenFromUrl } from './api/client';
 import { connectLive } from './store/live';
+import { holdQueriesForStream } from './store/cacheSync';
+import { applyTheme, loadTheme } from './lib/theme';
 import './styles.css';
+import './shell.css';
 
 export function App() {
   useEffect(() => connectLive(), []);
@@ -52,6 +55,10 @@ export function App() {
 }
 
 adoptTokenFromUrl();
+applyTheme(loadTheme());
+// The first reads wait for the stream to answer (at most two seconds), so no change falls
+// between what they read and what the stream relays.
+holdQueriesForStream();
 const root = document.getElementById('root');
 if (root) {
   createRoot(root).render(

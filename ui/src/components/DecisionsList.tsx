@@ -1,6 +1,8 @@
 import { Link } from 'react-router-dom';
 import type { Decision } from '../api/client';
+import { decisionText } from '../lib/decisionText';
 import { ago } from '../lib/format';
+import { useCachedRules } from '../query/ruleIndex';
 import { DecisionBadge } from './ui';
 
 /** The subject a rule matched against, shortest readable form. */
@@ -17,6 +19,7 @@ export function toolSubject(toolInput: string): string {
 }
 
 export function DecisionsList({ decisions }: { decisions: Decision[] }) {
+  const rules = useCachedRules();
   return (
     <ul className="decisions" data-testid="decisions">
       {decisions.map((d) => (
@@ -27,7 +30,7 @@ export function DecisionsList({ decisions }: { decisions: Decision[] }) {
               <strong>{d.tool_name}</strong> <code className="subject">{toolSubject(d.tool_input)}</code>
             </div>
             <div className="muted small">
-              {d.reason ?? d.decision_source}
+              <span title={d.reason ?? undefined}>{decisionText(d, d.rule_id ? rules.get(d.rule_id) : undefined)}</span>
               {d.session_id && (
                 <>
                   {' · '}

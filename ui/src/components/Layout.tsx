@@ -1,96 +1,104 @@
-import { useState } from 'react';
-import { NavLink, Outlet, useNavigate } from 'react-router-dom';
-import { useLive } from '../store/live';
-import { usd } from '../lib/format';
+// The shell around every page: sidebar (a drawer on narrow screens), top bar, the Ctrl+K
+// switcher, and the project dialogs.
+import { useCallback, useEffect, useState } from 'react';
+import { Outlet, useLocation, useNavigate } from 'react-router-dom';
+import type { Session } from '../api/client';
 import { useOverview } from '../lib/overview';
-import { NAV } from './nav';
+import { useNotifier } from './Notifications';
 import { CreateProjectDialog, ImportProjectDialog } from './ProjectDialogs';
+import { Sidebar } from './Sidebar';
+import { Switcher, useSwitcherShortcut } from './Switcher';
+import { TopBar } from './TopBar';
+
+const NARROW = '(max-width: 800px)';
+const HIDDEN_KEY = 'conduit-sidebar-hidden';
+
+function narrow(): boolean {
+  return typeof window.matchMedia === 'function' && window.matchMedia(NARROW).matches;
+}
+
+function readHidden(): boolean {
+  try {
+    return localStorage.getItem(HIDDEN_KEY) === '1';
+  } catch {
+    return false;
+  }
+}
 
 export function Layout() {
   const overview = useOverview();
-  const [dialog, setDialog] = useState<'create' | 'import' | null>(null);
+  const notifier = useNotifier();
   const navigate = useNavigate();
-  const projects = overview.data?.projects ?? [];
-  const totalCost = (overview.data?.sessions ?? []).reduce((sum, s) => sum + s.total_cost_usd, 0);
+  const location = useLocation();
+  const [dialog, setDialog] = useState<'create' | 'import' | null>(null);
+  const [switcher, setSwitcher] = useState(false);
+  // Narrow screens: the sidebar is a drawer, closed until asked for. Wide ones: shown unless hidden.
+  const [drawerOpen, setDrawerOpen] = useState(false);
+  const [sidebarHidden, setSidebarHidden] = useState(readHidden);
+
+  const openSwitcher = useCallback(() => setSwitcher(true), []);
+  useSwitcherShortcut(openSwitcher);
+  // A link followed in the drawer closes it.
+  useEffect(() => setDrawerOpen(false), [location.pathname]);
+  useEffect(() => {
+    if (!drawerOpen) return;
+    const onKey = (e: KeyboardEvent) => e.key === 'Escape' && setDrawerOpen(false);
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [drawerOpen]);
+
+  const toggleMenu = () => {
+    if (narrow()) {
+      setDrawerOpen(!drawerOpen);
+      return;
+    }
+    try {
+      if (sidebarHidden) localStorage.removeItem(HIDDEN_KEY);
+      else localStorage.setItem(HIDDEN_KEY, '1');
+    } catch {
+      // Not kept: it lasts for the page.
+    }
+    setSidebarHidden(!sidebarHidden);
+  };
   const opened = (id: string) => {
     setDialog(null);
-    useLive.getState().bumpConfig();
     navigate(`/projects/${id}`);
   };
+  const totalCost = overview.historyLoading ? null : overview.sessions.reduce((sum, s) => sum + s.total_cost_usd, 0);
+  const classes = ['shell', drawerOpen ? 'drawer-open' : '', sidebarHidden ? 'sidebar-hidden' : ''].filter(Boolean).join(' ');
 
   return (
-    <div className="shell">
-      <aside className="sidebar">
-        <NavLink to="/" className="brand">
-          <span className="brand-mark" />
-          Conduit
-        </NavLink>
-        <nav>
-          {NAV.map((n) => (
-            <NavLink key={n.to} to={n.to} end={n.end} className="nav-item">
-              {n.label}
-            </NavLink>
-          ))}
-        </nav>
-        <div className="sidebar-section">
-          <div className="sidebar-title">Projects</div>
-          {overview.error && <p className="sidebar-note">Projects could not be loaded: {overview.error}</p>}
-          {!overview.loading && projects.length === 0 && !overview.error && (
-            <p className="sidebar-note">No projects yet. Create one, or import a folder that already holds code.</p>
-          )}
-          <ul className="project-list" data-testid="project-list">
-            {projects.map((p) => {
-              const live = (overview.data?.sessions ?? []).filter(
-                (s) => s.project_id === p.id && ['starting', 'idle', 'active', 'compacting'].includes(s.status),
-              ).length;
-              return (
-                <li key={p.id}>
-                  <NavLink to={`/projects/${p.id}`} className="nav-item">
-                    <span className="project-name">{p.name}</span>
-                    {live > 0 && <span className="pill">{live}</span>}
-                  </NavLink>
-                </li>
-              );
-            })}
-          </ul>
-        </div>
-        <div className="sidebar-buttons">
-          <button className="button primary" onClick={() => setDialog('create')}>
-            New project
-          </button>
-          <button className="button ghost" onClick={() => setDialog('import')}>
-            Import folder
-          </button>
-        </div>
-      </aside>
+    <div className={classes}>
+      <Sidebar
+        overview={overview}
+        onCreate={() => setDialog('create')}
+        onImport={() => setDialog('import')}
+        onClose={() => setDrawerOpen(false)}
+      />
+      {drawerOpen && <div className="drawer-backdrop" onClick={() => setDrawerOpen(false)} />}
       <div className="main">
-        <header className="topbar">
-          <ConnectionStatus />
-          <div className="topbar-cost" data-testid="total-cost">
-            Total cost <strong>{usd(totalCost)}</strong>
-          </div>
-        </header>
+        <TopBar
+          menuOpen={narrow() ? drawerOpen : !sidebarHidden}
+          onMenu={toggleMenu}
+          onSwitcher={openSwitcher}
+          totalCost={totalCost}
+          notifier={notifier}
+        />
         <main className="content">
           <Outlet />
         </main>
       </div>
       {dialog === 'create' && <CreateProjectDialog onClose={() => setDialog(null)} onCreated={opened} />}
       {dialog === 'import' && <ImportProjectDialog onClose={() => setDialog(null)} onCreated={opened} />}
+      {switcher && (
+        <Switcher projects={overview.projects} sessions={mergeSessions(overview.sessions, overview.live)} onClose={() => setSwitcher(false)} />
+      )}
     </div>
   );
 }
 
-function ConnectionStatus() {
-  const connection = useLive((s) => s.connection);
-  const text = {
-    connecting: 'Connecting to live updates…',
-    live: 'Live',
-    reconnecting: 'Connection lost, reconnecting…',
-  }[connection];
-  return (
-    <div className={`connection connection-${connection}`} data-testid="connection" title="The live event stream">
-      <span className="dot" />
-      {text}
-    </div>
-  );
+/** Every known session once (the live list may hold one a project list has not loaded yet). */
+function mergeSessions(all: Session[], live: Session[]): Session[] {
+  const seen = new Set(all.map((s) => s.id));
+  return [...all, ...live.filter((s) => !seen.has(s.id))];
 }

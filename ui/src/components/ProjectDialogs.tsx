@@ -1,6 +1,8 @@
 import { useState, type FormEvent } from 'react';
-import { api, type DiscoveredProject, type FolderListing } from '../api/client';
-import { useLoad } from '../lib/useLoad';
+import { useQuery } from '@tanstack/react-query';
+import { api } from '../api/client';
+import { changed } from '../query/localChanges';
+import { browseQuery, discoverQuery } from '../query/queries';
 import { Empty, ErrorNote, Field, Modal } from './ui';
 
 interface DialogProps {
@@ -19,6 +21,7 @@ export function CreateProjectDialog({ onClose, onCreated }: DialogProps) {
     setBusy(true);
     try {
       const p = await api.createProject({ name, folder_path: folder, description: description || null });
+      changed.project(p, true);
       onCreated(p.id);
     } catch (err) {
       setError((err as Error).message);
@@ -56,14 +59,12 @@ export function CreateProjectDialog({ onClose, onCreated }: DialogProps) {
 export function ImportProjectDialog({ onClose, onCreated }: DialogProps) {
   const [path, setPath] = useState<string | undefined>(undefined);
   const [error, setError] = useState<string>();
-  const listing = useLoad<FolderListing>(() => api.browse(path), [path]);
-  const found = useLoad<DiscoveredProject[]>(
-    () => (listing.data ? api.discover(listing.data.path) : Promise.resolve([])),
-    [listing.data?.path],
-  );
+  const listing = useQuery({ ...browseQuery(path), placeholderData: (previous) => previous });
+  const found = useQuery({ ...discoverQuery(listing.data?.path ?? ''), enabled: listing.data !== undefined });
   const importFolder = async (folder: string) => {
     try {
       const p = await api.importProject({ folder_path: folder });
+      changed.project(p, true);
       onCreated(p.id);
     } catch (err) {
       setError((err as Error).message);
@@ -83,7 +84,7 @@ export function ImportProjectDialog({ onClose, onCreated }: DialogProps) {
             </button>
           )}
         </div>
-        <ErrorNote error={listing.error} what="list this folder" />
+        <ErrorNote error={listing.error?.message} what="list this folder" />
         <ErrorNote error={error} what="import" />
         <div className="browser-columns">
           <div>
@@ -105,7 +106,7 @@ export function ImportProjectDialog({ onClose, onCreated }: DialogProps) {
           </div>
           <div>
             <h3>Detected projects</h3>
-            <ErrorNote error={found.error} what="scan" />
+            <ErrorNote error={found.error?.message} what="scan" />
             {found.data && found.data.length === 0 && (
               <Empty title="Nothing detected here.">Folders with .git, .claude/ or CLAUDE.md show up here.</Empty>
             )}

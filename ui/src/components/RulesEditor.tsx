@@ -1,31 +1,31 @@
 import { useState, type FormEvent } from 'react';
+import { useQuery } from '@tanstack/react-query';
 import { api, type CreateRule, type Rule } from '../api/client';
-import { useLive } from '../store/live';
-import { useLoad } from '../lib/useLoad';
+import { changed } from '../query/localChanges';
+import { rulesQuery } from '../query/queries';
 import { DecisionBadge, Empty, ErrorNote, Loading } from './ui';
 
 interface Props {
   /** A project's rules, or the global ones when absent. */
   projectId?: string;
-  /** Show only deny rules (the dashboard's "global deny rules"). */
+  /** Show only deny rules. */
   denyOnly?: boolean;
 }
 
-/** Lists rules in evaluation order; create, edit and delete them in place. */
+/** Lists rules in evaluation order (every one: allow and deny); create, edit and delete them in place. */
 export function RulesEditor({ projectId, denyOnly }: Props) {
-  const config = useLive((s) => s.config);
-  const rules = useLoad(() => (projectId ? api.projectRules(projectId) : api.globalRules()), [projectId, config]);
+  const rules = useQuery(rulesQuery(projectId));
   const [editing, setEditing] = useState<string | null>(null);
   const [error, setError] = useState<string>();
-  const changed = () => {
+  const done = () => {
     setEditing(null);
     setError(undefined);
-    useLive.getState().bumpConfig();
   };
   const create = async (body: CreateRule) => {
     try {
-      await (projectId ? api.createProjectRule(projectId, body) : api.createGlobalRule(body));
-      changed();
+      const row = await (projectId ? api.createProjectRule(projectId, body) : api.createGlobalRule(body));
+      changed.rule(row, true);
+      done();
     } catch (e) {
       setError((e as Error).message);
     }
@@ -33,7 +33,8 @@ export function RulesEditor({ projectId, denyOnly }: Props) {
   const remove = async (rule: Rule) => {
     try {
       await api.deleteRule(rule.id);
-      changed();
+      changed.ruleDeleted(rule.id);
+      done();
     } catch (e) {
       setError((e as Error).message);
     }
@@ -41,65 +42,74 @@ export function RulesEditor({ projectId, denyOnly }: Props) {
   const shown = (rules.data ?? []).filter((r) => !denyOnly || r.behavior === 'deny');
   return (
     <div className="rules" data-testid={projectId ? 'project-rules' : 'global-rules'}>
-      {rules.loading && <Loading />}
-      <ErrorNote error={rules.error} what="load the rules" />
-      {!rules.loading && shown.length === 0 && !rules.error && (
-        <Empty title={denyOnly ? 'No global deny rules.' : 'No rules yet.'}>
+      {rules.isPending && <Loading />}
+      <ErrorNote error={rules.error?.message} what="load the rules" />
+      {!rules.isPending && shown.length === 0 && !rules.error && (
+        <Empty title={denyOnly ? 'No deny rules.' : 'No rules yet.'}>
           Every tool call is allowed until a rule says otherwise. Add a deny rule like Bash <code>rm:*</code>.
         </Empty>
       )}
       {shown.length > 0 && (
-        <table className="table compact">
-          <thead>
-            <tr>
-              <th>Behavior</th>
-              <th>Tool</th>
-              <th>Matches</th>
-              <th className="num">Priority</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {shown.map((r) =>
-              editing === r.id ? (
-                <tr key={r.id}>
-                  <td colSpan={5}>
-                    <RuleForm
-                      initial={r}
-                      submitLabel="Save"
-                      onCancel={() => setEditing(null)}
-                      onSubmit={async (body) => {
-                        try {
-                          await api.updateRule(r.id, body);
-                          changed();
-                        } catch (e) {
-                          setError((e as Error).message);
-                        }
-                      }}
-                    />
-                  </td>
-                </tr>
-              ) : (
-                <tr key={r.id}>
-                  <td>
-                    <DecisionBadge decision={r.behavior} />
-                  </td>
-                  <td className="mono">{r.tool_name}</td>
-                  <td className="mono">{r.rule_content || <span className="muted">any input</span>}</td>
-                  <td className="num">{r.priority}</td>
-                  <td className="row-actions">
-                    <button className="button small ghost" onClick={() => setEditing(r.id)}>
-                      Edit
-                    </button>
-                    <button className="button small danger-ghost" onClick={() => remove(r)}>
-                      Delete
-                    </button>
-                  </td>
-                </tr>
-              ),
-            )}
-          </tbody>
-        </table>
+        <div className="table-scroll">
+          <table className="table compact">
+            <thead>
+              <tr>
+                <th>Behavior</th>
+                <th>Tool</th>
+                <th>Matches</th>
+                <th className="num">Priority</th>
+                <th />
+              </tr>
+            </thead>
+            <tbody>
+              {shown.map((r) =>
+                editing === r.id ? (
+                  <tr key={r.id}>
+                    <td colSpan={5}>
+                      <RuleForm
+                        initial={r}
+                        submitLabel="Save"
+                        onCancel={() => setEditing(null)}
+                        onSubmit={async (body) => {
+                          try {
+                            changed.rule(await api.updateRule(r.id, body));
+                            done();
+                          } catch (e) {
+                            setError((e as Error).message);
+                          }
+                        }}
+                      />
+                    </td>
+                  </tr>
+                ) : (
+                  <tr key={r.id}>
+                    <td>
+                      <DecisionBadge decision={r.behavior} />
+                    </td>
+                    <td className="mono">{r.tool_name}</td>
+                    <td className="mono">
+                      {r.rule_content || <span className="muted">any input</span>}
+                      {r.updated_input && (
+                        <span className="tag" title={JSON.stringify(r.updated_input)}>
+                          rewrites input
+                        </span>
+                      )}
+                    </td>
+                    <td className="num">{r.priority}</td>
+                    <td className="row-actions">
+                      <button className="button small ghost" onClick={() => setEditing(r.id)}>
+                        Edit
+                      </button>
+                      <button className="button small danger-ghost" onClick={() => remove(r)}>
+                        Delete
+                      </button>
+                    </td>
+                  </tr>
+                ),
+              )}
+            </tbody>
+          </table>
+        </div>
       )}
       <ErrorNote error={error} />
       <RuleForm submitLabel="Add rule" onSubmit={create} defaultBehavior="deny" />

@@ -1,49 +1,58 @@
-import { api } from '../api/client';
+import { useQuery } from '@tanstack/react-query';
 import { Card, Empty, ErrorNote, Loading } from '../components/ui';
 import { CostChart } from '../components/CostChart';
 import { DecisionsList } from '../components/DecisionsList';
 import { RulesEditor } from '../components/RulesEditor';
 import { SessionsTable } from '../components/SessionsTable';
-import { count, duration, isLive, usd } from '../lib/format';
+import { count, duration, usd } from '../lib/format';
 import { useOverview } from '../lib/overview';
 import { computeStats, costByDay } from '../lib/stats';
-import { useLoad } from '../lib/useLoad';
-import { useLive } from '../store/live';
+import { decisionsQuery, healthQuery } from '../query/queries';
+
+const errorText = (e: Error | null) => e?.message;
 
 export function DashboardPage() {
   const overview = useOverview();
-  const sessionsTick = useLive((s) => s.sessions);
-  const decisionsTick = useLive((s) => s.decisions);
-  const health = useLoad(() => api.health(), [sessionsTick]);
-  const decisions = useLoad(() => api.decisions({ limit: 12 }), [decisionsTick]);
-  const sessions = overview.data?.sessions ?? [];
-  const stats = computeStats(overview.data?.projects.length ?? 0, sessions);
-  const live = sessions.filter((s) => isLive(s.status)).sort((a, b) => b.last_active_at.localeCompare(a.last_active_at));
+  const health = useQuery(healthQuery());
+  const decisions = useQuery(decisionsQuery({ limit: 12 }));
+  const sessions = overview.sessions;
+  const stats = computeStats(overview.projects.length, sessions);
+  const live = [...overview.live].sort((a, b) => b.last_active_at.localeCompare(a.last_active_at));
+  // Health has no events; the live list does: its count is current between health reads.
+  const activeNow = overview.loading ? health.data?.active_sessions : overview.live.length;
+
+  // Costs and turns need every project's sessions: no partial sums meanwhile.
+  const wait = overview.historyLoading;
 
   return (
     <div className="page">
       <h1>Dashboard</h1>
       <ErrorNote error={overview.error} what="load projects and sessions" />
       <div className="tiles" data-testid="stat-tiles">
-        <Tile label="Projects" value={String(stats.projects)} />
-        <Tile label="Live sessions" value={String(stats.liveSessions)} />
-        <Tile label="Turns" value={count(stats.turns)} />
-        <Tile label="Cost today" value={usd(stats.todayCost)} sub={`${usd(stats.totalCost)} all time`} testId="tile-cost" />
-        <Tile label="Tokens today" value={count(stats.todayTokens)} />
+        <Tile label="Projects" value={overview.loading ? '…' : String(stats.projects)} />
+        <Tile label="Live sessions" value={overview.loading ? '…' : String(overview.live.length)} />
+        <Tile label="Turns" value={wait ? '…' : count(stats.turns)} />
+        <Tile
+          label="Cost today"
+          value={wait ? '…' : usd(stats.todayCost)}
+          sub={wait ? undefined : `${usd(stats.totalCost)} all time`}
+          testId="tile-cost"
+        />
+        <Tile label="Tokens today" value={wait ? '…' : count(stats.todayTokens)} />
       </div>
       <div className="grid two">
         <Card title="System health" testId="health">
-          {health.loading && <Loading />}
-          <ErrorNote error={health.error} what="reach the service" />
+          {health.isPending && <Loading />}
+          <ErrorNote error={errorText(health.error)} what="reach the service" />
           {health.data && (
             <div className="health">
               <div className={`health-status health-${health.data.status}`}>{health.data.status}</div>
               <div className="capacity">
                 <div className="capacity-label">
-                  Session capacity <span>{health.data.active_sessions} of {health.data.max_sessions}</span>
+                  Session capacity <span>{activeNow} of {health.data.max_sessions}</span>
                 </div>
                 <div className="capacity-bar">
-                  <div style={{ width: `${Math.min(100, health.data.session_capacity_pct)}%` }} />
+                  <div style={{ width: `${capacityPct(activeNow ?? 0, health.data.max_sessions)}%` }} />
                 </div>
               </div>
               <ul className="checks">
@@ -63,7 +72,7 @@ export function DashboardPage() {
           )}
         </Card>
         <Card title="Cost over the last 14 days">
-          <CostChart days={costByDay(sessions, 14)} />
+          {wait ? <Loading /> : <CostChart days={costByDay(sessions, 14)} />}
         </Card>
       </div>
       <Card title="Live sessions" testId="live-sessions">
@@ -71,23 +80,27 @@ export function DashboardPage() {
         {!overview.loading && live.length === 0 && !overview.error && (
           <Empty title="No session is running.">Open a project and start one with “New session”.</Empty>
         )}
-        {live.length > 0 && <SessionsTable sessions={live} projects={overview.data?.projects} />}
+        {live.length > 0 && <SessionsTable sessions={live} projects={overview.projects} />}
       </Card>
       <div className="grid two">
         <Card title="Latest permission decisions">
-          {decisions.loading && <Loading />}
-          <ErrorNote error={decisions.error} what="load the audit log" />
+          {decisions.isPending && <Loading />}
+          <ErrorNote error={errorText(decisions.error)} what="load the audit log" />
           {decisions.data && decisions.data.length === 0 && (
             <Empty title="No tool calls decided yet.">Every tool call a session makes is decided and listed here.</Empty>
           )}
           {decisions.data && decisions.data.length > 0 && <DecisionsList decisions={decisions.data} />}
         </Card>
-        <Card title="Global deny rules">
-          <RulesEditor denyOnly />
+        <Card title="Global permission rules">
+          <RulesEditor />
         </Card>
       </div>
     </div>
   );
+}
+
+function capacityPct(active: number, max: number): number {
+  return max > 0 ? Math.min(100, (active / max) * 100) : 0;
 }
 
 function Tile(props: { label: string; value: string; sub?: string; testId?: string }) {

@@ -1,22 +1,21 @@
 import { useState, type FormEvent } from 'react';
+import { useQuery } from '@tanstack/react-query';
 import { useNavigate, useParams } from 'react-router-dom';
 import { api, type PermissionMode, type Project } from '../api/client';
 import { Card, Empty, ErrorNote, Field, Loading, MODELS, Modal, PERMISSION_MODES } from '../components/ui';
 import { RulesEditor } from '../components/RulesEditor';
 import { SessionsTable } from '../components/SessionsTable';
-import { useLoad } from '../lib/useLoad';
-import { useLive } from '../store/live';
+import { changed } from '../query/localChanges';
+import { projectQuery, projectSessionsQuery } from '../query/queries';
 
 export function ProjectPage() {
   const { projectId = '' } = useParams();
-  const config = useLive((s) => s.config);
-  const sessionsTick = useLive((s) => s.sessions);
-  const project = useLoad(() => api.project(projectId), [projectId, config]);
-  const sessions = useLoad(() => api.projectSessions(projectId), [projectId, sessionsTick]);
+  const project = useQuery(projectQuery(projectId));
+  const sessions = useQuery(projectSessionsQuery(projectId));
   const [launching, setLaunching] = useState(false);
 
-  if (project.loading) return <Loading />;
-  if (!project.data) return <ErrorNote error={project.error ?? 'This project does not exist.'} what="open this project" />;
+  if (project.isPending) return <Loading />;
+  if (!project.data) return <ErrorNote error={project.error?.message ?? 'This project does not exist.'} what="open this project" />;
   const p = project.data;
   return (
     <div className="page">
@@ -31,7 +30,8 @@ export function ProjectPage() {
         </button>
       </div>
       <Card title="Sessions" testId="project-sessions">
-        <ErrorNote error={sessions.error} what="load sessions" />
+        {sessions.isPending && <Loading />}
+        <ErrorNote error={sessions.error?.message} what="load sessions" />
         {sessions.data && sessions.data.length === 0 && (
           <Empty title="No sessions yet.">Start one with “New session”: it runs Claude Code in {p.folder_path}.</Empty>
         )}
@@ -69,6 +69,7 @@ function NewSessionDialog({ project, onClose }: { project: Project; onClose: () 
         model: model || null,
         permission_mode: (mode || null) as PermissionMode | null,
       });
+      changed.session(session);
       if (prompt.trim()) await api.send(session.id, prompt);
       navigate(`/sessions/${session.id}`);
     } catch (err) {
@@ -130,7 +131,7 @@ function SettingsForm({ project }: { project: Project }) {
   const save = async (e: FormEvent) => {
     e.preventDefault();
     try {
-      await api.updateProject(project.id, {
+      const saved = await api.updateProject(project.id, {
         name,
         description: description || null,
         default_model: model || null,
@@ -138,9 +139,9 @@ function SettingsForm({ project }: { project: Project }) {
         max_sessions: Number(maxSessions),
         default_append_system_prompt: systemPrompt || null,
       });
+      changed.project(saved);
       setError(undefined);
       setNote('Saved.');
-      useLive.getState().bumpConfig();
     } catch (err) {
       setNote(undefined);
       setError((err as Error).message);
@@ -150,8 +151,8 @@ function SettingsForm({ project }: { project: Project }) {
     if (!window.confirm(`Delete ${project.name}? Its live sessions are ended and its history is erased.`)) return;
     try {
       await api.deleteProject(project.id);
-      useLive.getState().bumpConfig();
       navigate('/');
+      changed.projectDeleted(project.id);
     } catch (err) {
       setError((err as Error).message);
     }

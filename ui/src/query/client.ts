@@ -47,4 +47,6 @@ export const keys = {
   diff: (sessionId: string) => ['sessions', sessionId, 'diff'] as const,
   /** One page of a session's diff (files from `offset`). */
   diffPage: (sessionId: string, offset: number) => ['sessions', sessionId, 'diff', offset] as const,
+  browse: (path: string) => ['folders', 'browse', path] as const,
+  discover: (path: string) => ['folders', 'discover', path] as const,
 };

@@ -1,22 +1,26 @@
-// The live connection to `/api/events/stream` and the counters pages watch to know when to
-// reload. Every event bumps a counter for its kind (and one per session), so a page re-reads
-// exactly what changed, from the REST API, which stays the one source of truth.
+// The live connection to `/api/events/stream`. Its state (connecting, live, reconnecting) is
+// kept here; the frames' contents go into the query cache (`cacheSync.ts`), so pages show what
+// happened without asking the API again. Reconnects resume after the last event seen
+// (`?since=`) and refetch everything once; a `warning` about dropped events does the same.
 import { create } from 'zustand';
 import { authHeaders } from '../api/client';
 import { backoff, SseParser, type Frame } from '../lib/sse';
+import { readWithWatchdog, WATCHDOG_MS } from '../lib/streamReader';
+import { queryClient } from '../query/client';
+import { applyFrameToCache, refetchEverything, streamOpened } from './cacheSync';
 
 export type Connection = 'connecting' | 'live' | 'reconnecting';
 
 interface LiveState {
   connection: Connection;
   lastEventId: number | null;
-  /** Bumped by session.* events (any session). */
+  /**
+   * Counters for pages not yet reading the query cache (the session page): bumped by session.*
+   * events, permission decisions, and per session. Partial tokens bump nothing.
+   */
   sessions: number;
-  /** Bumped by permission.decision events. */
   decisions: number;
-  /** Bumped by local changes to projects and rules (they have no events). */
   config: number;
-  /** Per-session counters. */
   bySession: Record<string, number>;
   reconnects: number;
   bumpConfig: () => void;
@@ -47,17 +51,23 @@ export function onFrame(listener: FrameListener): () => void {
   };
 }
 
-/** Applies one frame to the counters (exported for tests). */
+/** Token-by-token traffic: many frames a second, none of which changes a row. */
+export function isPartial(frame: Frame): boolean {
+  return frame.type === 'stream.event' || frame.type === 'assistant.delta';
+}
+
+/** Applies one frame: listeners, the query cache, the counters (exported for tests). */
 export function applyFrame(frame: Frame, id: number | null): void {
   for (const listener of listeners) listener(frame);
+  const refetched = applyFrameToCache(queryClient, frame);
   useLive.setState((s) => {
     const next: Partial<LiveState> = { lastEventId: id ?? s.lastEventId };
-    // This client fell behind and the service dropped events for it: reload everything.
-    if (frame.event === 'warning') {
+    if (refetched) {
       return { ...next, sessions: s.sessions + 1, decisions: s.decisions + 1, config: s.config + 1 };
     }
-    // Partial tokens arrive many times a second and change nothing a page reloads.
-    if (frame.type === 'stream.event') return next;
+    if (isPartial(frame)) return next;
+    // The service is stopping (its sessions close for that reason): the stream ends in a moment.
+    if (frame.type === 'session.closed' && isShutdownClose(frame.data)) next.connection = 'reconnecting';
     if (frame.type === 'permission.decision') next.decisions = s.decisions + 1;
     else if (frame.type?.startsWith('session.')) next.sessions = s.sessions + 1;
     if (frame.session_id) {
@@ -67,56 +77,83 @@ export function applyFrame(frame: Frame, id: number | null): void {
   });
 }
 
+function isShutdownClose(data: unknown): boolean {
+  return typeof data === 'object' && data !== null && (data as { closed_reason?: unknown }).closed_reason === 'shutdown';
+}
+
+export interface ConnectOptions {
+  url?: string;
+  /** Silence after which the connection counts as lost (tests shorten it). */
+  watchdogMs?: number;
+  fetcher?: typeof fetch;
+}
+
 /**
  * Keeps one stream open for the life of the page: reconnects with backoff and resumes after
- * the last event seen (`?since=`), so nothing is missed while the service restarts.
- * Returns a function that stops it.
+ * the last event seen (`?since=`), so nothing is missed while the service restarts. The
+ * indicator turns to "reconnecting" as soon as the stream ends, fails, or goes silent longer
+ * than the keep-alive interval. Returns a function that stops it.
  */
-export function connectLive(url = '/api/events/stream'): () => void {
+export function connectLive(options: ConnectOptions = {}): () => void {
+  const { url = '/api/events/stream', watchdogMs = WATCHDOG_MS, fetcher = (...a) => fetch(...a) } = options;
   let stopped = false;
   let controller: AbortController | null = null;
   let attempt = 0;
+  let failures = 0;
+  let wake: (() => void) | null = null;
+
+  // The browser knows the network is gone before any read fails: give up the stream now, and
+  // try again at once when it is back.
+  const offline = () => controller?.abort();
+  const online = () => wake?.();
+  window.addEventListener('offline', offline);
+  window.addEventListener('online', online);
 
   const run = async () => {
     while (!stopped) {
       controller = new AbortController();
       const since = useLive.getState().lastEventId;
       try {
-        const res = await fetch(since === null ? url : `${url}?since=${since}`, {
+        const res = await fetcher(since === null ? url : `${url}?since=${since}`, {
           signal: controller.signal,
           headers: { Accept: 'text/event-stream', ...authHeaders() },
         });
         if (!res.ok || !res.body) throw new Error(`stream answered ${res.status}`);
         attempt = 0;
-        // Reconnected: whatever happened while away may not all be in the replay; reload all.
-        useLive.setState((s) => ({
-          connection: 'live',
-          sessions: s.sessions + 1,
-          decisions: s.decisions + 1,
-          config: s.config + 1,
-        }));
+        useLive.setState({ connection: 'live' });
+        streamOpened();
+        // Back after a failure: what happened meanwhile may not all be in the replay.
+        if (failures > 0) refetchEverything(queryClient);
         const parser = new SseParser((m) => {
           const frame = safeFrame(m.data);
           if (frame) applyFrame(frame, m.id !== undefined && /^\d+$/.test(m.id) ? Number(m.id) : null);
         });
-        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          parser.push(value);
-        }
+        await readWithWatchdog(res.body, (text) => parser.push(text), watchdogMs);
       } catch {
-        // Network error or abort: fall through to the retry below.
+        // Ended, failed, went silent or aborted: retry below.
       }
+      controller.abort();
       if (stopped) return;
+      failures += 1;
+      streamOpened();
       useLive.setState((s) => ({ connection: 'reconnecting', reconnects: s.reconnects + 1 }));
-      await new Promise((r) => setTimeout(r, backoff(attempt++)));
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, backoff(attempt++));
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = null;
     }
   };
   void run();
   return () => {
     stopped = true;
     controller?.abort();
+    wake?.();
+    window.removeEventListener('offline', offline);
+    window.removeEventListener('online', online);
   };
 }
 
