@@ -25,6 +25,8 @@ export const keys = {
   globalRules: ['rules', 'global'] as const,
   session: (id: string) => ['sessions', id] as const,
   sessionOptions: (id: string) => ['sessions', id, 'options'] as const,
+  /** A session's transcript: stored lines loaded so far plus lines heard live (lib/sessionFeed.ts). */
+  sessionMessages: (id: string) => ['sessions', id, 'messages'] as const,
   activeSessions: ['sessions', 'active'] as const,
   decisions: (filter: Record<string, string | number | undefined> = {}) => ['decisions', filter] as const,
   agents: ['agents'] as const,
