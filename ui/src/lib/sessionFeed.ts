@@ -163,8 +163,10 @@ export function prependOlder(feed: Feed, older: Message[], limit: number): Feed 
   return { ...feed, rows: [...fresh, ...feed.rows], hasOlder: older.length >= limit };
 }
 
-/** A decision heard live, in a list kept newest first (a repeat replaces its row). */
+/** A decision heard live, in a list kept newest first (a repeat replaces its row in place). */
 export function addDecision(list: Decision[] | undefined, decision: Decision): Decision[] {
-  const rest = (list ?? []).filter((d) => d.id !== decision.id);
-  return [decision, ...rest];
+  const held = list ?? [];
+  return held.some((d) => d.id === decision.id)
+    ? held.map((d) => (d.id === decision.id ? decision : d))
+    : [decision, ...held];
 }
