@@ -1,6 +1,6 @@
 import type { Decision, Message } from '../api/client';
 import {
-  addDecision, appendLive, emptyFeed, feedLines, lineFromFrame, mergeTail, prependOlder, type Feed, type LiveLine,
+  addDecision, appendLive, emptyFeed, lineFromFrame, mergeTail, prependOlder, type Feed, type LiveLine,
 } from './sessionFeed';
 import type { Frame } from './sse';
 
@@ -13,7 +13,7 @@ const frame = (seq: number, data: object | null, over: Partial<Frame> = {}): Fra
   event: 'assistant', seq, type: 'session.message', session_id: 's', timestamp: '2026-01-01T00:00:01Z', data, ...over,
 });
 const live = (seq: number, body: object = { type: 'assistant', n: seq }): LiveLine => lineFromFrame(frame(seq, body)) as LiveLine;
-const ids = (f: Feed) => feedLines(f).map((l) => ('id' in l && l.id !== undefined ? l.id : (l as LiveLine).key));
+const ids = (f: Feed) => f.lines.map((l) => ('key' in l ? l.key : l.id));
 const LIMIT = 3;
 
 describe('lineFromFrame', () => {
@@ -78,21 +78,42 @@ describe('mergeTail', () => {
     expect([ids(f), f.hasOlder]).toEqual([[50, 51, 52], true]);
   });
 
-  it('drops what this page wrote itself (the stored line replaces it)', () => {
-    const sent: LiveLine = {
-      key: 'u1', seq: null, direction: 'to_cli', message_type: 'user', message_subtype: null, content: '{}', timestamp: '', ephemeral: true,
-    };
-    let f = appendLive(mergeTail(emptyFeed(), [row(1, 1)], LIMIT), [sent]);
-    expect(ids(f)).toEqual([1, 'u1']);
-    f = mergeTail(f, [row(1, 1), { ...row(2, null), direction: 'to_cli', message_type: 'user' }], LIMIT);
-    expect(ids(f)).toEqual([1, 2]);
-  });
-
   it('recognizes a stored line by its content when the numbers disagree', () => {
     // A stream that numbers its frames globally: the live line's 900 is the stored row's 3.
     let f = appendLive(mergeTail(emptyFeed(), [row(1, 1)], LIMIT), [live(900, { type: 'assistant', text: 'hi' })]);
     f = mergeTail(f, [row(1, 1), row(2, 3, { type: 'assistant', text: 'hi' })], LIMIT);
     expect(ids(f)).toEqual([1, 2]);
+  });
+});
+
+describe('mergeTail when a turn starts (a short read, to find lines the stream does not relay)', () => {
+  const userRow = (id: number, text: string): Message => ({
+    ...row(id, null), direction: 'to_cli', message_type: 'user', content: JSON.stringify({ type: 'user', message: { role: 'user', content: text } }),
+  });
+
+  it('puts the user\'s turn among the lines heard live, where it was written', () => {
+    let f = mergeTail(emptyFeed(), [row(1, 1), row(2, 2), row(3, 3)], LIMIT);
+    f = appendLive(f, [live(4), live(5)]);
+    // Stored meanwhile: 4, 5, the user's turn (not relayed), and 6, heard a moment later.
+    f = mergeTail(f, [row(20, 5), userRow(21, 'go on'), row(22, 6)], LIMIT, 'ignore');
+    expect(ids(f)).toEqual([1, 2, 3, 'l4', 20, 21, 22]);
+    f = appendLive(f, [live(6), live(7)]);
+    expect(ids(f)).toEqual([1, 2, 3, 'l4', 20, 21, 22, 'l7']);
+  });
+
+  it('replaces the turn sent from this page by its stored line', () => {
+    const sent: LiveLine = {
+      key: 'u1', seq: null, direction: 'to_cli', message_type: 'user', message_subtype: null, timestamp: '', ephemeral: true,
+      content: JSON.stringify({ type: 'user', message: { role: 'user', content: 'go on' } }),
+    };
+    let f = appendLive(mergeTail(emptyFeed(), [row(1, 1), row(2, 2), row(3, 3)], LIMIT), [sent]);
+    f = mergeTail(f, [row(2, 2), row(3, 3), userRow(9, 'go on ')], LIMIT, 'ignore');
+    expect(ids(f)).toEqual([1, 2, 3, 9]);
+  });
+
+  it('leaves the feed alone when the read does not join what is held', () => {
+    const f = appendLive(mergeTail(emptyFeed(), [row(1, 1), row(2, 2), row(3, 3)], LIMIT), [live(4)]);
+    expect(mergeTail(f, [row(50, 60), row(51, 61), row(52, 62)], LIMIT, 'ignore')).toBe(f);
   });
 });
 

@@ -25,22 +25,25 @@ export interface LiveLine {
 
 export type Line = Message | LiveLine;
 
+export const isStored = (line: Line): line is Message => !('key' in line);
+
 export interface Feed {
-  /** Stored lines, oldest first (ascending ids). */
-  rows: Message[];
-  /** More stored lines exist before `rows[0]`. */
+  /**
+   * Every line held, in reading order: stored rows (read from the end, a page at a time
+   * backwards) and, after them or among them, lines heard live that were not read yet.
+   */
+  lines: Line[];
+  /** More stored lines exist before the first stored one held. */
   hasOlder: boolean;
-  /** Lines heard since, in arrival order, none of them among `rows`. */
-  live: LiveLine[];
   /** The first page has arrived (live lines may come before it). */
   loaded: boolean;
 }
 
-export const emptyFeed = (): Feed => ({ rows: [], hasOlder: false, live: [], loaded: false });
+export const emptyFeed = (): Feed => ({ lines: [], hasOlder: false, loaded: false });
 
-/** Every line in reading order. */
-export function feedLines(feed: Feed): Line[] {
-  return feed.live.length === 0 ? feed.rows : [...feed.rows, ...feed.live];
+/** The oldest stored line held: where the next older page ends. */
+export function firstStored(feed: Feed): Message | undefined {
+  return feed.lines.find(isStored);
 }
 
 /**
@@ -89,63 +92,98 @@ function kindOf(line: Record<string, unknown>, event: string): [string, string |
   return [event === 'system_init' ? 'system' : event, event === 'system_init' ? 'init' : null];
 }
 
-/** How far back a live line is looked for among stored rows (it can only repeat a recent one). */
+/** How far back a new live line is looked for (it can only repeat a recent one). */
 const RECENT = 400;
 
-function storedHas(rows: Message[], line: LiveLine, from = Math.max(0, rows.length - RECENT)): boolean {
-  if (line.seq === null) return false;
-  for (let i = rows.length - 1; i >= from; i--) {
-    // The type must agree too: a mismatch of number spaces must not hide a real line.
-    if (rows[i].seq === line.seq && rows[i].message_type === line.message_type) return true;
-  }
-  return false;
-}
+/** The same relayed line: the same number, and the type too (numbers must not hide real lines). */
+const sameNumber = (a: Line, seq: number | null, type: string) => seq !== null && a.seq === seq && a.message_type === type;
 
 /** Adds lines heard live, skipping any already held (stored or heard). */
 export function appendLive(feed: Feed, lines: LiveLine[]): Feed {
-  const fresh = lines.filter(
-    (l) => !storedHas(feed.rows, l) && !(l.seq !== null && feed.live.some((h) => h.seq === l.seq && h.message_type === l.message_type)),
-  );
-  return fresh.length === 0 ? feed : { ...feed, live: [...feed.live, ...fresh] };
+  const held = feed.lines;
+  const from = Math.max(0, held.length - RECENT);
+  const fresh = lines.filter((l, i) => {
+    for (let j = held.length - 1; j >= from; j--) if (sameNumber(held[j], l.seq, l.message_type)) return false;
+    return !lines.slice(0, i).some((earlier) => sameNumber(earlier, l.seq, l.message_type));
+  });
+  return fresh.length === 0 ? feed : { ...feed, lines: [...held, ...fresh] };
 }
 
 /**
- * Merges a fresh read of the last `limit` stored lines (first load, reconnect, missed events).
- * Older pages already loaded stay when the two overlap; with a gap between them (more than a
- * page written while away) the old ones are dropped and read again on scrolling up. Live lines
- * now stored go; those not stored yet (writes lag behind the stream) stay.
+ * Merges a fresh read of the last stored lines (`limit` asked for): on first load, after a
+ * reconnect or missed events, and when a turn starts. The held lines that the read also holds
+ * anchor it: the held lines before the first of them stay in front (older pages), the read
+ * replaces the rest, and live lines not stored yet (writes lag behind the stream) stay after
+ * it. With no anchor and a full read, more than a read's worth was written meanwhile: with
+ * `onGap: 'reset'` the read replaces everything (older pages are read again on scrolling up);
+ * with `'ignore'` the feed stays as it is.
  */
-export function mergeTail(feed: Feed, tail: Message[], limit: number): Feed {
-  let rows: Message[];
-  let hasOlder: boolean;
+export function mergeTail(feed: Feed, tail: Message[], limit: number, onGap: 'reset' | 'ignore' = 'reset'): Feed {
+  const held = feed.lines;
   const complete = tail.length < limit;
-  const newest = feed.rows[feed.rows.length - 1];
-  if (complete || feed.rows.length === 0) {
-    rows = tail;
-    hasOlder = !complete;
-  } else if (newest && tail[0].id <= newest.id) {
-    // Ids grow across all sessions, so only an overlap proves nothing is missing in between.
-    rows = [...feed.rows.filter((r) => r.id < tail[0].id), ...tail];
-    hasOlder = feed.hasOlder;
-  } else {
-    rows = tail;
-    hasOlder = true;
+  const inTail = matcher(tail);
+  const firstId = tail.length > 0 ? tail[0].id : Infinity;
+  let first = -1;
+  let last = -1;
+  // From the newest back to the first stored line older than the read: nothing before it can be in it.
+  for (let i = held.length - 1; i >= 0; i--) {
+    const line = held[i];
+    if (isStored(line) && line.id < firstId) break;
+    if (inTail(line)) {
+      if (last < 0) last = i;
+      first = i;
+    }
   }
-  const tailStart = rows.length - tail.length;
-  const canon = tailCanon(feed.live, rows, tailStart);
-  const live = feed.live.filter((l) => !l.ephemeral && !storedHas(rows, l, tailStart) && !canon?.has(canonical(l.content)));
-  return { rows, hasOlder, live, loaded: true };
+  if (first < 0 && !complete && onGap === 'ignore' && feed.loaded) return feed;
+  let front: Line[] = [];
+  let after: Line[];
+  if (first >= 0) {
+    // A complete read is all there is: nothing stored lies before it.
+    if (!complete) front = held.slice(0, first);
+    after = held.slice(last + 1).filter((l) => !isStored(l) && !inTail(l));
+  } else {
+    const newest = tail.length > 0 ? Date.parse(tail[tail.length - 1].timestamp) : -Infinity;
+    after = held.filter((l) => !isStored(l) && !inTail(l) && (complete || Date.parse(l.timestamp) >= newest));
+  }
+  const hasOlder = complete ? false : front.some(isStored) ? feed.hasOlder : true;
+  return { lines: [...front, ...tail, ...after], hasOlder, loaded: true };
 }
 
-/**
- * The tail's lines in one spelling (parsed and written again), to recognize a live line among
- * them even if its number was not the stored one. Computed only when live lines are left.
- */
-function tailCanon(live: LiveLine[], rows: Message[], from: number): Set<string> | null {
-  if (!live.some((l) => !l.ephemeral && l.seq !== null)) return null;
-  const set = new Set<string>();
-  for (let i = from; i < rows.length; i++) if (rows[i].direction === 'from_cli') set.add(canonical(rows[i].content));
-  return set;
+/** Whether a held line is one of `tail`'s: by id, by number, by content, a sent turn by its text. */
+function matcher(tail: Message[]): (line: Line) => boolean {
+  const ids = new Set<number>();
+  const numbers = new Set<string>();
+  let contents: Set<string> | null = null;
+  const userTexts = new Set<string>();
+  const answers: number[] = [];
+  for (const row of tail) {
+    ids.add(row.id);
+    if (row.seq !== null && row.seq !== undefined) numbers.add(`${row.seq}:${row.message_type}`);
+    if (row.direction === 'to_cli' && row.message_type === 'user') userTexts.add(userText(row.content));
+    if (row.message_type === 'control_response' && row.content.includes('"stopReason"')) answers.push(Date.parse(row.timestamp));
+  }
+  return (line) => {
+    if (isStored(line)) return ids.has(line.id);
+    if (line.ephemeral) {
+      if (line.direction === 'to_cli') return userTexts.has(userText(line.content));
+      // A turn's end said from its event: the stored answer to the prompt is the same end.
+      const at = Date.parse(line.timestamp);
+      return answers.some((t) => Math.abs(t - at) < 5000);
+    }
+    if (line.seq !== null && numbers.has(`${line.seq}:${line.message_type}`)) return true;
+    // The stream may number lines differently from the store: the same line has the same content.
+    contents ??= new Set(tail.filter((r) => r.direction === 'from_cli').map((r) => canonical(r.content)));
+    return contents.has(canonical(line.content));
+  };
+}
+
+function userText(content: string): string {
+  try {
+    const message = (JSON.parse(content) as { message?: { content?: unknown } }).message;
+    return typeof message?.content === 'string' ? message.content.trim() : content;
+  } catch {
+    return content;
+  }
 }
 
 function canonical(content: string): string {
@@ -156,11 +194,11 @@ function canonical(content: string): string {
   }
 }
 
-/** Puts a page of older lines (the `limit` before `rows[0]`) in front. */
+/** Puts a page of older lines (the `limit` before the first stored line held) in front. */
 export function prependOlder(feed: Feed, older: Message[], limit: number): Feed {
-  const first = feed.rows[0];
+  const first = firstStored(feed);
   const fresh = first ? older.filter((r) => r.id < first.id) : older;
-  return { ...feed, rows: [...fresh, ...feed.rows], hasOlder: older.length >= limit };
+  return { ...feed, lines: [...fresh, ...feed.lines], hasOlder: older.length >= limit };
 }
 
 /** A decision heard live, in a list kept newest first (a repeat replaces its row in place). */

@@ -12,7 +12,7 @@ import { onFrame, useLive } from '../store/live';
 import { isLive } from './format';
 import { PendingText } from './pendingText';
 import {
-  addDecision, appendLive, emptyFeed, lineFromFrame, lineSeq, mergeTail, prependOlder, type Feed, type LiveLine,
+  addDecision, appendLive, emptyFeed, firstStored, lineFromFrame, lineSeq, mergeTail, prependOlder, type Feed, type LiveLine,
 } from './sessionFeed';
 import type { Frame } from './sse';
 
@@ -20,6 +20,8 @@ import type { Frame } from './sse';
 const RAW_RESULTS = ['claude', 'codex'];
 /** A line too big for its frame is read back from the store after the write-behind caught up. */
 const STORED_AFTER_MS = 1000;
+/** Lines read when a turn starts, to show its user line (see `catchUp`). */
+const CATCH_UP = 20;
 
 export function errorText(e: unknown): string | undefined {
   if (e === null || e === undefined) return undefined;
@@ -114,14 +116,14 @@ function useOlderPages(qc: QueryClient, sessionId: string, epoch: number) {
   const load = useCallback(async () => {
     const key = keys.sessionMessages(sessionId);
     const before = qc.getQueryData<Feed>(key);
-    const first = before?.rows[0];
+    const first = before ? firstStored(before) : undefined;
     if (busy.current || !before?.hasOlder || !first) return;
     busy.current = true;
     setState({ loading: true });
     try {
       const page = await sessionApi.before(sessionId, first.id);
       // Unless a fresh read replaced the lines meanwhile (then this page no longer joins them).
-      qc.setQueryData<Feed>(key, (now) => (now && now.rows[0]?.id === first.id ? prependOlder(now, page, PAGE_SIZE) : now));
+      qc.setQueryData<Feed>(key, (now) => (now && firstStored(now)?.id === first.id ? prependOlder(now, page, PAGE_SIZE) : now));
       setState({ loading: false });
     } catch (e) {
       setState({ loading: false, error: errorText(e) });
@@ -137,6 +139,8 @@ class FrameRouter {
   /** ACP's text chunks: stored lines, but shown through the bubble until the message ends. */
   private quiet: LiveLine[] = [];
   private timers: ReturnType<typeof setTimeout>[] = [];
+  private catchingUp = false;
+  private stopped = false;
 
   constructor(
     private readonly qc: QueryClient,
@@ -155,7 +159,11 @@ class FrameRouter {
       case 'session.status':
       case 'session.closed':
       case 'session.error':
-        if (isRow(data, this.sessionId)) this.qc.setQueryData<Session>(keys.session(this.sessionId), data);
+        if (isRow(data, this.sessionId)) {
+          const before = this.qc.getQueryData<Session>(keys.session(this.sessionId))?.status;
+          this.qc.setQueryData<Session>(keys.session(this.sessionId), data);
+          if (data.status === 'active' && before !== 'active') this.catchUp();
+        }
         return;
       case 'session.message':
       case 'session.result': {
@@ -206,6 +214,29 @@ class FrameRouter {
     });
   }
 
+  /**
+   * The user's turns are stored but not relayed on the stream (a turn sent from elsewhere, or a
+   * launch's first message, would never show): when a turn starts, its line is stored, so the
+   * last few stored lines are read and merged. A stopgap until the service relays user lines.
+   */
+  private catchUp(): void {
+    if (this.catchingUp) return;
+    this.catchingUp = true;
+    const key = keys.sessionMessages(this.sessionId);
+    sessionApi
+      .tail(this.sessionId, CATCH_UP)
+      .then((tail) => {
+        if (this.stopped) return;
+        this.qc.setQueryData<Feed>(key, (f) => (f?.loaded ? mergeTail(f, tail, CATCH_UP, 'ignore') : f));
+      })
+      .catch(() => {
+        // The next reconnect or warning reads everything again; nothing to say about this one.
+      })
+      .finally(() => {
+        this.catchingUp = false;
+      });
+  }
+
   private readBackLater(): void {
     this.timers.push(
       setTimeout(
@@ -216,6 +247,7 @@ class FrameRouter {
   }
 
   stop(): void {
+    this.stopped = true;
     this.timers.forEach(clearTimeout);
   }
 }

@@ -10,7 +10,7 @@ import { Card, ErrorNote, Loading, StatusBadge } from '../components/ui';
 import { Transcript } from '../components/Transcript';
 import { closedIdle, Controls, describeFailure, MessageBox, SurvivalButtons, type Act } from '../components/SessionControls';
 import { ago, count, isLive, usd } from '../lib/format';
-import { appendLive, emptyFeed, feedLines, type Feed } from '../lib/sessionFeed';
+import { appendLive, emptyFeed, type Feed } from '../lib/sessionFeed';
 import { buildTranscript } from '../lib/transcript';
 import { errorText, useSessionData } from '../lib/useSessionData';
 
@@ -21,8 +21,8 @@ export function SessionPage() {
   const qc = useQueryClient();
   const navigate = useNavigate();
   const { session, feed, decisions, options, pending, older, epoch } = useSessionData(sessionId);
-  const lines = useMemo(() => (feed.data ? feedLines(feed.data) : []), [feed.data]);
-  const items = useMemo(() => buildTranscript(lines, decisions.data ?? []), [lines, decisions.data]);
+  const lines = feed.data?.lines;
+  const items = useMemo(() => buildTranscript(lines ?? [], decisions.data ?? []), [lines, decisions.data]);
   const [actionError, setActionError] = useState<string>();
   useEffect(() => setActionError(undefined), [epoch, sessionId]);
 
