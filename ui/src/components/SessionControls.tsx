@@ -1,7 +1,7 @@
 // What can be done to a session from its page: change its model or permission mode (the lists
 // the CLI itself offers), interrupt the turn, end it, bring an ended one back or fork it, and
 // write to it.
-import { useEffect, useState, type FormEvent } from 'react';
+import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
 import { ApiError, api, type PermissionMode, type Session } from '../api/client';
 import type { SessionOptions } from '../api/sessions';
 import { agentLabel } from './TranscriptEntry';
@@ -20,7 +20,9 @@ export function closedIdle(session: Session): boolean {
   return session.status === 'closed' && (session.closed_reason as string | null | undefined)?.startsWith('idle') === true;
 }
 
-export function Controls({ session, options, act }: { session: Session; options?: SessionOptions; act: Act }) {
+/** `children`: more buttons, before the ones that stop things. */
+export function Controls(props: { session: Session; options?: SessionOptions; act: Act; children?: ReactNode }) {
+  const { session, options, act } = props;
   const [model, setModel] = useState(session.model ?? '');
   const current = session.permission_mode ?? 'default';
   // The modes the CLI named; before it answers (or from an older service), the contract's six.
@@ -60,6 +62,7 @@ export function Controls({ session, options, act }: { session: Session; options?
         </label>
       )}
       <div className="spacer" />
+      {props.children}
       <button className="button" disabled={session.status !== 'active'} onClick={() => void act(() => api.interrupt(session.id))}>
         Interrupt
       </button>

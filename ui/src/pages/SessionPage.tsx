@@ -13,6 +13,7 @@ import { ago, count, isLive, usd } from '../lib/format';
 import { appendLive, emptyFeed, type Feed } from '../lib/sessionFeed';
 import { buildTranscript } from '../lib/transcript';
 import { errorText, useSessionData } from '../lib/useSessionData';
+import './SessionPage.css';
 
 let sentCount = 0;
 
@@ -87,7 +88,11 @@ export function SessionPage() {
       </div>
       {s.error_message && <ErrorNote error={s.error_message} what="keep the CLI running" />}
       {/* Keyed on the model too: the field shows the model the CLI reports once it is known. */}
-      {live && <Controls key={`${s.id}:${s.model ?? ''}`} session={s} options={options.data} act={act} />}
+      {live && (
+        <Controls key={`${s.id}:${s.model ?? ''}`} session={s} options={options.data} act={act}>
+          <SurvivalButtons session={s} onResume={resume} onFork={fork} />
+        </Controls>
+      )}
       <ErrorNote error={actionError} />
       <Card title="Transcript" className="transcript-card">
         <ErrorNote error={feedError} what={feed.data?.loaded ? 'bring the transcript up to date' : 'load the transcript'} />
@@ -101,12 +106,10 @@ export function SessionPage() {
       {canWrite && <MessageBox session={s} epoch={epoch} onSent={sent} />}
       {!live && (
         <div className="ended-note">
-          {closedIdle(s) ? 'This session was closed for being idle' : `This session has ended (${endedHow(s)})`}; its transcript stays
-          here. <SurvivalButtons session={s} onResume={resume} onFork={fork} />
-        </div>
-      )}
-      {live && s.session_id && (
-        <div className="fork-note muted small">
+          <span>
+            {closedIdle(s) ? 'This session was closed for being idle.' : `This session has ended: ${endedHow(s)}.`} Its transcript
+            stays here.
+          </span>
           <SurvivalButtons session={s} onResume={resume} onFork={fork} />
         </div>
       )}
