@@ -18,8 +18,10 @@ export interface OlderPages {
   load: () => void;
 }
 
-/** Within this many pixels of the bottom counts as "at the bottom". */
+/** Within this many pixels of the bottom counts as "at the bottom" (for the "Latest" button). */
 const BOTTOM_SLACK = 48;
+/** The view follows new content when it was this close to the bottom (rounding, no more). */
+const FOLLOW_SLACK = 4;
 /** Older entries are read when the reader comes this close to the top. */
 const TOP_SLACK = 400;
 /** A container with no height yet (not laid out, or a test's DOM) is given a screenful. */
@@ -57,21 +59,27 @@ function VirtualTranscript(props: {
   });
 
   // Follow the bottom while the reader is there; keep the distance from the bottom (that is,
-  // the place in the text) when entries are put in front.
+  // the place in the text) when entries are put in front. "There" is judged against the height
+  // the content had before this render, whatever order the scroll handlers ran in.
   const [atBottom, setAtBottom] = useState(true);
-  const stick = useRef(true);
+  const lastHeight = useRef(0);
   const fromBottom = useRef(0);
   const firstKey = items[0]?.key;
   const previousFirst = useRef(firstKey);
   useLayoutEffect(() => {
     const el = scroller.current;
     if (!el) return;
-    if (stick.current) el.scrollTop = el.scrollHeight;
-    else if (firstKey !== previousFirst.current) el.scrollTop = el.scrollHeight - fromBottom.current;
+    // Only a change of the content moves the view: renders caused by the reader's own scrolling
+    // (a wheel scrolls in small animated steps) must not pull them back down.
+    const grew = el.scrollHeight !== lastHeight.current;
+    const wasAtBottom = lastHeight.current - el.scrollTop - el.clientHeight <= FOLLOW_SLACK;
+    if (firstKey !== previousFirst.current && !wasAtBottom) el.scrollTop = el.scrollHeight - fromBottom.current;
+    else if (grew && wasAtBottom) el.scrollTop = el.scrollHeight;
     previousFirst.current = firstKey;
+    lastHeight.current = el.scrollHeight;
     fromBottom.current = el.scrollHeight - el.scrollTop;
     // A page of mostly invisible lines (streamed tokens) may not fill the view: read on.
-    if (older?.hasOlder && !older.loading && !older.error && el.scrollHeight <= el.clientHeight + TOP_SLACK && el.clientHeight > 0) {
+    if (older?.hasOlder && !older.loading && !older.error && el.clientHeight > 0 && el.scrollHeight <= el.clientHeight + TOP_SLACK) {
       older.load();
     }
   });
@@ -79,18 +87,15 @@ function VirtualTranscript(props: {
   const onScroll = useCallback(() => {
     const el = scroller.current;
     if (!el) return;
-    const bottom = el.scrollHeight - el.scrollTop - el.clientHeight < BOTTOM_SLACK;
-    stick.current = bottom;
-    setAtBottom(bottom);
+    setAtBottom(el.scrollHeight - el.scrollTop - el.clientHeight < BOTTOM_SLACK);
     fromBottom.current = el.scrollHeight - el.scrollTop;
     if (el.scrollTop < TOP_SLACK && older?.hasOlder && !older.loading && !older.error) older.load();
   }, [older]);
 
   const toBottom = () => {
-    stick.current = true;
-    setAtBottom(true);
     const el = scroller.current;
     if (el) el.scrollTop = el.scrollHeight;
+    setAtBottom(true);
   };
 
   return (
