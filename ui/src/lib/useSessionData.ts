@@ -67,8 +67,9 @@ export function useSessionData(sessionId: string) {
   const refetchAll = useCallback(
     () => {
       // Not cancelling a read under way: it is as fresh as a new one would be.
-      void qc.invalidateQueries({ queryKey: ['sessions', sessionId] }, { cancelRefetch: false });
-      void qc.invalidateQueries({ queryKey: decisionsKey }, { cancelRefetch: false });
+      for (const queryKey of [keys.session(sessionId), keys.sessionMessages(sessionId), decisionsKey]) {
+        void qc.invalidateQueries({ queryKey }, { cancelRefetch: false });
+      }
     },
     [qc, sessionId],
   );
