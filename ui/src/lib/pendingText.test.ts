@@ -18,4 +18,13 @@ describe('PendingText', () => {
     frames.shift()?.();
     expect([text.text(), heard]).toEqual(['', 2]);
   });
+
+  it('keeps what streamed after the point a clear was asked for', () => {
+    const text = new PendingText((run) => run());
+    text.append('first message');
+    const upTo = text.length();
+    text.append('next');
+    text.clear(upTo);
+    expect(text.text()).toBe('next');
+  });
 });

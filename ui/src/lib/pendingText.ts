@@ -33,13 +33,19 @@ export class PendingText {
 
   /**
    * The whole message (or the turn's end) arrived: the bubble goes at once, in the same render
-   * that shows the message, so the text never shows twice.
+   * that shows the message, so the text never shows twice. `upTo`: only the text streamed
+   * before that point (what came after belongs to the next message).
    */
-  clear(): void {
-    this.buffer = '';
-    if (this.shown === '') return;
-    this.shown = '';
+  clear(upTo?: number): void {
+    this.buffer = upTo === undefined ? '' : this.buffer.slice(upTo);
+    if (this.shown === this.buffer) return;
+    this.shown = this.buffer;
     this.emit();
+  }
+
+  /** How much text has streamed so far (shown or not): what a later `clear` may remove. */
+  length(): number {
+    return this.buffer.length;
   }
 
   /** The text shown now. */

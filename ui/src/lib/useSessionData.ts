@@ -67,7 +67,7 @@ export function useSessionData(sessionId: string) {
   const refetchAll = useCallback(
     () => {
       // Not cancelling a read under way: it is as fresh as a new one would be.
-      for (const queryKey of [keys.session(sessionId), keys.sessionMessages(sessionId), decisionsKey]) {
+      for (const queryKey of [keys.session(sessionId), keys.sessionMessages(sessionId), keys.decisions({ session_id: sessionId })]) {
         void qc.invalidateQueries({ queryKey }, { cancelRefetch: false });
       }
     },
@@ -98,10 +98,11 @@ export function useSessionData(sessionId: string) {
   }, [connection, refetchAll]);
 
   // The CLI tells its models and modes when it starts: ask again each time it comes (back) up.
-  const ready = session.data ? isLive(session.data.status) && session.data.status !== 'starting' : false;
+  // (Unknown until the row is read: the first read of the options needs no second one.)
+  const ready = session.data ? isLive(session.data.status) && session.data.status !== 'starting' : undefined;
   const wasReady = useRef(ready);
   useEffect(() => {
-    if (ready && !wasReady.current) void qc.invalidateQueries({ queryKey: keys.sessionOptions(sessionId) });
+    if (ready && wasReady.current === false) void qc.invalidateQueries({ queryKey: keys.sessionOptions(sessionId) });
     wasReady.current = ready;
   }, [ready, qc, sessionId]);
 
@@ -208,10 +209,14 @@ class FrameRouter {
    * render that shows the lines, so the text never shows twice nor vanishes for a frame.
    */
   private append(lines: LiveLine[], endsText: boolean): void {
-    const all = this.quiet.length > 0 ? [...this.quiet.splice(0), ...lines] : lines;
+    // Chunks shown in the list are the bubble's text: it goes with them.
+    const chunks = this.quiet.splice(0);
+    const all = chunks.length > 0 ? [...chunks, ...lines] : lines;
+    // What streamed until now; tokens of the next message, if any came already, stay.
+    const upTo = this.pending.length();
     notifyManager.batch(() => {
       if (all.length > 0) this.qc.setQueryData<Feed>(keys.sessionMessages(this.sessionId), (f) => appendLive(f ?? emptyFeed(), all));
-      if (endsText) notifyManager.schedule(() => this.pending.clear());
+      if (endsText || chunks.length > 0) notifyManager.schedule(() => this.pending.clear(upTo));
     });
   }
 

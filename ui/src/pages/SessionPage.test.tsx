@@ -199,4 +199,25 @@ describe('SessionPage', () => {
     await within(transcript()).findByText('Missed.');
     expect(within(transcript()).getAllByText('Said while away.')).toHaveLength(1);
   });
+
+  it('follows an ACP agent: chunks in the bubble, then in the list once something else happens, then its turn\'s end', async () => {
+    server.session = row({ agent: 'gemini', status: 'active' });
+    renderPage();
+    await within(await screen.findByTestId('transcript')).findByText('Hi there.');
+    const chunk = (seq: number, text: string) => {
+      const update = { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text } };
+      emit({ type: 'stream.event', event: 'session/update', seq, data: { jsonrpc: '2.0', method: 'session/update', params: { update } } });
+      emit({ type: 'assistant.delta', event: 'assistant_delta', data: { agent: 'gemini', text } });
+    };
+    chunk(2, 'Let me ');
+    chunk(3, 'check.');
+    await screen.findByText('writing…');
+    const toolCall = { sessionUpdate: 'tool_call', toolCallId: 't1', title: 'ls', kind: 'execute', rawInput: { command: 'ls' } };
+    emit({ type: 'session.message', event: 'session/update', seq: 4, data: { jsonrpc: '2.0', method: 'session/update', params: { update: toolCall } } });
+    await within(transcript()).findByText('Let me check.');
+    await waitFor(() => expect(screen.queryByText('writing…')).toBeNull());
+    expect(within(transcript()).getAllByText('Let me check.')).toHaveLength(1);
+    emit({ type: 'turn.result', event: 'turn_result', seq: 5, data: { agent: 'gemini', status: 'interrupted', is_error: false } });
+    await within(transcript()).findByText('Interrupted');
+  });
 });
