@@ -33,7 +33,8 @@ export function Transcript(props: { items: Item[]; pending?: PendingText; agent?
   const { items, older } = props;
   const pending = props.pending ?? noPending;
   const streaming = useSyncExternalStore(pending.subscribe, pending.active);
-  if (items.length === 0 && !streaming) {
+  // (A page of stored lines may hold nothing to show, only streamed tokens: read on then.)
+  if (items.length === 0 && !streaming && !older?.hasOlder) {
     return <Empty title="Nothing said yet.">Send a message below; the conversation appears here as it happens.</Empty>;
   }
   return <VirtualTranscript {...props} pending={pending} streaming={streaming} older={older} />;
