@@ -78,5 +78,6 @@ export function Field(props: { label: string; hint?: string; children: ReactNode
   );
 }
 
-export const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'bypassPermissions', 'dontAsk', 'delegate'] as const;
+// The contract's six modes (`delegate` is gone: the CLI refuses it). The session page asks the CLI instead.
+export const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'auto', 'dontAsk', 'bypassPermissions'] as const;
 export const MODELS = ['claude-sonnet-4-5', 'claude-opus-4-1', 'claude-haiku-4-5'];

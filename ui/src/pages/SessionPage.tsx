@@ -1,41 +1,66 @@
-import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
-import { Link, useParams } from 'react-router-dom';
-import { api, type PermissionMode, type Session } from '../api/client';
-import { Card, ErrorNote, Loading, MODELS, PERMISSION_MODES, StatusBadge } from '../components/ui';
+// One session: its totals, its controls, and its conversation as it happens. Data comes from
+// lib/useSessionData.ts (read once, then kept by the event stream).
+import { useEffect, useMemo, useState } from 'react';
+import { Link, useNavigate, useParams } from 'react-router-dom';
+import { useQueryClient } from '@tanstack/react-query';
+import type { Session } from '../api/client';
+import { sessionApi } from '../api/sessions';
+import { keys } from '../query/client';
+import { Card, ErrorNote, Loading, StatusBadge } from '../components/ui';
 import { Transcript } from '../components/Transcript';
+import { closedIdle, Controls, describeFailure, MessageBox, SurvivalButtons, type Act } from '../components/SessionControls';
 import { ago, count, isLive, usd } from '../lib/format';
+import { appendLive, emptyFeed, type Feed } from '../lib/sessionFeed';
 import { buildTranscript } from '../lib/transcript';
-import { useLoad } from '../lib/useLoad';
-import { useLive } from '../store/live';
+import { errorText, useSessionData } from '../lib/useSessionData';
+import './SessionPage.css';
+
+let sentCount = 0;
 
 export function SessionPage() {
   const { sessionId = '' } = useParams();
-  const tick = useLive((s) => s.bySession[sessionId] ?? 0);
-  const session = useLoad(() => api.session(sessionId), [sessionId, tick]);
-  const messages = useLoad(() => api.messages(sessionId), [sessionId, tick]);
-  const decisions = useLoad(() => api.decisions({ session_id: sessionId, limit: 1000 }), [sessionId, tick]);
-  const items = useMemo(() => buildTranscript(messages.data ?? [], decisions.data ?? []), [messages.data, decisions.data]);
+  const qc = useQueryClient();
+  const navigate = useNavigate();
+  const { session, feed, decisions, options, pending, older, epoch } = useSessionData(sessionId);
+  const lines = feed.data?.lines;
+  const items = useMemo(() => buildTranscript(lines ?? [], decisions.data ?? []), [lines, decisions.data]);
   const [actionError, setActionError] = useState<string>();
-  const bottom = useRef<HTMLDivElement>(null);
-  // Braces matter: newer browsers return a Promise from scrollIntoView, and an effect may return
-  // nothing but a cleanup function.
-  useEffect(() => {
-    bottom.current?.scrollIntoView?.({ block: 'end' });
-  }, [items.length]);
+  useEffect(() => setActionError(undefined), [epoch, sessionId]);
 
-  if (session.loading) return <Loading />;
-  if (!session.data) return <ErrorNote error={session.error ?? 'This session does not exist.'} what="open this session" />;
+  if (session.isPending) return <Loading />;
+  if (!session.data) return <ErrorNote error={errorText(session.error) ?? 'This session does not exist.'} what="open this session" />;
   const s = session.data;
-  const act = async (what: () => Promise<unknown>) => {
+  const act: Act = async (what) => {
     try {
       setActionError(undefined);
       await what();
-      session.reload();
+      return true;
     } catch (e) {
-      setActionError((e as Error).message);
+      setActionError(describeFailure(e));
+      return false;
     }
   };
+  const resume = () =>
+    void act(async () => qc.setQueryData<Session>(keys.session(s.id), await sessionApi.resume(s.id)));
+  const fork = () =>
+    void act(async () => {
+      const forked = await sessionApi.fork(s);
+      navigate(`/sessions/${forked.id}`);
+    });
+  // What was just sent shows at once; the next read of the stored lines replaces it.
+  const sent = (text: string) =>
+    qc.setQueryData<Feed>(keys.sessionMessages(s.id), (f) =>
+      appendLive(f ?? emptyFeed(), [
+        {
+          key: `u${++sentCount}`, seq: null, direction: 'to_cli', message_type: 'user', message_subtype: null,
+          content: JSON.stringify({ type: 'user', message: { role: 'user', content: text } }),
+          timestamp: new Date().toISOString(), ephemeral: true,
+        },
+      ]),
+    );
   const live = isLive(s.status);
+  const canWrite = live || closedIdle(s);
+  const feedError = errorText(feed.error);
 
   return (
     <div className="page session-page">
@@ -43,9 +68,12 @@ export function SessionPage() {
         <div>
           <div className="crumbs">
             <Link to={`/projects/${s.project_id}`}>← Project</Link>
+            {' · '}
+            <Link to={`/sessions/${s.id}/review`}>Review</Link>
           </div>
           <h1>
             {s.name} <StatusBadge status={s.status} />
+            {s.closed_reason && <span className="muted small closed-reason">({s.closed_reason})</span>}
           </h1>
           <div className="muted small">
             Started {ago(s.created_at)} · last active {ago(s.last_active_at)}
@@ -60,20 +88,37 @@ export function SessionPage() {
       </div>
       {s.error_message && <ErrorNote error={s.error_message} what="keep the CLI running" />}
       {/* Keyed on the model too: the field shows the model the CLI reports once it is known. */}
-      {live && <Controls key={`${s.id}:${s.model ?? ''}`} session={s} act={act} />}
+      {live && (
+        <Controls key={`${s.id}:${s.model ?? ''}`} session={s} options={options.data} act={act}>
+          <SurvivalButtons session={s} onResume={resume} onFork={fork} />
+        </Controls>
+      )}
       <ErrorNote error={actionError} />
       <Card title="Transcript" className="transcript-card">
-        <ErrorNote error={messages.error} what="load the transcript" />
-        {messages.loading ? <Loading /> : <Transcript items={items} />}
-        <div ref={bottom} />
+        <ErrorNote error={feedError} what={feed.data?.loaded ? 'bring the transcript up to date' : 'load the transcript'} />
+        <ErrorNote error={errorText(decisions.error)} what="load the permission decisions" />
+        {feed.data?.loaded ? (
+          <Transcript items={items} pending={pending} agent={s.agent} older={older} />
+        ) : (
+          !feedError && <Loading />
+        )}
       </Card>
-      {live ? (
-        <MessageBox session={s} onSent={() => messages.reload()} />
-      ) : (
-        <div className="ended-note">This session has ended ({s.status}); its transcript stays here.</div>
+      {canWrite && <MessageBox session={s} epoch={epoch} onSent={sent} />}
+      {!live && (
+        <div className="ended-note">
+          <span>
+            {closedIdle(s) ? 'This session was closed for being idle.' : `This session has ended: ${endedHow(s)}.`} Its transcript
+            stays here.
+          </span>
+          <SurvivalButtons session={s} onResume={resume} onFork={fork} />
+        </div>
       )}
     </div>
   );
+}
+
+function endedHow(s: Session): string {
+  return s.closed_reason ? `${s.status} (${s.closed_reason})` : s.status;
 }
 
 function Total(props: { label: string; value: string }) {
@@ -82,90 +127,5 @@ function Total(props: { label: string; value: string }) {
       <div className="tile-label">{props.label}</div>
       <div className="total-value">{props.value}</div>
     </div>
-  );
-}
-
-function Controls({ session, act }: { session: Session; act: (f: () => Promise<unknown>) => Promise<void> }) {
-  const [model, setModel] = useState(session.model ?? '');
-  return (
-    <div className="controls">
-      <form
-        className="control"
-        onSubmit={(e) => {
-          e.preventDefault();
-          if (model.trim()) void act(() => api.setModel(session.id, model.trim()));
-        }}
-      >
-        <input value={model} onChange={(e) => setModel(e.target.value)} list="session-models" aria-label="Model" />
-        <datalist id="session-models">
-          {MODELS.map((m) => (
-            <option key={m} value={m} />
-          ))}
-        </datalist>
-        <button className="button small">Set model</button>
-      </form>
-      <label className="control">
-        Mode
-        <select
-          aria-label="Permission mode"
-          value={session.permission_mode ?? 'default'}
-          onChange={(e) => void act(() => api.setMode(session.id, e.target.value as PermissionMode))}
-        >
-          {PERMISSION_MODES.map((m) => (
-            <option key={m}>{m}</option>
-          ))}
-        </select>
-      </label>
-      <div className="spacer" />
-      <button className="button" disabled={session.status !== 'active'} onClick={() => void act(() => api.interrupt(session.id))}>
-        Interrupt
-      </button>
-      <button
-        className="button danger"
-        onClick={() => {
-          if (window.confirm('End this session? Its CLI and everything it started are stopped.')) void act(() => api.kill(session.id));
-        }}
-      >
-        Kill session
-      </button>
-    </div>
-  );
-}
-
-function MessageBox({ session, onSent }: { session: Session; onSent: () => void }) {
-  const [text, setText] = useState('');
-  const [error, setError] = useState<string>();
-  const [note, setNote] = useState<string>();
-  const send = async (e?: FormEvent) => {
-    e?.preventDefault();
-    if (!text.trim()) return;
-    try {
-      const outcome = await api.send(session.id, text);
-      setText('');
-      setError(undefined);
-      setNote(outcome.queued ? `Queued: ${outcome.position} turn(s) ahead.` : undefined);
-      onSent();
-    } catch (err) {
-      setError((err as Error).message);
-    }
-  };
-  return (
-    <form className="message-box" onSubmit={send}>
-      <textarea
-        value={text}
-        onChange={(e) => setText(e.target.value)}
-        placeholder="Message Claude… (Ctrl+Enter to send)"
-        aria-label="Message"
-        rows={3}
-        onKeyDown={(e) => {
-          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) void send();
-        }}
-      />
-      <div className="message-box-foot">
-        <span className="muted small">{note ?? (session.status === 'active' ? 'A turn is running; a new message waits for it.' : '')}</span>
-        <ErrorNote error={error} what="send" />
-        <button className="button primary">Send</button>
-      </div>
-    </form>
   );
 }

@@ -25,6 +25,11 @@ export const keys = {
   globalRules: ['rules', 'global'] as const,
   session: (id: string) => ['sessions', id] as const,
   sessionOptions: (id: string) => ['sessions', id, 'options'] as const,
+  /**
+   * A session's transcript: stored lines loaded so far plus lines heard live (lib/sessionFeed.ts).
+   * Not under `['sessions']`: refreshing session lists must not read transcripts again.
+   */
+  sessionMessages: (id: string) => ['transcripts', id] as const,
   activeSessions: ['sessions', 'active'] as const,
   decisions: (filter: Record<string, string | number | undefined> = {}) => ['decisions', filter] as const,
   /**

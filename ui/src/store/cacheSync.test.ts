@@ -108,20 +108,6 @@ describe('projects, rules, agents and webhooks', () => {
     ];
     expect(sortRules(rules).map((r) => r.id)).toEqual(['c', 'b', 'a']);
   });
-
-  it('merge agents over their views (refetching when the row lacks its fire times), and webhooks', () => {
-    client.setQueryData(keys.agents, [{ id: 'a1', name: 'nightly', next_fire_times: ['t'] }]);
-    applyFrameToCache(client, frame('agent.updated', { id: 'a1', name: 'nightly', status: 'paused' }));
-    expect(client.getQueryData(keys.agents)).toEqual([{ id: 'a1', name: 'nightly', status: 'paused', next_fire_times: ['t'] }]);
-    expect(client.getQueryState(keys.agents)?.isInvalidated).toBe(true);
-    applyFrameToCache(client, frame('agent.deleted', { id: 'a1' }));
-    expect(client.getQueryData(keys.agents)).toEqual([]);
-    client.setQueryData(keys.webhooks, []);
-    applyFrameToCache(client, frame('webhook.created', { id: 'w1', name: 'ci' }));
-    expect(client.getQueryData(keys.webhooks)).toEqual([{ id: 'w1', name: 'ci' }]);
-    applyFrameToCache(client, frame('webhook.deleted', { id: 'w1' }));
-    expect(client.getQueryData(keys.webhooks)).toEqual([]);
-  });
 });
 
 describe('permission decisions', () => {

@@ -148,28 +148,6 @@ function ruleEffects(kind: string, data: unknown): CacheEffects {
   };
 }
 
-/** Agents are listed with their next fire times (`AgentView`): merged over, or refetched when the row lacks them. */
-function agentEffects(kind: string, data: unknown): CacheEffects {
-  if (!hasId(data)) return { patches: [], invalidate: [keys.agents] };
-  if (kind === 'deleted') {
-    return { patches: [listPatch<Row>(sameKey(keys.agents), (list) => removeId(list, data.id))], invalidate: [] };
-  }
-  const complete = Array.isArray(data.next_fire_times);
-  return {
-    patches: [
-      listPatch<Row>(sameKey(keys.agents), (list) => upsert(list, data, 'last', true)),
-      { matches: sameKey(keys.agent(data.id)), update: (old) => (isRecord(old) ? { ...old, ...data } : old) },
-    ],
-    invalidate: complete ? [] : [keys.agents, keys.agent(data.id)],
-  };
-}
-
-function webhookEffects(kind: string, data: unknown): CacheEffects {
-  if (!hasId(data)) return { patches: [], invalidate: [keys.webhooks] };
-  const change = kind === 'deleted' ? (list: Row[]) => removeId(list, data.id) : (list: Row[]) => upsert(list, data, 'last', true);
-  return { patches: [listPatch<Row>(sameKey(keys.webhooks), change)], invalidate: [] };
-}
-
 /**
  * The decision from a `permission.decision` frame. The event is sent before the row is
  * stored, so it may have no `id`: it gets a negative one from the frame's sequence, and it is
@@ -231,10 +209,8 @@ export function effectsOf(frame: Frame): CacheEffects {
       return projectEffects(kind, frame.data);
     case 'rule':
       return ruleEffects(kind, frame.data);
-    case 'agent':
-      return kind === 'created' || kind === 'updated' || kind === 'deleted' ? agentEffects(kind, frame.data) : none;
-    case 'webhook':
-      return webhookEffects(kind, frame.data);
+    // Scheduled agents and webhooks: their pages' own handlers (query/agentFrames.ts,
+    // query/webhookFrames.ts) keep their lists, with the fields only they know how to keep.
     case 'permission':
       return kind === 'decision' ? decisionEffects(frame) : none;
     default:

@@ -1,0 +1,223 @@
+import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { MemoryRouter, Route, Routes } from 'react-router-dom';
+import type { Message, Session } from '../api/client';
+import type { Frame } from '../lib/sse';
+import { SessionPage } from './SessionPage';
+
+// The live stream, played by the test: frames are handed to whoever listens.
+const stream = vi.hoisted(() => ({ listeners: new Set<(frame: Frame) => void>() }));
+vi.mock('../store/live', async () => {
+  const { create } = await import('zustand');
+  return {
+    onFrame: (listener: (frame: Frame) => void) => {
+      stream.listeners.add(listener);
+      return () => stream.listeners.delete(listener);
+    },
+    useLive: create(() => ({ connection: 'live' as 'connecting' | 'live' | 'reconnecting' })),
+  };
+});
+const { useLive } = await import('../store/live');
+
+const SID = 'sess-1';
+const row = (over: Partial<Session> = {}): Session => ({
+  id: SID, project_id: 'p1', name: 'brave otter', status: 'idle', transport: 'stdio', model: 'sonnet', agent: 'claude',
+  total_cost_usd: 0.1, total_input_tokens: 10, total_output_tokens: 5, num_turns: 1, session_id: 'cli-123456789',
+  created_at: new Date().toISOString(), last_active_at: new Date().toISOString(), workspace_mode: 'shared', ...over,
+});
+let nextId = 100;
+const message = (seq: number | null, direction: string, line: object): Message => ({
+  id: nextId++, seq, session_id: SID, direction, message_type: (line as { type: string }).type,
+  message_subtype: null, content: JSON.stringify(line), timestamp: '2026-01-01T00:00:00Z',
+});
+const userLine = (text: string) => ({ type: 'user', message: { role: 'user', content: text } });
+const assistantLine = (text: string) => ({ type: 'assistant', message: { id: `m-${text}`, content: [{ type: 'text', text }] } });
+
+interface Server {
+  session: Session;
+  messages: Message[];
+  calls: string[];
+  answer?: (method: string, path: string) => Response | undefined;
+}
+let server: Server;
+
+const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
+
+beforeEach(() => {
+  nextId = 100;
+  stream.listeners.clear();
+  useLive.setState({ connection: 'live' });
+  server = {
+    session: row(),
+    messages: [message(null, 'to_cli', userLine('hello')), message(1, 'from_cli', assistantLine('Hi there.'))],
+    calls: [],
+  };
+  vi.stubGlobal(
+    'fetch',
+    vi.fn(async (url: string, init?: RequestInit) => {
+      const method = init?.method ?? 'GET';
+      server.calls.push(`${method} ${url}`);
+      const path = url.split('?')[0];
+      const special = server.answer?.(method, path);
+      if (special) return special;
+      if (path === `/api/sessions/${SID}`) return json(server.session);
+      if (path === `/api/sessions/${SID}/messages`) return json(server.messages);
+      if (path === `/api/sessions/${SID}/options`) {
+        return json({ models: [{ value: 'opus', name: 'Opus' }], modes: ['default', 'plan'], source: 'cli' });
+      }
+      if (path === '/api/permissions/log') return json([]);
+      return json({ error: { code: 'not_found', message: `no ${path}` } }, 404);
+    }),
+  );
+});
+afterEach(() => vi.unstubAllGlobals());
+
+function renderPage() {
+  const client = new QueryClient({ defaultOptions: { queries: { retry: false, staleTime: Infinity } } });
+  return render(
+    <QueryClientProvider client={client}>
+      <MemoryRouter initialEntries={[`/sessions/${SID}`]}>
+        <Routes>
+          <Route path="/sessions/:sessionId" element={<SessionPage />} />
+          <Route path="/sessions/:sessionId/review" element={<p>review page</p>} />
+        </Routes>
+      </MemoryRouter>
+    </QueryClientProvider>,
+  );
+}
+
+const emit = (frame: Partial<Frame>) =>
+  act(() => {
+    for (const listener of stream.listeners) {
+      listener({ event: 'message', session_id: SID, timestamp: '2026-01-01T00:00:05Z', ...frame } as Frame);
+    }
+  });
+const calls = (what: string) => server.calls.filter((c) => c.includes(what)).length;
+const transcript = () => screen.getByTestId('transcript');
+
+describe('SessionPage', () => {
+  it('reads the transcript from its end once, then follows the stream without reading again', async () => {
+    renderPage();
+    await within(await screen.findByTestId('transcript')).findByText('Hi there.');
+    expect(server.calls).toContain(`GET /api/sessions/${SID}/messages?tail=true&limit=200&partial=false`);
+
+    // A line already read, relayed again (same seq): not doubled. A new one: appended.
+    emit({ type: 'session.message', event: 'assistant', seq: 1, data: assistantLine('Hi there.') });
+    emit({ type: 'session.message', event: 'assistant', seq: 2, data: assistantLine('And more.') });
+    await within(transcript()).findByText('And more.');
+    expect(within(transcript()).getAllByText('Hi there.')).toHaveLength(1);
+
+    // The row comes whole in status frames: no read of the session either.
+    emit({ type: 'session.status', event: 'session_status', data: row({ num_turns: 7, total_cost_usd: 2.5 }) });
+    await screen.findByText('$2.50');
+    expect([calls('/messages'), calls(`GET /api/sessions/${SID}`) - calls('/messages') - calls('/options')]).toEqual([1, 1]);
+  });
+
+  it('shows streamed text in a bubble that the whole message replaces', async () => {
+    renderPage();
+    await within(await screen.findByTestId('transcript')).findByText('Hi there.');
+    const delta = (text: string) => emit({ type: 'assistant.delta', event: 'assistant_delta', data: { agent: 'claude', text, item_id: null } });
+    delta('Thinking ');
+    delta('aloud');
+    await screen.findByText('Thinking aloud');
+    expect(screen.getByText('writing…')).toBeTruthy();
+    emit({ type: 'session.message', event: 'assistant', seq: 2, data: assistantLine('Thinking aloud, done.') });
+    await within(transcript()).findByText('Thinking aloud, done.');
+    await waitFor(() => expect(screen.queryByText('writing…')).toBeNull());
+    expect(screen.queryByText('Thinking aloud')).toBeNull();
+  });
+
+  it('says "Interrupted" for a turn the user stopped, and the CLI\'s reason when it refuses', async () => {
+    server.session = row({ status: 'active' });
+    server.answer = (method, path) =>
+      method === 'POST' && path.endsWith('/interrupt')
+        ? json({ error: { code: 'refused_by_cli', message: 'no turn is running' } }, 409)
+        : undefined;
+    renderPage();
+    await within(await screen.findByTestId('transcript')).findByText('Hi there.');
+    emit({ type: 'session.message', event: 'user', seq: 2, data: { type: 'user', message: { content: [{ type: 'text', text: '[Request interrupted by user]' }] } } });
+    emit({ type: 'session.result', event: 'result', seq: 3, data: { type: 'result', subtype: 'error_during_execution', is_error: true } });
+    await within(transcript()).findByText('Interrupted');
+    expect(screen.queryByText(/Turn failed/)).toBeNull();
+
+    fireEvent.click(screen.getByRole('button', { name: 'Interrupt' }));
+    expect((await screen.findByRole('alert')).textContent).toContain('The CLI refused: no turn is running');
+  });
+
+  it('offers the modes and models the CLI named', async () => {
+    renderPage();
+    const select = await screen.findByLabelText('Permission mode');
+    await waitFor(() => expect([...select.querySelectorAll('option')].map((o) => o.textContent)).toEqual(['default', 'plan']));
+    expect(document.querySelector('#session-models option')?.getAttribute('value')).toBe('opus');
+  });
+
+  it('shows why an ended session ended, resumes it and forks it', async () => {
+    server.session = row({ status: 'closed', closed_reason: 'shutdown' });
+    server.answer = (method, path) => {
+      if (method === 'POST' && path.endsWith('/resume')) return json(row({ status: 'starting' }));
+      if (method === 'POST' && path === '/api/projects/p1/sessions') return json(row({ id: 'forked', name: 'fork' }), 201);
+      return undefined;
+    };
+    renderPage();
+    expect((await screen.findByText(/has ended/)).textContent).toContain('closed (shutdown)');
+    expect(screen.queryByLabelText('Message')).toBeNull();
+    fireEvent.click(screen.getByRole('button', { name: 'Resume' }));
+    await waitFor(() => expect(screen.getByText('starting')).toBeTruthy());
+
+    fireEvent.click(screen.getByRole('button', { name: 'Fork' }));
+    await waitFor(() => expect(calls('POST /api/projects/p1/sessions')).toBe(1));
+    const fork = vi.mocked(fetch).mock.calls.find(([url]) => url === '/api/projects/p1/sessions');
+    expect(JSON.parse(String(fork?.[1]?.body))).toMatchObject({ resume_session_id: 'cli-123456789', fork_session: true });
+  });
+
+  it('lets a session closed for being idle be written to', async () => {
+    server.session = row({ status: 'closed', closed_reason: 'idle_timeout' });
+    renderPage();
+    await screen.findByLabelText('Message');
+    expect(screen.getByText(/closed for being idle; a message starts it again/)).toBeTruthy();
+  });
+
+  it('reads everything again after a reconnect or a warning about dropped events, and forgets old errors', async () => {
+    server.session = row({ status: 'active' });
+    server.answer = (method, path) =>
+      method === 'POST' && path.endsWith('/interrupt') ? json({ error: { code: 'x', message: 'boom' } }, 500) : undefined;
+    renderPage();
+    await within(await screen.findByTestId('transcript')).findByText('Hi there.');
+    fireEvent.click(screen.getByRole('button', { name: 'Interrupt' }));
+    await screen.findByText('boom');
+
+    server.session = row({ status: 'closed', closed_reason: 'service_restarted' });
+    server.messages = [...server.messages, message(2, 'from_cli', assistantLine('Said while away.'))];
+    act(() => useLive.setState({ connection: 'reconnecting' }));
+    act(() => useLive.setState({ connection: 'live' }));
+    await within(transcript()).findByText('Said while away.');
+    expect((await screen.findByText(/has ended/)).textContent).toContain('closed (service_restarted)');
+    expect(screen.queryByText('boom')).toBeNull();
+
+    server.messages = [...server.messages, message(3, 'from_cli', assistantLine('Missed.'))];
+    emit({ event: 'warning', session_id: null, dropped: 3 });
+    await within(transcript()).findByText('Missed.');
+    expect(within(transcript()).getAllByText('Said while away.')).toHaveLength(1);
+  });
+
+  it('follows an ACP agent: chunks in the bubble, then in the list once something else happens, then its turn\'s end', async () => {
+    server.session = row({ agent: 'gemini', status: 'active' });
+    renderPage();
+    await within(await screen.findByTestId('transcript')).findByText('Hi there.');
+    const chunk = (seq: number, text: string) => {
+      const update = { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text } };
+      emit({ type: 'stream.event', event: 'session/update', seq, data: { jsonrpc: '2.0', method: 'session/update', params: { update } } });
+      emit({ type: 'assistant.delta', event: 'assistant_delta', data: { agent: 'gemini', text } });
+    };
+    chunk(2, 'Let me ');
+    chunk(3, 'check.');
+    await screen.findByText('writing…');
+    const toolCall = { sessionUpdate: 'tool_call', toolCallId: 't1', title: 'ls', kind: 'execute', rawInput: { command: 'ls' } };
+    emit({ type: 'session.message', event: 'session/update', seq: 4, data: { jsonrpc: '2.0', method: 'session/update', params: { update: toolCall } } });
+    await within(transcript()).findByText('Let me check.');
+    await waitFor(() => expect(screen.queryByText('writing…')).toBeNull());
+    expect(within(transcript()).getAllByText('Let me check.')).toHaveLength(1);
+    emit({ type: 'turn.result', event: 'turn_result', seq: 5, data: { agent: 'gemini', status: 'interrupted', is_error: false } });
+    await within(transcript()).findByText('Interrupted');
+  });
+});
