@@ -132,7 +132,7 @@ fn render(session_id: &str, from: u64, next: u64, rows: Vec<StoredEvent>) -> Vec
         }
         expected = row.seq + 1;
         let kind = static_kind(&row.kind);
-        let frame = events::frame(&row.name, row.seq, kind, &scope, &row.timestamp, &row.data);
+        let frame = events::frame(&row.name, events::Numbers::of(row.seq), kind, &scope, &row.timestamp, &row.data);
         let meta = Arc::new(EventMeta { kind, name: row.name });
         items.push(FeedItem::Event(Delivery { seq: row.seq, meta, frame: frame.into() }));
     }

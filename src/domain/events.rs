@@ -42,10 +42,29 @@ pub enum Scope {
     Process(String),
 }
 
+/// Where an event stands in the stream a frame goes out on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Numbers {
+    /// Its number in this stream.
+    pub seq: u64,
+    /// On the global stream, a session event's number in the session's own stream: the `seq`
+    /// its stored line carries, so a client can match the two.
+    pub session_seq: Option<u64>,
+}
+
+impl Numbers {
+    pub fn of(seq: u64) -> Numbers {
+        Numbers { seq, session_seq: None }
+    }
+}
+
 /// The frame streams send:
-/// `{"event","seq","type","session_id"[,"execution_id"],"timestamp","data"}`; when `data` is
-/// over [`MAX_FRAME_DATA_BYTES`], `"data":null,"truncated":true,"data_bytes":N` instead.
-pub fn frame(name: &str, seq: u64, kind: &str, scope: &Scope, timestamp: &str, data: &str) -> String {
+/// `{"event","seq"[,"session_seq"],"type","session_id"[,"execution_id"],"timestamp","data"}`;
+/// when `data` is over [`MAX_FRAME_DATA_BYTES`], `"data":null,"truncated":true,"data_bytes":N`
+/// instead.
+pub fn frame(name: &str, numbers: Numbers, kind: &str, scope: &Scope, timestamp: &str, data: &str) -> String {
+    let Numbers { seq, session_seq } = numbers;
+    let session_seq = session_seq.map(|n| format!(r#","session_seq":{n}"#)).unwrap_or_default();
     let session = match scope {
         Scope::Session(s) => format!("\"{s}\""),
         _ => "null".to_string(),
@@ -61,7 +80,7 @@ pub fn frame(name: &str, seq: u64, kind: &str, scope: &Scope, timestamp: &str, d
         format!(r#""data":{data}"#)
     };
     format!(
-        r#"{{"event":{},"seq":{seq},"type":"{kind}","session_id":{session}{execution},"timestamp":"{timestamp}",{body}}}"#,
+        r#"{{"event":{},"seq":{seq}{session_seq},"type":"{kind}","session_id":{session}{execution},"timestamp":"{timestamp}",{body}}}"#,
         Value::String(name.to_string()),
     )
 }
@@ -89,14 +108,19 @@ mod tests {
 
     #[test]
     fn frames_are_json_and_large_data_is_truncated() {
-        let f = frame("assistant", 7, "session.message", &Scope::Session("s1".into()), "t", r#"{"a":1}"#);
+        let f = frame("assistant", Numbers::of(7), "session.message", &Scope::Session("s1".into()), "t", r#"{"a":1}"#);
         let v: Value = serde_json::from_str(&f).expect("json");
         assert_eq!(
             (v["seq"].as_u64(), v["data"]["a"].as_i64(), v["session_id"].as_str()),
             (Some(7), Some(1), Some("s1"))
         );
+        assert!(v.get("session_seq").is_none());
+        let numbers = Numbers { seq: 90, session_seq: Some(7) };
+        let f = frame("assistant", numbers, "session.message", &Scope::Session("s1".into()), "t", "{}");
+        let v: Value = serde_json::from_str(&f).expect("json");
+        assert_eq!((v["seq"].as_u64(), v["session_seq"].as_u64()), (Some(90), Some(7)));
         let big = format!("\"{}\"", "x".repeat(MAX_FRAME_DATA_BYTES));
-        let f = frame("assistant", 8, "session.message", &Scope::Execution("e".into()), "t", &big);
+        let f = frame("assistant", Numbers::of(8), "session.message", &Scope::Execution("e".into()), "t", &big);
         let v: Value = serde_json::from_str(&f).expect("json");
         assert_eq!(v["truncated"], true);
         assert_eq!(v["data_bytes"].as_u64(), Some(big.len() as u64));

@@ -12,7 +12,7 @@ use actix_web::{web, App, HttpServer};
 
 use crate::actors::agent::RunDeps;
 use crate::actors::agents::{AgentRegistry, Restore, ShutdownAgents};
-use crate::actors::bus::EventBus;
+use crate::actors::bus::{CloseStreams, EventBus};
 use crate::actors::janitor::{Janitor, StopJanitor, Tidies};
 use crate::actors::locks::DirLockQueue;
 use crate::actors::permissions::{PermissionEngine, Reload};
@@ -64,6 +64,7 @@ pub struct Application {
     workbench: Addr<Workbench>,
     janitor: Addr<Janitor>,
     terminals: Addr<TerminalRegistry>,
+    bus: Addr<EventBus>,
     writer: Writer,
     containment: Arc<Containment>,
     /// One service per database, for as long as this one runs.
@@ -216,7 +217,7 @@ impl Application {
             started: Instant::now(),
             registry: registry.clone(),
             engine,
-            bus,
+            bus: bus.clone(),
             webhooks,
             writer: writer.clone(),
             agents: agents.clone(),
@@ -259,6 +260,7 @@ impl Application {
             workbench,
             janitor,
             terminals,
+            bus,
             writer,
             containment,
             _lock: lock,
@@ -301,12 +303,21 @@ impl Application {
                 handle.stop(true).await;
             }
         };
-        let end_sessions = self.registry.send(Shutdown);
-        let end_agents = self.agents.send(ShutdownAgents);
-        let end_terminals = self.terminals.send(ShutdownTerminals);
-        let end_processes = self.workbench.send(ShutdownProcesses);
-        let (_, ended, agents_ended, terminals_ended, processes_ended) =
-            tokio::join!(stop_http, end_sessions, end_agents, end_terminals, end_processes);
+        let end_work = async {
+            let ended = tokio::join!(
+                self.registry.send(Shutdown),
+                self.agents.send(ShutdownAgents),
+                self.terminals.send(ShutdownTerminals),
+                self.workbench.send(ShutdownProcesses),
+            );
+            // Every session's end has been told: the streams end with it, rather than at the
+            // HTTP server's timeout, so clients see the service go at once.
+            if self.bus.send(CloseStreams).await.is_err() {
+                tracing::warn!("the event bus had already stopped");
+            }
+            ended
+        };
+        let (_, (ended, agents_ended, terminals_ended, processes_ended)) = tokio::join!(stop_http, end_work);
         if processes_ended.is_err() {
             tracing::error!("the workbench stopped before shutdown");
         }

@@ -1,5 +1,6 @@
-//! Changes to projects, rules, scheduled agents and webhooks are told on the global event
-//! stream with their rows, so a dashboard follows them without polling.
+//! What the global event stream tells besides CLI lines: changes to projects, rules, scheduled
+//! agents and webhooks with their rows, user turns, each session event's own number, and its
+//! own end when the service stops: what a dashboard needs to follow everything without polling.
 
 use std::time::Duration;
 
@@ -78,4 +79,62 @@ async fn configuration_changes_are_told_with_their_rows() {
     let seen = read_until(&mut stream, &["rule.deleted", "project.deleted"]).await;
     assert_eq!(of_type(&seen, "rule.deleted")["data"], json!({ "id": rule_id }));
     assert_eq!(of_type(&seen, "project.deleted")["data"], json!({ "id": project }));
+}
+
+#[actix_web::test]
+async fn user_turns_are_relayed_and_global_frames_carry_the_session_number() {
+    let service = TestService::start(ServiceConfig::new(fake_cli()));
+    let project = service.project("numbers").await;
+    let mut stream = service.get("/api/events/stream").await;
+    let session = service.launch(&project, json!({})).await;
+    let id = session["id"].as_str().expect("id").to_string();
+    service.wait_status(&id, "idle", Duration::from_secs(20)).await;
+    let res = service.post(&format!("/api/sessions/{id}/message"), json!({ "content": "hello numbers" })).await;
+    assert_eq!(res.status().as_u16(), 202);
+    let seen = read_until(&mut stream, &["session.result"]).await;
+
+    let user = seen.iter().find(|f| f["event"] == "user").expect("the user turn is relayed");
+    assert_eq!(user["data"]["message"]["content"], "hello numbers", "{user}");
+    let stored = service.get_json(&format!("/api/sessions/{id}/messages?limit=1000")).await;
+    let stored = stored.as_array().expect("lines");
+    for line in stored.iter().filter(|l| !l["seq"].is_null()) {
+        let frame = seen
+            .iter()
+            .find(|f| f["session_id"] == id.as_str() && f["session_seq"] == line["seq"])
+            .unwrap_or_else(|| panic!("no global frame with session_seq {} ({})", line["seq"], line["message_type"]));
+        let content: Value = serde_json::from_str(line["content"].as_str().expect("content")).expect("json line");
+        assert_eq!(frame["data"], content, "the frame and the stored line with one number are one line");
+    }
+    assert!(stored.iter().any(|l| l["message_type"] == "user" && !l["seq"].is_null()), "the user line is numbered");
+    assert!(seen.iter().filter(|f| f["session_id"].is_null()).all(|f| f.get("session_seq").is_none()));
+}
+
+#[actix_web::test]
+async fn streams_end_cleanly_when_the_service_stops() {
+    let mut service = TestService::start(ServiceConfig::new(fake_cli()));
+    let project = service.project("stopping").await;
+    let session = service.launch(&project, json!({})).await;
+    let id = session["id"].as_str().expect("id").to_string();
+    service.wait_status(&id, "idle", Duration::from_secs(20)).await;
+    let mut stream = service.get("/api/events/stream").await;
+    let reader = tokio::spawn(async move {
+        let mut text = String::new();
+        loop {
+            match stream.chunk().await {
+                Ok(Some(bytes)) => text.push_str(&String::from_utf8_lossy(&bytes)),
+                // A clean end of the body: the service ended the stream itself, instead of
+                // the connection being cut at the HTTP server's shutdown timeout.
+                Ok(None) => return Ok(text),
+                Err(e) => return Err(format!("{e}; read: {text}")),
+            }
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    service.terminate();
+    let text = reader.await.expect("join").expect("the stream ended cleanly");
+    let closed = frames(&text);
+    assert!(
+        closed.iter().any(|f| f["type"] == "session.closed" && f["data"]["closed_reason"] == "shutdown"),
+        "the session's end is told before the stream ends: {closed:?}"
+    );
 }

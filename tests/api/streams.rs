@@ -247,7 +247,9 @@ async fn session_sse_carries_a_turn_as_framed_events() {
         assert_eq!(frame["session_id"], id.as_str(), "{frame}");
         assert!(frame["type"].is_string() && frame["timestamp"].is_string(), "{frame}");
     }
-    assert!(is_status(&events[0], "active"), "the turn starts with status active: {:?}", events[0]);
+    assert_eq!(events[0].name, "user", "the turn starts with the user's line, as accepted: {}", summary(&events));
+    assert_eq!(events[0].frame()["data"]["message"]["content"], "stream this question");
+    assert!(is_status(&events[1], "active"), "then status active: {:?}", events[1]);
     let assistant = events.iter().find(|e| e.name == "assistant").expect("an assistant event").frame();
     let message = assistant["data"]["message"].to_string();
     assert!(message.contains("the streamed answer from the fake api"), "the reply text: {assistant}");

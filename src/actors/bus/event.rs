@@ -61,8 +61,11 @@ impl Event {
         }
     }
 
-    /// The frame streams send for this event at `seq`.
-    pub fn frame(&self, seq: u64) -> String {
-        events::frame(&self.name, seq, self.kind, &self.scope(), &self.timestamp, &self.data)
+    /// The frame streams send for this event at `seq`; on the global stream (`global`), a
+    /// session's event also carries its number in the session's own stream.
+    pub fn frame(&self, seq: u64, global: bool) -> String {
+        let session_seq = self.topic_seq.filter(|_| global && self.session_id.is_some());
+        let numbers = events::Numbers { seq, session_seq };
+        events::frame(&self.name, numbers, self.kind, &self.scope(), &self.timestamp, &self.data)
     }
 }

@@ -8,8 +8,8 @@ use actix::prelude::*;
 
 use super::state::{Sub, Topic, TopicKey};
 use super::{
-    CatchUp, CaughtUp, EventBus, EventMeta, Follow, HistoryBytes, Outbox, Publish, Subscribe, SubscriberCount,
-    Subscription, Unsubscribe, WatcherCount, OUTBOX_BYTES,
+    CatchUp, CaughtUp, CloseStreams, EventBus, EventMeta, Follow, HistoryBytes, Outbox, Publish, Subscribe,
+    SubscriberCount, Subscription, Unsubscribe, WatcherCount, OUTBOX_BYTES,
 };
 use crate::domain::events::Scope;
 
@@ -128,6 +128,20 @@ impl Handler<Unsubscribe> for EventBus {
         if let Some(sub) = self.subscribers.remove(&msg.0) {
             sub.outbox.close();
         }
+    }
+}
+
+impl Handler<CloseStreams> for EventBus {
+    type Result = ();
+
+    fn handle(&mut self, _msg: CloseStreams, _ctx: &mut Context<Self>) {
+        // Conduit's own followers (webhook delivery) stay to the end.
+        self.subscribers.retain(|_, sub| {
+            if !sub.internal {
+                sub.outbox.close();
+            }
+            sub.internal
+        });
     }
 }
 

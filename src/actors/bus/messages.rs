@@ -68,6 +68,12 @@ pub enum CaughtUp {
 #[rtype(result = "()")]
 pub struct Unsubscribe(pub u64);
 
+/// The service is stopping: every stream ends once it has sent what it holds, so clients learn
+/// at once (instead of at the HTTP server's shutdown timeout) and reconnect to what comes next.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct CloseStreams;
+
 #[derive(Message)]
 #[rtype(result = "usize")]
 pub struct SubscriberCount;

@@ -86,7 +86,7 @@ impl EventBus {
             let ends = matches!(event.kind, "session.closed" | "agent.execution.finished" | "process.exited");
             topic.closed_at = ends.then(Instant::now);
         }
-        let d = Delivery { seq, meta: meta.clone(), frame: event.frame(seq).into() };
+        let d = Delivery { seq, meta: meta.clone(), frame: event.frame(seq, key.is_none()).into() };
         topic.history.push_back(d.clone());
         let generation = topic.generation;
         self.held += d.cost();

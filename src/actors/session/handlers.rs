@@ -45,14 +45,17 @@ impl Handler<SendUser> for CliSession {
         let position = chat.queue.len() + usize::from(chat.turn_running);
         let queued = position > 0 || chat.row.status != SessionStatus::Idle;
         chat.queue.push_back(QueuedTurn { seq, content: msg.content, message_id: None });
+        // Relayed as it is accepted, so every client sees the turn whoever sent it; the stored
+        // line carries the event's number, as the CLI's lines do.
+        let (event_seq, timestamp) = chat.publish_numbered("session.message", "user", line.clone());
         let row = NewMessage {
             session_id: chat.row.id.to_string(),
             direction: "to_cli",
             message_type: "user".to_string(),
             message_subtype: None,
             content: line,
-            timestamp: time::now(),
-            seq: None,
+            timestamp,
+            seq: Some(event_seq as i64),
         };
         let writer = chat.writer.clone();
         let stored = async move { writer.persist_returning_id(row).await };
