@@ -20,8 +20,6 @@ import type { Frame } from './sse';
 const RAW_RESULTS = ['claude', 'codex'];
 /** A line too big for its frame is read back from the store after the write-behind caught up. */
 const STORED_AFTER_MS = 1000;
-/** Lines read when a turn starts, to show its user line (see `catchUp`). */
-const CATCH_UP = 20;
 
 export function errorText(e: unknown): string | undefined {
   if (e === null || e === undefined) return undefined;
@@ -141,8 +139,6 @@ class FrameRouter {
   /** ACP's text chunks: stored lines, but shown through the bubble until the message ends. */
   private quiet: LiveLine[] = [];
   private timers: ReturnType<typeof setTimeout>[] = [];
-  private catchingUp = false;
-  private stopped = false;
 
   constructor(
     private readonly qc: QueryClient,
@@ -162,9 +158,7 @@ class FrameRouter {
       case 'session.closed':
       case 'session.error':
         if (isRow(data, this.sessionId)) {
-          const before = this.qc.getQueryData<Session>(keys.session(this.sessionId))?.status;
           this.qc.setQueryData<Session>(keys.session(this.sessionId), data);
-          if (data.status === 'active' && before !== 'active') this.catchUp();
         }
         return;
       case 'session.message':
@@ -220,29 +214,6 @@ class FrameRouter {
     });
   }
 
-  /**
-   * The user's turns are stored but not relayed on the stream (a turn sent from elsewhere, or a
-   * launch's first message, would never show): when a turn starts, its line is stored, so the
-   * last few stored lines are read and merged. A stopgap until the service relays user lines.
-   */
-  private catchUp(): void {
-    if (this.catchingUp) return;
-    this.catchingUp = true;
-    const key = keys.sessionMessages(this.sessionId);
-    sessionApi
-      .tail(this.sessionId, CATCH_UP)
-      .then((tail) => {
-        if (this.stopped) return;
-        this.qc.setQueryData<Feed>(key, (f) => (f?.loaded ? mergeTail(f, tail, CATCH_UP, 'ignore') : f));
-      })
-      .catch(() => {
-        // The next reconnect or warning reads everything again; nothing to say about this one.
-      })
-      .finally(() => {
-        this.catchingUp = false;
-      });
-  }
-
   private readBackLater(): void {
     this.timers.push(
       setTimeout(
@@ -253,7 +224,6 @@ class FrameRouter {
   }
 
   stop(): void {
-    this.stopped = true;
     this.timers.forEach(clearTimeout);
   }
 }
