@@ -104,9 +104,10 @@ async fn pages_end_to_end_in_chromium() {
     assert_eq!(rows(&sessions).len(), 1, "{sessions}");
     let session = &rows(&sessions)[0];
     let branch = session["branch"].as_str().unwrap_or_else(|| panic!("a worktree session has a branch: {session}"));
+    let (note, parent) = (format!("{branch}:e2e-note.txt"), format!("{branch}~1"));
     assert_eq!(git(&folder, &["log", "-1", "--format=%s", branch]).trim(), COMMIT_MESSAGE);
-    assert_eq!(git(&folder, &["show", &format!("{branch}:e2e-note.txt")]), "hello-e2e\n", "written in the terminal");
-    assert_eq!(git(&folder, &["rev-parse", &format!("{branch}~1")]), base_head, "one commit on top of its base");
+    assert_eq!(git(&folder, &["show", note.as_str()]), "hello-e2e\n", "written in the terminal");
+    assert_eq!(git(&folder, &["rev-parse", parent.as_str()]), base_head, "one commit on top of its base");
     assert_eq!(git(&folder, &["rev-parse", "main"]), base_head, "the base branch did not move");
 
     for shot in [
