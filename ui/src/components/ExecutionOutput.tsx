@@ -28,6 +28,17 @@ export function ExecutionOutput({ executionId, follow, onClose }: { executionId:
   const [cancelling, setCancelling] = useState(false);
   const [error, setError] = useState<string>();
   const box = useRef<HTMLElement>(null);
+  // The stream said the run ended but the detail still says it runs: the detail's answer was
+  // read before the end and arrived after the end's frame (which had nothing to update yet).
+  // Read it once more (once: the service stores the end before it tells it).
+  const { refetch } = query;
+  const reread = useRef(false);
+  const stale = stream.finished && running && !query.isFetching;
+  useEffect(() => {
+    if (!stale || reread.current) return;
+    reread.current = true;
+    void refetch();
+  }, [stale, refetch]);
   // Opened from the history below it: bring it into view (on a phone it is screens away).
   useEffect(() => box.current?.scrollIntoView?.({ block: 'start', behavior: 'smooth' }), []);
 
