@@ -7,18 +7,13 @@
 // E2E_DENY_PROMPT / E2E_DENIED_COMMAND (a message on which the model runs a Bash command that
 // the deny rule this script adds must stop), E2E_IMPORT_FOLDER (a folder to import).
 // Exits non-zero, naming the step, at the first thing that does not happen.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { env, expectText, launchOptions, steps, watch } from './lib.mjs';
 
-const env = (name) => {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set`);
-  return v;
-};
 const base = env('CONDUIT_URL');
-const shots = env('SCREENSHOT_DIR');
 const prompt = env('E2E_PROMPT');
 const reply = env('E2E_REPLY');
 const denyPrompt = env('E2E_DENY_PROMPT');
@@ -26,39 +21,15 @@ const deniedCommand = env('E2E_DENIED_COMMAND');
 const importFolder = env('E2E_IMPORT_FOLDER');
 const TURN = 90_000; // a real CLI turn, generous for a loaded CI machine
 
-mkdirSync(shots, { recursive: true });
+const run = steps(env('SCREENSHOT_DIR'));
 const profile = mkdtempSync(join(tmpdir(), 'conduit-e2e-chromium-'));
-const context = await chromium.launchPersistentContext(profile, {
-  headless: true,
-  executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-  viewport: { width: 1400, height: 900 },
-  // Without the background-networking flags Chromium keeps calling home, and there may be no network.
-  args: [
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
-});
-const page = await context.newPage();
-const pageErrors = [];
-page.on('pageerror', (e) => pageErrors.push(String(e)));
-page.on('console', (m) => m.type() === 'error' && pageErrors.push(`console: ${m.text()}`));
-page.on('dialog', (d) => d.accept()); // the kill confirmation
-
-let stepName = 'start';
-const step = (name) => {
-  stepName = name;
-  console.log(`e2e: ${name}`);
-};
-const shot = (name) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
-const expectText = (locator, text, timeout = 15_000) => locator.filter({ hasText: text }).first().waitFor({ timeout });
+const context = await chromium.launchPersistentContext(profile, { ...launchOptions(), viewport: { width: 1400, height: 900 } });
+const page = watch(await context.newPage(), run.errors); // dialogs accepted: the kill confirmation
+run.page = page;
+const { step, shot } = run;
 const transcript = () => page.getByTestId('transcript');
 
-try {
+await run.main(async () => {
   step('the dashboard loads and its live stream connects');
   await page.goto(base + '/');
   await expectText(page.getByTestId('connection'), 'Live');
@@ -164,15 +135,7 @@ try {
   step('the dashboard shows no live session any more');
   await page.getByRole('link', { name: 'Dashboard' }).click();
   await expectText(page.getByTestId('live-sessions'), 'No session is running.');
-
-  if (pageErrors.length > 0) throw new Error(`the page reported errors:\n${pageErrors.join('\n')}`);
-  console.log('e2e: all steps passed');
-} catch (e) {
-  console.error(`e2e: FAILED at "${stepName}": ${e instanceof Error ? e.message : e}`);
-  if (pageErrors.length > 0) console.error(`page errors:\n${pageErrors.join('\n')}`);
-  await shot('failure').catch(() => {});
-  process.exitCode = 1;
-} finally {
+}, async () => {
   await context.close();
   rmSync(profile, { recursive: true, force: true });
-}
+});

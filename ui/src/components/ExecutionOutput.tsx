@@ -11,18 +11,34 @@ import { putExecution } from '../query/agentFrames';
 import { ErrorNote, Loading } from './ui';
 import { ExecutionStatusBadge, runTook } from './ExecutionsTable';
 
-export function ExecutionOutput({ executionId, onClose }: { executionId: string; onClose?: () => void }) {
+/**
+ * `follow`: the run was started here a moment ago. Its stream is then followed from its first
+ * event even when its detail already says it ended (a quick run can end before the detail is
+ * read, and its topic still holds its events); otherwise only a run seen queued or running is.
+ */
+export function ExecutionOutput({ executionId, follow, onClose }: { executionId: string; follow?: boolean; onClose?: () => void }) {
   const query = useQuery({ queryKey: keys.execution(executionId), queryFn: () => agentsApi.execution(executionId) });
   const exec = query.data;
   const running = exec ? isRunning(exec.status) : false;
   // Once followed, a run's stream stays shown after it ends (its lines are not in the answer
   // of GET /api/executions/{id}, which keeps only the final text and the raw lines).
   const followed = useRef(false);
-  if (running) followed.current = true;
+  if (running || follow) followed.current = true;
   const stream = useRunStream(executionId, followed.current);
   const [cancelling, setCancelling] = useState(false);
   const [error, setError] = useState<string>();
   const box = useRef<HTMLElement>(null);
+  // The stream said the run ended but the detail still says it runs: the detail's answer was
+  // read before the end and arrived after the end's frame (which had nothing to update yet).
+  // Read it once more (once: the service stores the end before it tells it).
+  const { refetch } = query;
+  const reread = useRef(false);
+  const stale = stream.finished && running && !query.isFetching;
+  useEffect(() => {
+    if (!stale || reread.current) return;
+    reread.current = true;
+    void refetch();
+  }, [stale, refetch]);
   // Opened from the history below it: bring it into view (on a phone it is screens away).
   useEffect(() => box.current?.scrollIntoView?.({ block: 'start', behavior: 'smooth' }), []);
 

@@ -1,7 +1,7 @@
 // One scheduled agent: its settings, its run history, and a run's output (live while it runs).
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { Link, useNavigate, useParams, useSearchParams } from 'react-router-dom';
+import { Link, useLocation, useNavigate, useParams, useSearchParams } from 'react-router-dom';
 import { agentsApi, type Agent } from '../api/agents';
 import { api, ApiError } from '../api/client';
 import { AgentFormDialog } from '../components/AgentForm';
@@ -19,6 +19,8 @@ export function AgentPage() {
   const [search, setSearch] = useSearchParams();
   const navigate = useNavigate();
   const selected = search.get('run');
+  // The run "Run now" started (here or on the list): followed from its start, however fast it ends.
+  const started = (useLocation().state as { started?: string } | null)?.started;
   const agent = useQuery({
     queryKey: keys.agent(agentId),
     queryFn: () => agentsApi.get(agentId),
@@ -49,7 +51,7 @@ export function AgentPage() {
   const busy = actions.busy === a.id;
   const runNow = async () => {
     const queued = await actions.trigger(a);
-    if (queued) open(queued.id);
+    if (queued) setSearch({ run: queued.id }, { replace: true, state: { started: queued.id } });
   };
 
   return (
@@ -110,7 +112,7 @@ export function AgentPage() {
           </div>
         </Card>
       </div>
-      {selected && <ExecutionOutput key={selected} executionId={selected} onClose={() => open(null)} />}
+      {selected && <ExecutionOutput key={selected} executionId={selected} follow={selected === started} onClose={() => open(null)} />}
       <Card title="Runs" testId="agent-runs">
         <ErrorNote error={runs.error ? messageOf(runs.error) : undefined} what="load the runs" />
         {runs.isPending && <Loading />}

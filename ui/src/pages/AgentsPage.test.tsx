@@ -147,6 +147,71 @@ describe("an agent's page", () => {
     expect(service.callsTo('GET', '/api/executions/e1')).toHaveLength(1);
   });
 
+  it('shows the lines of a run started with "Run now" on the list that ended before its page read it', async () => {
+    const body = sseBody();
+    const ended = run({ status: 'success', started_at: '2026-01-02T00:00:01Z', finished_at: '2026-01-02T00:00:01Z' });
+    service
+      .on('GET', '/api/agents/a1', { body: agent() })
+      .on('POST', '/api/agents/a1/trigger', { status: 202, body: run() })
+      .on('GET', '/api/executions/e1', { body: { ...ended, output: 'done', raw_output: '{"type":"assistant"}' } })
+      .on('GET', '/api/executions/e1/stream', () => ({ stream: body.stream }));
+    renderAt('/agents', routes);
+    fireEvent.click(await screen.findByTestId('agent-trigger'));
+    await waitFor(() => expect(screen.getByTestId('location').textContent).toBe('/agents/a1?run=e1'));
+    await waitFor(() => expect(service.callsTo('GET', '/api/executions/e1/stream')).toHaveLength(1));
+    expect(service.callsTo('GET', '/api/executions/e1/stream')[0].query.get('since')).toBe('0');
+    const scoped = { session_id: null, execution_id: 'e1' };
+    body.send(1, { event: 'assistant', type: 'assistant.message', seq: 1, ...scoped, data: { text: 'echo: done' } });
+    body.send(2, { event: 'turn_result', type: 'turn.result', seq: 2, ...scoped, data: { status: 'completed', is_error: false, text: 'done' } });
+    body.send(3, { event: 'execution_finished', type: 'agent.execution.finished', seq: 3, ...scoped, data: ended });
+    const lines = await screen.findByTestId('execution-lines');
+    await waitFor(() => expect(within(lines).getByText('echo: done')).toBeTruthy());
+    expect(within(lines).getByText('Turn completed')).toBeTruthy();
+    expect(screen.getByTestId('execution-output').getAttribute('data-status')).toBe('success');
+  });
+
+  it("reads the run again when its end came on the stream before the detail's older answer", async () => {
+    const body = sseBody();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const ended = run({ status: 'success', started_at: '2026-01-02T00:00:01Z', finished_at: '2026-01-02T00:00:02Z' });
+    let reads = 0;
+    service
+      .on('GET', '/api/agents/a1', { body: agent() })
+      .on('POST', '/api/agents/a1/trigger', { status: 202, body: run() })
+      .on('GET', '/api/executions/e1', async () => {
+        reads += 1;
+        if (reads > 1) return { body: { ...ended, output: 'done', raw_output: '' } };
+        await held; // read while it ran, answered after its end
+        return { body: { ...run({ status: 'running', started_at: '2026-01-02T00:00:01Z' }), output: '', raw_output: '' } };
+      })
+      .on('GET', '/api/executions/e1/stream', () => ({ stream: body.stream }));
+    renderAt('/agents/a1', routes);
+    fireEvent.click(await screen.findByTestId('agent-trigger'));
+    await waitFor(() => expect(service.callsTo('GET', '/api/executions/e1/stream')).toHaveLength(1));
+    const scoped = { session_id: null, execution_id: 'e1' };
+    body.send(1, { event: 'turn_result', type: 'turn.result', seq: 1, ...scoped, data: { status: 'completed', is_error: false, text: 'done' } });
+    body.send(2, { event: 'execution_finished', type: 'agent.execution.finished', seq: 2, ...scoped, data: ended });
+    await waitFor(() => expect(screen.getByTestId('execution-row').getAttribute('data-status')).toBe('success'));
+    release();
+    await waitFor(() => expect(screen.getByTestId('execution-output').getAttribute('data-status')).toBe('success'));
+    expect(within(await screen.findByTestId('execution-result')).getByText('done')).toBeTruthy();
+    expect(reads).toBe(2);
+  });
+
+  it('does not follow the stream of a run that had ended when it was opened from the history', async () => {
+    const ended = run({ status: 'success', started_at: '2026-01-02T00:00:01Z', finished_at: '2026-01-02T00:00:01Z' });
+    service
+      .on('GET', '/api/agents/a1', { body: agent() })
+      .on('GET', '/api/agents/a1/executions', { body: [ended] })
+      .on('GET', '/api/executions/e1', { body: { ...ended, output: 'done', raw_output: '' } });
+    renderAt('/agents/a1', routes);
+    fireEvent.click(await screen.findByTestId('execution-open'));
+    expect(within(await screen.findByTestId('execution-result')).getByText('done')).toBeTruthy();
+    expect(screen.queryByTestId('execution-lines')).toBeNull();
+    expect(service.callsTo('GET', '/api/executions/e1/stream')).toHaveLength(0);
+  });
+
   it('adds runs from the global stream to the history and cancels a running one', async () => {
     service
       .on('GET', '/api/agents/a1', { body: agent() })

@@ -22,7 +22,8 @@ export function AgentsPage() {
 
   const runNow = async (agent: Agent) => {
     const queued = await actions.trigger(agent);
-    if (queued) navigate(`/agents/${agent.id}?run=${queued.id}`);
+    // The state says the run was started here: its page follows its stream even if it has ended.
+    if (queued) navigate(`/agents/${agent.id}?run=${queued.id}`, { state: { started: queued.id } });
   };
 
   return (
