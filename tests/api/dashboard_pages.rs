@@ -1,8 +1,8 @@
 //! The automation and review pages end to end in real headless Chromium
 //! (ui/e2e/pages.e2e.mjs) against the real binary and the fake CLI: a scheduled agent made
 //! with the form and run now, a global rule added, edited and deleted, a worktree session's
-//! terminal, diff and commit, every page on a phone, dark screenshots. Set E2E_REQUIRE_DARK=1
-//! (passed through to the script) to fail when the dark screenshots are not dark.
+//! terminal, diff and commit, every page on a phone with no horizontal scroll, and dark
+//! screenshots that must be dark (E2E_REQUIRE_DARK=1).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -54,6 +54,7 @@ async fn pages_end_to_end_in_chromium() {
             ("SCREENSHOT_DIR", screenshot_dir().display().to_string()),
             ("CHROMIUM_PATH", chromium),
             ("E2E_REPO_FOLDER", REPO_FOLDER.to_string()),
+            ("E2E_REQUIRE_DARK", "1".to_string()),
         ];
         move || Command::new("node").arg(&script).envs(env).output()
     })

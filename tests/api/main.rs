@@ -13,6 +13,7 @@ mod changes;
 mod cli;
 mod containment;
 mod dashboard;
+mod dashboard_live;
 mod dashboard_pages;
 mod exec;
 mod folders;
