@@ -47,7 +47,8 @@ async fn live_dashboard_in_chromium_with_the_real_cli() {
     let service = TestService::start(config());
     std::fs::create_dir_all(service.root.join("live-e2e")).expect("project folder");
 
-    let slow = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa";
+    // The fake sends the text once per chunk, numbered: "slow-words 0 slow-words 1 ... slow-words 15".
+    let slow = "slow-words";
     let (slow_prompt, other_prompt) = ("please answer slowly", "a turn in the other session");
     api.on(slow_prompt, Reply::Slow { text: slow.into(), chunks: 16, delay: Duration::from_millis(250) });
     api.on(other_prompt, Reply::Text("the other session's answer".into()));

@@ -197,6 +197,39 @@ await run.main(
     await expectText(page.locator('.ok-note'), `on ${session.branch}`);
     await run.shot('review-committed');
 
+    run.step('a session of over 1,000 lines opens in a bounded number of requests');
+    // The fake CLI answers each turn with 3 lines; with the user line, 4 per turn.
+    const TURNS = 270;
+    for (let sent = 0; sent < TURNS; ) {
+      const batch = Math.min(90, TURNS - sent); // under the 100 turns a session queues
+      for (let i = 0; i < batch; i++) await api('POST', `/api/sessions/${session.id}/message`, { content: `long-${sent + i}` });
+      sent += batch;
+      await until(`${sent} turns done`, async () => {
+        const s = await api('GET', `/api/sessions/${session.id}`);
+        return s.num_turns >= sent && s.status === 'idle';
+      }, 120_000);
+    }
+    const asked = [];
+    const count = (r) => {
+      const url = new URL(r.url());
+      if (url.pathname.startsWith('/api/') && url.pathname !== '/api/events/stream') asked.push(url.pathname + url.search);
+    };
+    page.on('request', count);
+    await visit(page, `/sessions/${session.id}`, '[data-testid=transcript]');
+    await expectText(page.getByTestId('transcript'), `long-${TURNS - 1}`);
+    await page.waitForTimeout(1000);
+    console.log(`e2e: requests to open a ${TURNS * 4}-line session: ${asked.length} ${JSON.stringify(asked)}`);
+    if (asked.length > 10) throw new Error(`opening the long session took ${asked.length} requests: ${asked.join(', ')}`);
+    run.step('scrolling up reads the page before, and only it');
+    const before = asked.length;
+    await page.getByTestId('transcript').hover();
+    await until('an older page was read', async () => {
+      await page.mouse.wheel(0, -20_000);
+      return asked.slice(before).some((u) => u.includes('before='));
+    });
+    await run.shot('long-session-scrolled');
+    page.off('request', count);
+
     run.step('on a phone: no page scrolls sideways');
     const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
     const mobile = watch(await phone.newPage(), run.errors, 'phone');
