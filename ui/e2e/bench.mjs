@@ -37,6 +37,7 @@ const TURNS = Number(process.env.BENCH_TURNS ?? 249);
 const SETTLE_MS = 2000;
 const RATE_MODEL = 'fake-rate-200-400';
 const DELTAS = 400;
+const LATENCY_TURNS = Number(process.env.BENCH_LATENCY_TURNS ?? 3);
 const OUT = join(repo, 'target', 'bench', 'dashboard.json');
 
 const log = (text) => console.log(`bench: ${text}`);
@@ -150,19 +151,47 @@ const main = async () => {
     await context.close();
   }
 
-  // 3. Latency from a written line to its text on screen.
+  // 3. Latency from a written line to its text on screen: LATENCY_TURNS turns per dashboard,
+  // alternating, each in a fresh session (ended afterwards) of a project of its own.
+  const latencyProject = await project('bench-latency');
+  const samples = { old: [], new: [] };
+  for (let k = 1; k <= LATENCY_TURNS; k++) {
+    for (const ui of ['old', 'new']) {
+      const sample = await latencyTurn(ui, k);
+      samples[ui].push(sample);
+      log(`latency ${ui} #${k}: ${JSON.stringify({ ...sample, lat: undefined })}`);
+    }
+  }
   for (const ui of ['old', 'new']) {
-    log(`latency ${ui}: a turn of ${DELTAS} deltas at 200 lines/s`);
-    const s = await launch(long.id, { name: `latency ${ui}`, model: RATE_MODEL });
-    const text = `latency probe ${ui}`;
+    const all = samples[ui];
+    const lat = all.flatMap((x) => x.lat).sort((a, b) => a - b);
+    const finals = all.map((x) => x.finalMessageMs).filter((v) => v !== null).sort((a, b) => a - b);
+    const sum = (f) => all.reduce((n, x) => n + (f(x) ?? 0), 0);
+    results[ui].latency = {
+      turns: all.length,
+      deltas: DELTAS * all.length,
+      tokensSeen: sum((x) => x.tokensSeen),
+      lostInTheMiddle: lat.length ? sum((x) => x.lostInTheMiddle) : null,
+      lostTrailing: lat.length ? sum((x) => x.lostTrailing) : null,
+      deltaMs: lat.length ? stats(lat) : null,
+      finalMessageMs: finals.length ? stats(finals) : null,
+      finalMessagesMissing: all.length - finals.length,
+      perTurn: all.map(({ lat: _, ...rest }) => rest),
+    };
+  }
+
+  async function latencyTurn(ui, k) {
+    const s = await launch(latencyProject.id, { name: `latency ${ui} ${k}`, model: RATE_MODEL });
+    const text = `latency probe ${ui} ${'abc'[k % 3]}`; // no "t<digits>" in it
     const { context, page } = await open(ui, `/sessions/${s.id}`, { fn: observeTokens, arg: `echo: ${text}` });
-    await expectText(page.locator('h1'), `latency ${ui}`, 30_000);
+    await expectText(page.locator('h1'), `latency ${ui} ${k}`, 30_000);
     await sleep(1000);
     await turns(s.id, 1, () => text);
     await sleep(SETTLE_MS);
     const seen = await page.evaluate(() => window.__bench);
     await context.close();
     const rows = await api('GET', `/api/sessions/${s.id}/messages?limit=1000`);
+    await api('DELETE', `/api/sessions/${s.id}`);
     const written = new Map(); // token index -> ms since the epoch
     for (const r of rows.filter((r) => r.message_type === 'stream_event')) {
       const ns = r.content.match(/"written_ns":(\d+)/)?.[1];
@@ -170,29 +199,25 @@ const main = async () => {
       if (ns && i) written.set(Number(i), Number(BigInt(ns) / 1000n) / 1000);
     }
     if (written.size !== DELTAS) throw new Error(`the store holds ${written.size} of the ${DELTAS} delta lines`);
-    const lat = [...written].filter(([i]) => seen.tokens[i] !== undefined).map(([i, at]) => seen.tokens[i] - at).sort((a, b) => a - b);
-    const lastWritten = written.get(DELTAS - 1);
+    const lat = [...written].filter(([i]) => seen.tokens[i] !== undefined).map(([i, at]) => seen.tokens[i] - at);
     // Trailing: no later delta was shown either (the whole message replaced the bubble in the
     // frame they would have shown in); in the middle: a later one was.
     const lost = [...written.keys()].filter((i) => seen.tokens[i] === undefined);
     const lastSeen = Math.max(-1, ...Object.keys(seen.tokens).map(Number));
-    results[ui].latency = {
+    return {
       tokensSeen: lat.length,
-      tokensLost: lost.length,
       lostInTheMiddle: lastSeen < 0 ? null : lost.filter((i) => i < lastSeen).length,
       lostTrailing: lastSeen < 0 ? null : lost.filter((i) => i > lastSeen).length,
-      lost: lost.slice(0, 20),
-      deltaMs: lat.length ? { p50: percentile(lat, 50), p99: percentile(lat, 99), max: lat.at(-1) } : null,
-      finalMessageMs: seen.marker === null ? null : seen.marker - lastWritten,
+      finalMessageMs: seen.marker === null ? null : seen.marker - written.get(DELTAS - 1),
+      lat,
     };
-    log(`latency ${ui}: ${JSON.stringify(results[ui].latency)}`);
   }
 
   // --- the figures --------------------------------------------------------------------------
   const { old: o, new: n } = results;
   const kib = (b) => b / 1024;
   // The old page shows no delta: its only figure is the whole message against the last line.
-  const oldText = o.latency.deltaMs ?? { p50: o.latency.finalMessageMs, p99: o.latency.finalMessageMs, max: o.latency.finalMessageMs };
+  const oldText = o.latency.deltaMs ?? o.latency.finalMessageMs ?? {};
   const rows = [
     { figure: 'dashboard open: requests', old: o.dashboard.open.requests, new: n.dashboard.open.requests },
     { figure: 'dashboard open: KiB', old: kib(o.dashboard.open.bytes), new: kib(n.dashboard.open.bytes) },
@@ -209,16 +234,17 @@ const main = async () => {
     { figure: 'written -> on screen p50 ms (old*)', old: oldText.p50, new: n.latency.deltaMs?.p50 },
     { figure: 'written -> on screen p99 ms (old*)', old: oldText.p99, new: n.latency.deltaMs?.p99 },
     { figure: 'written -> on screen max ms (old*)', old: oldText.max, new: n.latency.deltaMs?.max },
-    { figure: `deltas seen on screen (of ${DELTAS})`, old: o.latency.tokensSeen, new: n.latency.tokensSeen },
+    { figure: `deltas seen on screen (of ${n.latency.deltas})`, old: o.latency.tokensSeen, new: n.latency.tokensSeen },
     { figure: '  never seen, a later one seen', old: o.latency.lostInTheMiddle, new: n.latency.lostInTheMiddle },
     { figure: '  never seen, the last ones (**)', old: o.latency.lostTrailing, new: n.latency.lostTrailing },
-    { figure: 'last line written -> whole message shown ms', old: o.latency.finalMessageMs, new: n.latency.finalMessageMs },
+    { figure: 'last line written -> whole message p50 ms', old: o.latency.finalMessageMs?.p50, new: n.latency.finalMessageMs?.p50 },
+    { figure: 'last line written -> whole message max ms', old: o.latency.finalMessageMs?.max, new: n.latency.finalMessageMs?.max },
   ];
   console.log('');
   printTable(rows);
   console.log(
-    `\n(*) new: each of the ${DELTAS} deltas from its line's write to its first appearance on screen;` +
-      ' old: it shows no delta, the figure is the whole message after the LAST line was written.' +
+    `\n(*) new: each delta (${LATENCY_TURNS} turns of ${DELTAS}) from its line's write to its first appearance on screen;` +
+      ` old: it shows no delta, the figure is the whole message after the LAST line was written (${LATENCY_TURNS} turns).` +
       '\n(**) the last deltas arrive with the whole message, which replaces the bubble in the same frame' +
       " (the fake CLI's message is `echo: ...`, not the deltas' text; a real CLI's repeats it)." +
       '\nBytes: received per request (headers and body), the event stream excepted; each page in a fresh context.',
@@ -229,7 +255,7 @@ const main = async () => {
     measured_at: new Date().toISOString(),
     baseline: BASELINE,
     cpus: cpus().length,
-    sizes: { projects: PROJECTS, turns: TURNS, lines, deltas: DELTAS, rate_model: RATE_MODEL, settle_ms: SETTLE_MS },
+    sizes: { projects: PROJECTS, turns: TURNS, lines, deltas: DELTAS, latency_turns: LATENCY_TURNS, rate_model: RATE_MODEL, settle_ms: SETTLE_MS },
     results,
     table: rows.map((r) => ({ ...r, ratio: typeof r.old === 'number' && r.old !== 0 && typeof r.new === 'number' ? r.new / r.old : null })),
     page_errors: errors,
@@ -237,6 +263,9 @@ const main = async () => {
   writeFileSync(OUT, JSON.stringify(report, null, 2) + '\n');
   log(`wrote ${OUT}`);
 };
+
+/** p50, p99 and max of sorted numbers. */
+const stats = (sorted) => ({ p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) });
 
 /**
  * In the page, before any of its scripts: the first time each `t{i}` token is seen in an
