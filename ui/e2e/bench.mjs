@@ -245,8 +245,8 @@ const main = async () => {
   console.log(
     `\n(*) new: each delta (${LATENCY_TURNS} turns of ${DELTAS}) from its line's write to its first appearance on screen;` +
       ` old: it shows no delta, the figure is the whole message after the LAST line was written (${LATENCY_TURNS} turns).` +
-      '\n(**) the last deltas arrive with the whole message, which replaces the bubble in the same frame' +
-      " (the fake CLI's message is `echo: ...`, not the deltas' text; a real CLI's repeats it)." +
+      '\n(**) the last deltas of a turn, still waiting for the next frame when the whole message came and replaced' +
+      " the bubble (the fake CLI's message is `echo: ...`, not the deltas' text; a real CLI's repeats it)." +
       '\nBytes: received per request (headers and body), the event stream excepted; each page in a fresh context.',
   );
   if (errors.length > 0) console.log(`\npage errors (${errors.length}):\n${errors.slice(0, 20).join('\n')}`);
