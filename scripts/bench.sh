@@ -3,7 +3,14 @@
 # terminals, exec, workspaces, agents; agents needs the CLIs scripts/test-setup.sh installs)
 # Builds the fake CLI it drives first. Figures are printed as ratios against baselines
 # measured in the same run.
+# scripts/bench.sh dashboard: the dashboard in headless Chromium against the old one
+# (ui/e2e/bench.mjs; needs node, ui/node_modules and /usr/bin/chromium or CHROMIUM_PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-sessions}" = dashboard ]; then
+  # The service (with the dashboard embedded) and the fake CLI.
+  cargo build --release --bins --examples
+  exec node ui/e2e/bench.mjs
+fi
 cargo build --release --examples
 cargo bench --bench "${1:-sessions}"
