@@ -25,7 +25,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 /// The event types a webhook may ask for (or `*`).
-pub const EVENT_TYPES: [&str; 21] = [
+pub const EVENT_TYPES: [&str; 32] = [
     "session.created",
     "session.status",
     "session.message",
@@ -48,6 +48,18 @@ pub const EVENT_TYPES: [&str; 21] = [
     "tool.finished",
     "turn.result",
     "turn.error",
+    // Changes to what people configure (http::changes).
+    "project.created",
+    "project.updated",
+    "project.deleted",
+    "rule.created",
+    "rule.updated",
+    "rule.deleted",
+    "agent.created",
+    "agent.updated",
+    "agent.deleted",
+    "webhook.created",
+    "webhook.deleted",
 ];
 const TIMEOUT: Duration = Duration::from_secs(10);
 const RETRIES: u32 = 3;

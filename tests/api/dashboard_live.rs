@@ -62,8 +62,8 @@ async fn live_dashboard_in_chromium_with_the_real_cli() {
         ("SCREENSHOT_DIR", screenshot_dir().display().to_string()),
         ("CHROMIUM_PATH", chromium),
         ("E2E_SLOW_PROMPT", slow_prompt.to_string()),
-        ("E2E_SLOW_FIRST", "alpha".to_string()),
-        ("E2E_SLOW_LAST", "papa".to_string()),
+        ("E2E_SLOW_FIRST", "slow-words 0".to_string()),
+        ("E2E_SLOW_LAST", "slow-words 15".to_string()),
         ("E2E_OTHER_PROMPT", other_prompt.to_string()),
         ("E2E_RESTART_FILE", restart_file.display().to_string()),
     ];

@@ -8,9 +8,7 @@
 // (a message the fake model answers slowly, the first and last words of that answer),
 // E2E_OTHER_PROMPT (a message for another session), E2E_RESTART_FILE (this script prints
 // `e2e: restart-now`, the test restarts the service on the same address and creates this file).
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 import { apiClient, env, expectText, launchOptions, steps, until, watch } from './lib.mjs';
 
@@ -26,8 +24,8 @@ const TURN = 90_000; // a real CLI turn, generous for a loaded CI machine
 const MAX_REQUESTS_PER_OTHER_TURN = 5;
 const api = apiClient(base);
 
-const profile = mkdtempSync(join(tmpdir(), 'conduit-e2e-live-'));
-const context = await chromium.launchPersistentContext(profile, { ...launchOptions(), viewport: { width: 1440, height: 900 } });
+const browser = await chromium.launch(launchOptions());
+const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
 const page = watch(await context.newPage(), run.errors);
 run.page = page;
 
@@ -124,7 +122,6 @@ await run.main(
     run.errors = run.errors.filter((e) => !/net::ERR_|Failed to load resource/.test(e));
   },
   async () => {
-    await context.close();
-    rmSync(profile, { recursive: true, force: true });
+    await browser.close();
   },
 );
