@@ -13,28 +13,15 @@ export type Connection = 'connecting' | 'live' | 'reconnecting';
 
 interface LiveState {
   connection: Connection;
+  /** Where a reconnect resumes (`?since=`). */
   lastEventId: number | null;
-  /**
-   * Counters for pages not yet reading the query cache (the session page): bumped by session.*
-   * events, permission decisions, and per session. Partial tokens bump nothing.
-   */
-  sessions: number;
-  decisions: number;
-  config: number;
-  bySession: Record<string, number>;
   reconnects: number;
-  bumpConfig: () => void;
 }
 
-export const useLive = create<LiveState>((set) => ({
+export const useLive = create<LiveState>(() => ({
   connection: 'connecting',
   lastEventId: null,
-  sessions: 0,
-  decisions: 0,
-  config: 0,
-  bySession: {},
   reconnects: 0,
-  bumpConfig: () => set((s) => ({ config: s.config + 1 })),
 }));
 
 type FrameListener = (frame: Frame) => void;
@@ -56,23 +43,14 @@ export function isPartial(frame: Frame): boolean {
   return frame.type === 'stream.event' || frame.type === 'assistant.delta';
 }
 
-/** Applies one frame: listeners, the query cache, the counters (exported for tests). */
+/** Applies one frame: listeners, the query cache, where to resume (exported for tests). */
 export function applyFrame(frame: Frame, id: number | null): void {
   for (const listener of listeners) listener(frame);
-  const refetched = applyFrameToCache(queryClient, frame);
+  applyFrameToCache(queryClient, frame);
   useLive.setState((s) => {
     const next: Partial<LiveState> = { lastEventId: id ?? s.lastEventId };
-    if (refetched) {
-      return { ...next, sessions: s.sessions + 1, decisions: s.decisions + 1, config: s.config + 1 };
-    }
-    if (isPartial(frame)) return next;
     // The service is stopping (its sessions close for that reason): the stream ends in a moment.
-    if (frame.type === 'session.closed' && isShutdownClose(frame.data)) next.connection = 'reconnecting';
-    if (frame.type === 'permission.decision') next.decisions = s.decisions + 1;
-    else if (frame.type?.startsWith('session.')) next.sessions = s.sessions + 1;
-    if (frame.session_id) {
-      next.bySession = { ...s.bySession, [frame.session_id]: (s.bySession[frame.session_id] ?? 0) + 1 };
-    }
+    if (!isPartial(frame) && frame.type === 'session.closed' && isShutdownClose(frame.data)) next.connection = 'reconnecting';
     return next;
   });
 }
