@@ -2,13 +2,13 @@
 //! thing end to end in real headless Chromium (ui/e2e/dashboard.e2e.mjs) against the real
 //! binary, the real Claude Code CLI and the fake Messages API.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::helpers::{spawn_app, spawn_app_with};
+use crate::support::browser;
 use crate::support::fake_api::{FakeApi, Reply};
 use crate::support::service::{real_cli, ServiceConfig, TestService};
 
@@ -92,21 +92,9 @@ async fn the_committed_openapi_copy_matches_the_service() {
     );
 }
 
-/// Where the screenshots of the end-to-end run go (kept for people to look at).
-fn screenshot_dir() -> PathBuf {
-    repo().join("test-output/dashboard")
-}
-
 #[actix_web::test]
 async fn end_to_end_in_chromium_with_the_real_cli() {
-    let chromium = std::env::var("CHROMIUM_PATH").unwrap_or_else(|_| "/usr/bin/chromium".to_string());
-    assert!(Path::new(&chromium).exists(), "Chromium is not installed at {chromium}; run scripts/test-setup.sh");
-    let script = repo().join("ui/e2e/dashboard.e2e.mjs");
-    assert!(
-        repo().join("ui/node_modules/playwright-core").is_dir(),
-        "playwright-core is not installed in ui/node_modules; run scripts/test-setup.sh"
-    );
-
+    browser::chromium();
     let api = FakeApi::start().await;
     let service = TestService::start(ServiceConfig::new(real_cli()).api(&api.base_url));
     std::fs::create_dir_all(service.root.join("e2e-app")).expect("project folder");
@@ -125,36 +113,16 @@ async fn end_to_end_in_chromium_with_the_real_cli() {
     );
     api.on("tool_result", Reply::Text("I could not delete it: a rule denied it.".into()));
 
-    let _ = std::fs::remove_dir_all(screenshot_dir());
+    let shots = browser::fresh_screenshot_dir("dashboard");
     let started = Instant::now();
-    let output = tokio::task::spawn_blocking({
-        let (base, shots) = (service.address.clone(), screenshot_dir());
-        let env = [
-            ("CONDUIT_URL", base),
-            ("SCREENSHOT_DIR", shots.display().to_string()),
-            ("CHROMIUM_PATH", chromium),
-            ("E2E_PROMPT", prompt.to_string()),
-            ("E2E_REPLY", reply.to_string()),
-            ("E2E_DENY_PROMPT", deny_prompt.to_string()),
-            ("E2E_DENIED_COMMAND", denied.to_string()),
-            ("E2E_IMPORT_FOLDER", "legacy-tool".to_string()),
-        ];
-        move || Command::new("node").arg(&script).envs(env).output()
-    })
-    .await
-    .expect("join")
-    .expect("node runs (Node.js is needed for the dashboard tests)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the browser run failed ({:?} in {:?}); screenshots in {}\n--- stdout\n{stdout}\n--- stderr\n{stderr}\n--- service log\n{}",
-        output.status,
-        started.elapsed(),
-        screenshot_dir().display(),
-        service.log()
-    );
-    assert!(stdout.contains("e2e: all steps passed"), "{stdout}");
+    let env = vec![
+        ("E2E_PROMPT", prompt.to_string()),
+        ("E2E_REPLY", reply.to_string()),
+        ("E2E_DENY_PROMPT", deny_prompt.to_string()),
+        ("E2E_DENIED_COMMAND", denied.to_string()),
+        ("E2E_IMPORT_FOLDER", "legacy-tool".to_string()),
+    ];
+    browser::run_script("dashboard.e2e.mjs", &service, &shots, env).await;
 
     // What the browser did, seen from the API.
     assert!(victim.exists(), "the denied command did not run");
@@ -183,7 +151,7 @@ async fn end_to_end_in_chromium_with_the_real_cli() {
         "06-project",
         "07-session-closed",
     ] {
-        assert!(screenshot_dir().join(format!("{shot}.png")).is_file(), "screenshot {shot}");
+        assert!(shots.join(format!("{shot}.png")).is_file(), "screenshot {shot}");
     }
     assert!(started.elapsed() < Duration::from_secs(180), "the browser run took {:?}", started.elapsed());
 }

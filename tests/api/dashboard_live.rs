@@ -5,21 +5,13 @@
 //! address and answers by creating a file.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::support::browser;
 use crate::support::fake_api::{FakeApi, Reply};
 use crate::support::service::{real_cli, ServiceConfig, TestService};
-
-fn checkout() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn screenshot_dir() -> PathBuf {
-    checkout().join("test-output/dashboard-live")
-}
 
 /// A port nothing listens on now, for a service that must come back on the same address.
 fn free_port() -> u16 {
@@ -39,8 +31,7 @@ impl Drop for Node {
 
 #[actix_web::test]
 async fn live_dashboard_in_chromium_with_the_real_cli() {
-    let chromium = std::env::var("CHROMIUM_PATH").unwrap_or_else(|_| "/usr/bin/chromium".to_string());
-    assert!(Path::new(&chromium).exists(), "Chromium is not installed at {chromium}; run scripts/test-setup.sh");
+    let chromium = browser::chromium();
     let api = FakeApi::start().await;
     let port = free_port().to_string();
     let config = || ServiceConfig::new(real_cli()).api(&api.base_url).env("CONDUIT_PORT", &port);
@@ -55,11 +46,11 @@ async fn live_dashboard_in_chromium_with_the_real_cli() {
 
     let marker = tempfile::tempdir().expect("tempdir");
     let restart_file = marker.path().join("restarted");
-    let _ = std::fs::remove_dir_all(screenshot_dir());
+    let shots = browser::fresh_screenshot_dir("dashboard-live");
     let started = Instant::now();
     let env = [
         ("CONDUIT_URL", service.address.clone()),
-        ("SCREENSHOT_DIR", screenshot_dir().display().to_string()),
+        ("SCREENSHOT_DIR", shots.display().to_string()),
         ("CHROMIUM_PATH", chromium),
         ("E2E_SLOW_PROMPT", slow_prompt.to_string()),
         ("E2E_SLOW_FIRST", "slow-words 0".to_string()),
@@ -74,7 +65,7 @@ async fn live_dashboard_in_chromium_with_the_real_cli() {
         let mut service = service;
         let mut node = Node(
             Command::new("node")
-                .arg(checkout().join("ui/e2e/live.e2e.mjs"))
+                .arg(browser::checkout().join("ui/e2e/live.e2e.mjs"))
                 .envs(env)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -120,10 +111,10 @@ async fn live_dashboard_in_chromium_with_the_real_cli() {
         status.success() && said.contains("e2e: all steps passed"),
         "the browser run failed ({status:?} in {:?}); screenshots in {}\n--- stdout\n{said}\n--- stderr\n{stderr}\n--- service log\n{}",
         started.elapsed(),
-        screenshot_dir().display(),
+        shots.display(),
         service.log()
     );
     for shot in ["live-01-streaming", "live-02-streamed", "live-03-resumed", "live-04-after-restart"] {
-        assert!(screenshot_dir().join(format!("{shot}.png")).is_file(), "screenshot {shot}");
+        assert!(shots.join(format!("{shot}.png")).is_file(), "screenshot {shot}");
     }
 }

@@ -4,12 +4,11 @@
 //! terminal, diff and commit, every page on a phone with no horizontal scroll, and dark
 //! screenshots that must be dark (E2E_REQUIRE_DARK=1).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::support::browser;
 use crate::support::service::{fake_cli, ServiceConfig, TestService};
 use crate::workspaces_real::{git, repo};
 
@@ -18,60 +17,22 @@ const REPO_FOLDER: &str = "e2e-repo";
 /// What the script commits with (ui/e2e/pages.e2e.mjs, COMMIT_MESSAGE).
 const COMMIT_MESSAGE: &str = "e2e: the note written in the terminal";
 
-fn checkout() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Where the screenshots of the run go (kept for people to look at).
-fn screenshot_dir() -> PathBuf {
-    checkout().join("test-output/dashboard-pages")
-}
-
 fn rows(v: &Value) -> &Vec<Value> {
     v.as_array().unwrap_or_else(|| panic!("an array: {v}"))
 }
 
 #[actix_web::test]
 async fn pages_end_to_end_in_chromium() {
-    let chromium = std::env::var("CHROMIUM_PATH").unwrap_or_else(|_| "/usr/bin/chromium".to_string());
-    assert!(Path::new(&chromium).exists(), "Chromium is not installed at {chromium}; run scripts/test-setup.sh");
-    assert!(
-        checkout().join("ui/node_modules/playwright-core").is_dir(),
-        "playwright-core is not installed in ui/node_modules; run scripts/test-setup.sh"
-    );
-    let script = checkout().join("ui/e2e/pages.e2e.mjs");
-
+    browser::chromium();
     let service = TestService::start(ServiceConfig::new(fake_cli()));
     let folder = service.root.join(REPO_FOLDER);
     repo(&folder, &[("README.md", "the e2e repository\n")]);
     let base_head = git(&folder, &["rev-parse", "HEAD"]);
 
-    let _ = std::fs::remove_dir_all(screenshot_dir());
+    let shots = browser::fresh_screenshot_dir("dashboard-pages");
     let started = Instant::now();
-    let output = tokio::task::spawn_blocking({
-        let env = [
-            ("CONDUIT_URL", service.address.clone()),
-            ("SCREENSHOT_DIR", screenshot_dir().display().to_string()),
-            ("CHROMIUM_PATH", chromium),
-            ("E2E_REPO_FOLDER", REPO_FOLDER.to_string()),
-            ("E2E_REQUIRE_DARK", "1".to_string()),
-        ];
-        move || Command::new("node").arg(&script).envs(env).output()
-    })
-    .await
-    .expect("join")
-    .expect("node runs (Node.js is needed for the dashboard tests)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the browser run failed ({:?} in {:?}); screenshots in {}\n--- stdout\n{stdout}\n--- stderr\n{stderr}\n--- service log\n{}",
-        output.status,
-        started.elapsed(),
-        screenshot_dir().display(),
-        service.log()
-    );
-    assert!(stdout.contains("e2e: all steps passed"), "{stdout}");
+    let env = vec![("E2E_REPO_FOLDER", REPO_FOLDER.to_string()), ("E2E_REQUIRE_DARK", "1".to_string())];
+    browser::run_script("pages.e2e.mjs", &service, &shots, env).await;
 
     // The agent made with the form ran once ("Run now") and finished.
     let agents = service.get_json("/api/agents").await;
@@ -131,7 +92,7 @@ async fn pages_end_to_end_in_chromium() {
         "dark-agents",
         "dark-review",
     ] {
-        assert!(screenshot_dir().join(format!("{shot}.png")).is_file(), "screenshot {shot}");
+        assert!(shots.join(format!("{shot}.png")).is_file(), "screenshot {shot}");
     }
     assert!(started.elapsed() < Duration::from_secs(180), "the browser run took {:?}", started.elapsed());
 }

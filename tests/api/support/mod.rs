@@ -2,6 +2,7 @@
 //! quiet environment, and a `conduit` binary running as its own process.
 
 pub mod agent_clis;
+pub mod browser;
 pub mod fake_api;
 pub mod fake_models;
 pub mod procs;
