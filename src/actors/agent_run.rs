@@ -16,6 +16,7 @@ use serde_json::Value;
 use super::bus::{Event, Publish};
 use super::locks::DirLock;
 use crate::db::agents::{self, Agent, Execution};
+use crate::db::usage::{self, NewUsage};
 use crate::db::Store;
 use crate::domain::agent::ExecutionStatus;
 use crate::domain::agent_events::AgentEvent;
@@ -72,6 +73,16 @@ impl RunRecords {
         self.bus.do_send(Publish(Event::for_execution(kind, name, exec.id.as_str(), summary(agent, exec))));
     }
 
+    /// Adds a run's cost to the ledger.
+    pub fn record_usage(&self, usage: NewUsage) {
+        let store = self.store.clone();
+        actix::spawn(async move {
+            if let Err(e) = store.run(move |conn| usage::record(conn, &usage)).await {
+                tracing::error!(error = %e, "could not record an agent run's cost in the ledger");
+            }
+        });
+    }
+
     /// Stores the execution as it is now.
     pub async fn save(&self, exec: Execution) {
         if let Err(e) = self.store.run(move |conn| agents::save_execution(conn, &exec)).await {
@@ -100,6 +111,8 @@ pub struct OneTurn {
     raw_dropped: usize,
     assistant_text: Vec<String>,
     result_text: Option<String>,
+    /// The model the CLI named in its `system`/`init`, for the ledger.
+    model: Option<String>,
     /// The turn failed (or could not be sent), whatever the CLI's exit status says.
     turn_failure: Option<String>,
 }
@@ -115,6 +128,7 @@ impl OneTurn {
             raw_dropped: 0,
             assistant_text: Vec::new(),
             result_text: None,
+            model: None,
             turn_failure: None,
         }
     }
@@ -207,6 +221,9 @@ impl Conversation for OneTurn {
                 _ => {}
             }
         }
+        if let Kind::SystemInit { model: Some(model), .. } = &msg.kind {
+            run.model = Some(model.clone());
+        }
         if let Kind::Result(result) = msg.kind {
             run.exec.cost_usd = result.total_cost_usd;
             let (input, output) = result
@@ -214,6 +231,19 @@ impl Conversation for OneTurn {
                 .unwrap_or((result.input_tokens.unwrap_or(0), result.output_tokens.unwrap_or(0)));
             run.exec.input_tokens = Some(input);
             run.exec.output_tokens = Some(output);
+            // One process, one turn: its cumulative figures are what the run cost.
+            run.records.record_usage(NewUsage {
+                recorded_at: time::now(),
+                project_id: run.agent.project_id.as_ref().map(ToString::to_string),
+                session_id: None,
+                execution_id: Some(run.exec.id.to_string()),
+                agent_id: Some(run.agent.id.to_string()),
+                agent: run.agent.agent.to_string(),
+                model: run.model.clone().or_else(|| run.agent.model.clone()),
+                cost_usd: result.total_cost_usd.unwrap_or(0.0).max(0.0),
+                input_tokens: input.max(0),
+                output_tokens: output.max(0),
+            });
             // One turn: closing stdin is the CLI's cue to finish.
             p.cli.close_input();
         }

@@ -19,6 +19,7 @@ pub mod rules;
 pub mod schema;
 pub mod sessions;
 pub mod types;
+pub mod usage;
 pub mod webhooks;
 pub mod writer;
 

@@ -230,3 +230,34 @@ diesel::table! {
 
 diesel::joinable!(agent_executions -> agents (agent_id));
 diesel::allow_tables_to_appear_in_same_query!(agents, agent_executions, projects);
+
+diesel::table! {
+    usage_ledger (id) {
+        id -> BigInt,
+        recorded_at -> Text,
+        project_id -> Nullable<Text>,
+        session_id -> Nullable<Text>,
+        execution_id -> Nullable<Text>,
+        agent_id -> Nullable<Text>,
+        agent -> Text,
+        model -> Nullable<Text>,
+        cost_usd -> Double,
+        input_tokens -> BigInt,
+        output_tokens -> BigInt,
+    }
+}
+
+diesel::table! {
+    usage_hourly (hour, project_id, session_id, agent_id, agent, model) {
+        hour -> Text,
+        project_id -> Text,
+        session_id -> Text,
+        agent_id -> Text,
+        agent -> Text,
+        model -> Text,
+        cost_usd -> Double,
+        input_tokens -> BigInt,
+        output_tokens -> BigInt,
+        turns -> BigInt,
+    }
+}

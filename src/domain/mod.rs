@@ -91,5 +91,6 @@ pub mod sandbox;
 pub mod session;
 pub mod terminal;
 pub mod time;
+pub mod usage;
 pub mod validate;
 pub mod workspace;

@@ -21,6 +21,7 @@ pub mod rules;
 pub mod sessions;
 pub mod streams;
 pub mod terminals;
+pub mod usage;
 pub mod webhooks;
 
 use std::sync::Arc;
@@ -136,6 +137,7 @@ pub fn route_table() -> Vec<RouteSpec> {
         route!(GET, "/api/executions/{id}/stream", agents::executions::execution_stream),
         route!(POST, "/api/executions/{id}/cancel", agents::executions::cancel),
         route!(GET, "/api/locks", agents::locks::locks),
+        route!(GET, "/api/usage", usage::usage),
         route!(POST, "/api/sessions/{id}/terminals", terminals::start_for_session),
         route!(POST, "/api/projects/{id}/terminals", terminals::start_for_project),
         route!(GET, "/api/terminals", terminals::list),

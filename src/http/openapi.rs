@@ -4,7 +4,7 @@ use actix_web::HttpResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{agents, folders, health, processes, projects, rules, sessions, streams, terminals, webhooks};
+use super::{agents, folders, health, processes, projects, rules, sessions, streams, terminals, usage, webhooks};
 use crate::db::projects::Project;
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -108,6 +108,7 @@ impl Modify for BearerToken {
         processes::background::kill_project,
         processes::logs::logs_project,
         processes::logs::stream_project,
+        usage::usage,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, Project, projects::create::CreateProject, projects::create::ImportProject, projects::update::UpdateProject,
@@ -128,6 +129,7 @@ impl Modify for BearerToken {
         crate::domain::workspace::WorkspaceMode, sessions::review::SessionDiff, crate::workspace::review::FileChange,
         sessions::review::CommitRequest, sessions::review::Committed, sessions::review::MergeRequest,
         sessions::review::MergeResult, sessions::review::MergeConflict, crate::workspace::review::MergeStrategy,
+        usage::UsageReport, usage::UsageGroup, crate::db::usage::Figures,
     )),
     modifiers(&BearerToken),
     tags(
@@ -141,6 +143,7 @@ impl Modify for BearerToken {
         (name = "agents", description = "Scheduled agents, their runs, and the folder locks they queue on"),
         (name = "terminals", description = "Shells in a PTY in a workspace, over a WebSocket"),
         (name = "processes", description = "Commands (exec) and background processes in a session's workspace or a project's folder, under the permission rules and the sandbox"),
+        (name = "usage", description = "The cost ledger: what every turn cost, summed; budgets and usage limits"),
         (name = "review", description = "A worktree session's changes: diff against its base, commit, merge into the base branch"),
     )
 )]

@@ -43,6 +43,7 @@ mod support;
 mod terminals;
 mod terminals_end;
 mod transcript;
+mod usage_real;
 mod webhooks;
 mod workspaces_api;
 mod workspaces_real;

@@ -11,6 +11,7 @@ use super::{CliSession, Closer, QueuedTurn, RESUME_GRACE};
 use crate::actors::bus::Publish;
 use crate::db::backlog::Backlog;
 use crate::db::sessions::{Session, SessionPatch};
+use crate::db::usage::NewUsage;
 use crate::db::writer::{WriteOp, Writer};
 use crate::domain::agent_events::AgentEvent;
 use crate::domain::decision::Verdict;
@@ -78,9 +79,10 @@ impl Chat {
         rx
     }
 
-    /// The row after a turn's result, and the change to store.
-    fn on_result(&mut self, r: TurnResult, live: bool) -> SessionPatch {
+    /// The row after a turn's result, and the change to store with what the turn cost.
+    fn on_result(&mut self, r: TurnResult, live: bool) -> (SessionPatch, NewUsage) {
         let now = time::now();
+        let before = (self.row.total_cost_usd, self.row.total_input_tokens, self.row.total_output_tokens);
         if let Some(cost) = r.total_cost_usd {
             self.row.total_cost_usd = self.base.cost + cost;
         }
@@ -106,7 +108,22 @@ impl Chat {
         if live {
             self.row.status = SessionStatus::Idle;
         }
-        SessionPatch {
+        // What this turn cost is what it added to the totals. The CLI's figures are cumulative
+        // per process, so the difference is right across resumes; a figure that went down
+        // (a CLI that restarted its count) adds nothing rather than a negative cost.
+        let usage = NewUsage {
+            recorded_at: now.clone(),
+            project_id: Some(self.row.project_id.to_string()),
+            session_id: Some(self.row.id.to_string()),
+            execution_id: None,
+            agent_id: None,
+            agent: self.row.agent.to_string(),
+            model: self.row.model.clone(),
+            cost_usd: (self.row.total_cost_usd - before.0).max(0.0),
+            input_tokens: (self.row.total_input_tokens - before.1).max(0),
+            output_tokens: (self.row.total_output_tokens - before.2).max(0),
+        };
+        let patch = SessionPatch {
             status: Some(self.row.status),
             total_cost_usd: Some(self.row.total_cost_usd),
             total_input_tokens: Some(self.row.total_input_tokens),
@@ -114,7 +131,8 @@ impl Chat {
             num_turns: Some(self.row.num_turns),
             last_active_at: Some(now),
             ..Default::default()
-        }
+        };
+        (patch, usage)
     }
 
     /// The final row, from how the process ended.
@@ -245,14 +263,14 @@ impl Conversation for Chat {
             }
             Kind::Result(result) => {
                 let live = p.cli.is_live();
-                let patch = p.conv.on_result(result, live);
+                let (patch, usage) = p.conv.on_result(result, live);
                 // A turn's count and totals are stored before anyone can see the session idle
                 // again (the actor waits: nothing is read, answered or sent meanwhile), so a
                 // crash right after a turn never loses it. One write per turn. While storage
                 // fails the wait is bounded: the write stays queued, the session goes on.
                 let (writer, id) = (p.conv.writer.clone(), p.conv.row.id.clone());
                 let stored = async move {
-                    let acked = writer.persist_acked(WriteOp::Session { id, patch });
+                    let acked = writer.persist_acked(WriteOp::TurnResult { id, patch, usage: Some(usage) });
                     tokio::time::timeout(RESULT_STORE_WAIT, acked).await
                 };
                 ctx.wait(stored.into_actor(p).map(|stored, act, _ctx| {

@@ -7,6 +7,7 @@ use crate::db::backlog::Credit;
 use crate::db::messages::{NewMessage, NewSessionEvent};
 use crate::db::permission_log::NewDecision;
 use crate::db::sessions::SessionPatch;
+use crate::db::usage::NewUsage;
 use crate::db::webhooks::NewAttempt;
 use crate::domain::ids::SessionId;
 
@@ -26,6 +27,13 @@ pub enum WriteOp {
     Session {
         id: SessionId,
         patch: SessionPatch,
+    },
+    /// A turn's result: the session's new totals and what the turn cost, in one transaction
+    /// so the ledger and the totals never disagree after a crash.
+    TurnResult {
+        id: SessionId,
+        patch: SessionPatch,
+        usage: Option<NewUsage>,
     },
     /// Commits nothing; acknowledged once everything queued before it is committed.
     Flush,

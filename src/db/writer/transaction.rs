@@ -3,7 +3,7 @@
 use super::job::{Ack, Job, WriteOp};
 use crate::db::checkpoint::{self, WRITER_CHECKPOINT_BYTES, WRITER_PRAGMAS};
 use crate::db::messages::{self, NewMessage};
-use crate::db::{permission_log, sessions, webhooks};
+use crate::db::{permission_log, sessions, usage, webhooks};
 use crate::db::{DbConnection, Store, StoreError};
 
 /// The writer thread's connection, opened on first use and again after a failure (a file that
@@ -68,6 +68,12 @@ fn write_batch(conn: &mut DbConnection, jobs: &[Job]) -> Result<Vec<Option<i64>>
             WriteOp::Event(e) => messages::insert_event(conn, e)?,
             WriteOp::Delivered { message_id, at } => messages::mark_delivered(conn, *message_id, at)?,
             WriteOp::Session { id, patch } => sessions::apply(conn, id, patch)?,
+            WriteOp::TurnResult { id, patch, usage } => {
+                sessions::apply(conn, id, patch)?;
+                if let Some(usage) = usage {
+                    usage::record(conn, usage)?;
+                }
+            }
             WriteOp::Decision(row) => permission_log::insert(conn, row)?,
             WriteOp::Attempt(row) => webhooks::insert_attempt(conn, row)?,
         }

@@ -1,0 +1,2 @@
+DROP TABLE usage_hourly;
+DROP TABLE usage_ledger;
