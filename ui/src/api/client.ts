@@ -20,6 +20,9 @@ export type UpdateProject = Schemas['UpdateProject'];
 export type CreateRule = Schemas['CreateRule'];
 export type UpdateRule = Schemas['UpdateRule'];
 export type LaunchSession = Schemas['LaunchSession'];
+export type UsageReport = Schemas['UsageReport'];
+export type UsageGroup = Schemas['UsageGroup'];
+export type Figures = Schemas['Figures'];
 
 type Method = 'get' | 'post' | 'put' | 'delete';
 type Op<P extends keyof paths, M extends Method> = NonNullable<paths[P][M]>;
@@ -157,4 +160,15 @@ export const api = {
   deleteRule: (ruleId: string) => call('delete', '/api/rules/{id}', { params: id(ruleId) }),
   decisions: (query: { session_id?: string; project_id?: string; decision?: string; limit?: number }) =>
     call('get', '/api/permissions/log', { query }),
+  /** The cost ledger summed (`group_by`: project, session, agent, agent_kind, model or day). */
+  usage: (query: UsageQuery) => call('get', '/api/usage', { query }),
 };
+
+export interface UsageQuery {
+  group_by?: 'project' | 'session' | 'agent' | 'agent_kind' | 'model' | 'day';
+  /** Inclusive; RFC 3339 or `YYYY-MM-DD` (midnight UTC). Absent: all time. */
+  from?: string;
+  /** Exclusive. Absent: the end of the current hour. */
+  to?: string;
+  project_id?: string;
+}

@@ -2,6 +2,7 @@
 // and on reconnect; in between, the live event stream writes into this cache (see
 // `src/store/live.ts`), so pages never refetch per event.
 import { QueryClient } from '@tanstack/react-query';
+import type { UsageQuery } from '../api/client';
 
 export const queryClient = new QueryClient({
   defaultOptions: {
@@ -52,6 +53,12 @@ export const keys = {
   diff: (sessionId: string) => ['sessions', sessionId, 'diff'] as const,
   /** One page of a session's diff (files from `offset`). */
   diffPage: (sessionId: string, offset: number) => ['sessions', sessionId, 'diff', offset] as const,
+  /**
+   * The cost ledger (`GET /api/usage`) for one query string. No event carries its sums: the
+   * whole root is refetched when a turn's cost is stored (store/usageRefresh.ts).
+   */
+  usageAll: ['usage'] as const,
+  usage: (query: UsageQuery) => ['usage', query] as const,
   browse: (path: string) => ['folders', 'browse', path] as const,
   discover: (path: string) => ['folders', 'discover', path] as const,
 };

@@ -2,7 +2,7 @@
 // read whole (page after page), since the figures computed from them must be complete, and
 // every answer gets the frames that arrived during its request replayed over it.
 import { queryOptions } from '@tanstack/react-query';
-import { api, call, type Decision, type Project, type Rule, type Session } from '../api/client';
+import { api, call, type Decision, type Project, type Rule, type Session, type UsageQuery, type UsageReport } from '../api/client';
 import { liveFetch } from '../store/cacheSync';
 import { keys } from './client';
 
@@ -72,6 +72,13 @@ export const decisionsQuery = (filter: DecisionFilter) =>
     queryKey: keys.decisions({ ...filter }),
     queryFn: liveFetch(keys.decisions({ ...filter }), () => api.decisions(filter)),
   });
+
+/**
+ * The cost ledger summed (all time unless `from`/`to` say otherwise). No event carries the
+ * sums: store/usageRefresh.ts has these read again when the stream says a cost was stored.
+ */
+export const usageQuery = (query: UsageQuery = {}) =>
+  queryOptions<UsageReport>({ queryKey: keys.usage(query), queryFn: liveFetch(keys.usage(query), () => api.usage(query)) });
 
 /** Health has no events: read on first use, on reconnect, and once a minute while shown. */
 export const healthQuery = () =>

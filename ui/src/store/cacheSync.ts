@@ -9,6 +9,7 @@
 import type { QueryClient, QueryKey } from '@tanstack/react-query';
 import type { Frame } from '../lib/sse';
 import { effectsOf, type CacheEffects } from './framePatches';
+import { cancelUsageRefresh, refreshUsageSoon, storesUsage } from './usageRefresh';
 
 interface Entry {
   n: number;
@@ -32,6 +33,8 @@ function record(effects: CacheEffects, now: number): void {
 
 /** Applies one frame's effects to `client`. Returns whether it asked for a full refetch. */
 export function applyFrameToCache(client: QueryClient, frame: Frame, now: number = Date.now()): boolean {
+  // Before the patches below: the rule compares the frame's row with the cached one.
+  if (storesUsage(client, frame)) refreshUsageSoon(client);
   const effects = effectsOf(frame);
   if (effects.invalidateAll) {
     refetchEverything(client);
@@ -106,7 +109,8 @@ export function streamReady(): Promise<void> {
   return ready;
 }
 
-/** For tests: forgets the journal. */
+/** For tests: forgets the journal and a usage read that is due. */
 export function resetJournal(): void {
   journal = [];
+  cancelUsageRefresh();
 }

@@ -1,0 +1,66 @@
+// The cost ledger's sums (`GET /api/usage`) come with no event, so the usage queries are read
+// again when the stream says the ledger grew: a session row whose totals changed (a turn's
+// result was stored) or a scheduled agent's run that finished. A burst of such frames costs one
+// read per query, and token-by-token frames none.
+import type { QueryClient } from '@tanstack/react-query';
+import type { Session } from '../api/client';
+import type { Frame } from '../lib/sse';
+import { keys } from '../query/client';
+import { isSessionRow } from './framePatches';
+
+/** Frames within this long of the first one share its read. */
+export const USAGE_REFRESH_MS = 500;
+
+/** Every cached copy of a session's row (its own query, the live list, its project's list). */
+function cachedCopies(client: QueryClient, row: Session): Session[] {
+  const copies: Session[] = [];
+  const own = client.getQueryData<Session>(keys.session(row.id));
+  if (own) copies.push(own);
+  for (const key of [keys.activeSessions, keys.projectSessions(row.project_id)]) {
+    const listed = client.getQueryData<Session[]>(key)?.find((s) => s.id === row.id);
+    if (listed) copies.push(listed);
+  }
+  return copies;
+}
+
+const sameTotals = (a: Session, b: Session) =>
+  a.total_cost_usd === b.total_cost_usd &&
+  a.total_input_tokens === b.total_input_tokens &&
+  a.total_output_tokens === b.total_output_tokens;
+
+/**
+ * Whether `frame` means the ledger has a new row. Asked before the frame patches the cache:
+ * it compares the frame's totals with the cached ones.
+ */
+export function storesUsage(client: QueryClient, frame: Frame): boolean {
+  const type = frame.type ?? '';
+  if (type === 'agent.execution.finished') return true;
+  if (!type.startsWith('session.') || !isSessionRow(frame.data)) return false;
+  const row = frame.data;
+  const copies = cachedCopies(client, row);
+  // A session not seen before: something was spent if its totals are not zero.
+  if (copies.length === 0) return row.total_cost_usd > 0 || row.total_input_tokens + row.total_output_tokens > 0;
+  // Any stale copy will do: the session page's own listener writes the frame's row into the
+  // session's query before the cache sync runs (store/live.ts), but not into the lists.
+  return copies.some((c) => !sameTotals(c, row));
+}
+
+let pending: ReturnType<typeof setTimeout> | null = null;
+
+/**
+ * Reads the usage queries again in `delayMs`, unless a read is already due (it will see this
+ * change too). Invalidating reads those on screen now and the others when next shown.
+ */
+export function refreshUsageSoon(client: QueryClient, delayMs = USAGE_REFRESH_MS): void {
+  if (pending !== null) return;
+  pending = setTimeout(() => {
+    pending = null;
+    void client.invalidateQueries({ queryKey: keys.usageAll });
+  }, delayMs);
+}
+
+/** For tests: forgets a read that is due. */
+export function cancelUsageRefresh(): void {
+  if (pending !== null) clearTimeout(pending);
+  pending = null;
+}
