@@ -1,9 +1,11 @@
 // The shell around every page: sidebar (a drawer on narrow screens), top bar, the Ctrl+K
 // switcher, and the project dialogs.
+import { useQuery } from '@tanstack/react-query';
 import { useCallback, useEffect, useState } from 'react';
 import { Outlet, useLocation, useNavigate } from 'react-router-dom';
 import type { Session } from '../api/client';
 import { useOverview } from '../lib/overview';
+import { usageQuery } from '../query/queries';
 import { useNotifier } from './Notifications';
 import { CreateProjectDialog, ImportProjectDialog } from './ProjectDialogs';
 import { Sidebar } from './Sidebar';
@@ -27,6 +29,8 @@ function readHidden(): boolean {
 
 export function Layout() {
   const overview = useOverview();
+  // From the cost ledger, not the sessions' totals: scheduled agents' runs cost money too.
+  const usage = useQuery(usageQuery());
   const notifier = useNotifier();
   const navigate = useNavigate();
   const location = useLocation();
@@ -64,7 +68,7 @@ export function Layout() {
     setDialog(null);
     navigate(`/projects/${id}`);
   };
-  const totalCost = overview.historyLoading ? null : overview.sessions.reduce((sum, s) => sum + s.total_cost_usd, 0);
+  const totalCost = usage.data?.total.cost_usd ?? null;
   const classes = ['shell', drawerOpen ? 'drawer-open' : '', sidebarHidden ? 'sidebar-hidden' : ''].filter(Boolean).join(' ');
 
   return (

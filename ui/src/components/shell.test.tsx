@@ -38,8 +38,19 @@ const health = {
   event_subscribers: 1, version: 'test', checks: { cli_available: true, database_ok: true, unstored_lines: 0 },
 };
 
+// The cost ledger: more than the sessions' totals ($5), since scheduled agents' runs are in it.
+const todayUtc = new Date().toISOString().slice(0, 10);
+let ledger = { earlier: 4, today: 8 };
+function usage(query: URLSearchParams) {
+  const figures = (cost_usd: number) => ({ cost_usd, input_tokens: 100, output_tokens: 20, turns: 1 });
+  const total = figures(ledger.earlier + ledger.today);
+  if (query.get('group_by') !== 'day') return { group_by: 'project', from: '', to: '', total, groups: [] };
+  return { group_by: 'day', from: query.get('from'), to: '', total, groups: [{ key: todayUtc, ...figures(ledger.today) }] };
+}
+
 function answer(url: string): unknown {
-  const path = new URL(url, 'http://x').pathname;
+  const { pathname: path, searchParams } = new URL(url, 'http://x');
+  if (path === '/api/usage') return usage(searchParams);
   if (path === '/api/projects') return projects;
   if (path === '/api/sessions/active') return [];
   if (path === '/api/health') return health;
@@ -80,6 +91,7 @@ beforeEach(() => {
   localStorage.clear();
   requests.length = 0;
   renders = 0;
+  ledger = { earlier: 4, today: 8 };
   vi.stubGlobal(
     'fetch',
     vi.fn(async (url: string) => {
@@ -95,21 +107,34 @@ const tile = (label: string) =>
     ?.textContent;
 
 describe('the dashboard and its live data', () => {
-  it('reads each list once, then follows events without a single request', async () => {
+  it('reads each list once, then follows events, reading only the costs again when a turn is stored', async () => {
     renderShell();
-    await waitFor(() => expect(tile('Cost today')).toBe('$5.00'));
-    // projects, live sessions, 5 project lists, health, decisions, global rules.
-    expect(requests).toHaveLength(10);
+    await waitFor(() => expect(tile('Cost today')).toBe('$8.00'));
+    await waitFor(() => expect(tile('Turns')).toBe('10'));
+    // projects, live sessions, 5 project lists, health, decisions, global rules, usage all time and by day.
+    expect(requests).toHaveLength(12);
+    const thirteenDaysAgo = new Date(Date.now() - 13 * 86_400_000).toISOString().slice(0, 10);
+    expect(requests.filter((u) => u.startsWith('/api/usage')).sort()).toEqual(['/api/usage', `/api/usage?group_by=day&from=${thirteenDaysAgo}`]);
+    // The ledger's figures, not the sum of the sessions' totals ($5).
+    expect(screen.getByTestId('total-cost').textContent).toContain('$12.00');
+    expect(screen.getByTestId('tile-cost').textContent).toContain('$12.00 all time');
+    const bars = screen.getByTestId('cost-chart').querySelectorAll('g');
+    expect(bars).toHaveLength(14);
+    expect(bars[13].querySelector('title')?.textContent).toBe(`${todayUtc}: $8.00`);
     requests.length = 0;
 
-    act(() => applyFrame({ event: 'session_created', type: 'session.created', session_id: 's9', data: session({ id: 's9', project_id: 'p2', status: 'starting', total_cost_usd: 0 }) }, 1));
+    act(() => applyFrame({ event: 'session_created', type: 'session.created', session_id: 's9', data: session({ id: 's9', project_id: 'p2', status: 'starting', total_cost_usd: 0, total_input_tokens: 0, total_output_tokens: 0 }) }, 1));
+    ledger.today += 0.5; // the turn's result is stored before its row is sent
     act(() => applyFrame({ event: 'session_status', type: 'session.status', session_id: 's9', data: session({ id: 's9', project_id: 'p2', status: 'idle', total_cost_usd: 0.5 }) }, 2));
     // The cache tells its observers on the next tick.
     await waitFor(() => expect(tile('Live sessions')).toBe('1'));
-    expect(tile('Cost today')).toBe('$5.50');
     expect(within(screen.getByTestId('live-sessions')).getByText('brave otter')).toBeTruthy();
-    expect(screen.getByTestId('total-cost').textContent).toContain('$5.50');
     expect(within(screen.getByTestId('project-list')).getByRole('link', { name: /many-2/ }).textContent).toBe('many-21');
+    // The costs are read again shortly after, once each.
+    await waitFor(() => expect(tile('Cost today')).toBe('$8.50'), { timeout: 2_000 });
+    await waitFor(() => expect(screen.getByTestId('total-cost').textContent).toContain('$12.50'));
+    expect(requests.map((u) => u.split('?')[0])).toEqual(['/api/usage', '/api/usage']);
+    requests.length = 0;
 
     const before = renders;
     await act(async () => {
@@ -117,15 +142,17 @@ describe('the dashboard and its live data', () => {
         applyFrame({ event: 'stream_event', type: 'stream.event', session_id: 's9', data: { type: 'stream_event' } }, 3 + i);
         applyFrame({ event: 'assistant_delta', type: 'assistant.delta', session_id: 's9', data: { text: 'x' } }, 100 + i);
       }
-      await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 600));
     });
     expect(renders).toBe(before);
+    expect(requests).toEqual([]);
 
+    ledger.today += 0.25;
     act(() => applyFrame({ event: 'session_closed', type: 'session.closed', session_id: 's9', data: session({ id: 's9', project_id: 'p2', status: 'closed', total_cost_usd: 0.75 }) }, 200));
     await waitFor(() => expect(tile('Live sessions')).toBe('0'));
     expect(renders).toBeGreaterThan(before);
-    expect(tile('Cost today')).toBe('$5.75');
-    expect(requests).toEqual([]);
+    await waitFor(() => expect(tile('Cost today')).toBe('$8.75'), { timeout: 2_000 });
+    expect(requests.map((u) => u.split('?')[0])).toEqual(['/api/usage', '/api/usage']);
   });
 
   it('shows global allow rules too, and names the rule of a denial by its text', async () => {
@@ -155,7 +182,8 @@ describe('the sidebar', () => {
 describe('the switcher', () => {
   it('opens on Ctrl+K, filters projects and sessions, moves with the arrows, opens with Enter', async () => {
     renderShell();
-    await waitFor(() => expect(tile('Cost today')).toBe('$5.00'));
+    // Every project's sessions are read (the switcher lists them).
+    await waitFor(() => expect(tile('Turns')).toBe('10'));
     fireEvent.keyDown(window, { key: 'k', ctrlKey: true });
     const switcher = screen.getByTestId('switcher');
     const box = within(switcher).getByRole('combobox');
@@ -175,7 +203,8 @@ describe('the switcher', () => {
 
   it('finds sessions by name, and closes with Escape (Cmd+K opens it too)', async () => {
     renderShell();
-    await waitFor(() => expect(tile('Cost today')).toBe('$5.00'));
+    // Every project's sessions are read (the switcher lists them).
+    await waitFor(() => expect(tile('Turns')).toBe('10'));
     fireEvent.keyDown(window, { key: 'K', metaKey: true });
     const box = within(screen.getByTestId('switcher')).getByRole('combobox');
     fireEvent.change(box, { target: { value: 'session of p3' } });

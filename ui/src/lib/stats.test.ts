@@ -1,5 +1,5 @@
-import type { Session } from '../api/client';
-import { computeStats, costByDay } from './stats';
+import type { Session, UsageReport } from '../api/client';
+import { computeStats, dailyCosts, todayFigures, utcDays } from './stats';
 import { ago, usd } from './format';
 
 const session = (over: Partial<Session>): Session => ({
@@ -8,25 +8,46 @@ const session = (over: Partial<Session>): Session => ({
   ...over,
 });
 
-describe('figures', () => {
-  const now = new Date(2026, 10, 22, 15, 0);
-  const today = new Date(2026, 10, 22, 9, 0).toISOString();
-  const twoDaysAgo = new Date(2026, 10, 20, 9, 0).toISOString();
-  const sessions = [
-    session({ status: 'idle', num_turns: 3, total_cost_usd: 0.5, total_input_tokens: 100, total_output_tokens: 20, last_active_at: today }),
-    session({ status: 'active', num_turns: 1, total_cost_usd: 0.25, last_active_at: today }),
-    session({ status: 'closed', num_turns: 7, total_cost_usd: 2, total_input_tokens: 999, last_active_at: twoDaysAgo }),
-  ];
+const figures = (cost_usd: number, input_tokens = 0, output_tokens = 0) => ({ cost_usd, input_tokens, output_tokens, turns: 1 });
+const byDay = (groups: UsageReport['groups']): UsageReport => ({
+  group_by: 'day', from: '2026-11-19T00:00:00.000Z', to: '2026-11-22T16:00:00.000Z', total: figures(0), groups,
+});
 
-  it('counts live sessions, turns, and what was spent today', () => {
-    expect(computeStats(4, sessions, now)).toEqual({
-      projects: 4, liveSessions: 2, turns: 11, totalCost: 2.75, todayCost: 0.75, todayTokens: 120,
-    });
+describe('figures', () => {
+  it('counts live sessions and turns', () => {
+    const sessions = [
+      session({ status: 'idle', num_turns: 3 }),
+      session({ status: 'active', num_turns: 1 }),
+      session({ status: 'closed', num_turns: 7 }),
+    ];
+    expect(computeStats(4, sessions)).toEqual({ projects: 4, liveSessions: 2, turns: 11 });
   });
 
-  it('puts cost on the day of last activity, with empty days as zero', () => {
-    const days = costByDay(sessions, 4, now);
-    expect(days.map((d) => [d.label, d.cost])).toEqual([['11/19', 0], ['11/20', 2], ['11/21', 0], ['11/22', 0.75]]);
+  it('lists the UTC days ending today, across a month end, whatever the local time zone', () => {
+    // 00:30 UTC on Dec 1st: still Nov 30th west of Greenwich, but the ledger's day is Dec 1st.
+    expect(utcDays(3, new Date(Date.UTC(2026, 11, 1, 0, 30)))).toEqual(['2026-11-29', '2026-11-30', '2026-12-01']);
+    expect(utcDays(1, new Date(Date.UTC(2026, 0, 1, 23, 59)))).toEqual(['2026-01-01']);
+  });
+
+  it('fills the days a usage report leaves out with 0, always as many bars as days', () => {
+    const now = new Date(Date.UTC(2026, 10, 22, 15, 0));
+    const report = byDay([
+      { key: '2026-11-10', ...figures(9) }, // before the window: not shown
+      { key: '2026-11-20', ...figures(2) },
+      { key: null, ...figures(5) }, // no day: nothing to put it on
+      { key: '2026-11-22', ...figures(0.75) },
+    ]);
+    expect(dailyCosts(report, 4, now).map((d) => [d.day, d.label, d.cost])).toEqual([
+      ['2026-11-19', '11/19', 0], ['2026-11-20', '11/20', 2], ['2026-11-21', '11/21', 0], ['2026-11-22', '11/22', 0.75],
+    ]);
+    expect(dailyCosts(byDay([]), 14, now)).toHaveLength(14);
+    expect(dailyCosts(undefined, 2, now).map((d) => d.cost)).toEqual([0, 0]);
+  });
+
+  it("takes today's figures from the report's UTC day, zeros when nothing was spent", () => {
+    const now = new Date(Date.UTC(2026, 10, 22, 15, 0));
+    expect(todayFigures(byDay([{ key: '2026-11-22', ...figures(0.5, 100, 20) }]), now)).toEqual(figures(0.5, 100, 20));
+    expect(todayFigures(byDay([{ key: '2026-11-21', ...figures(3) }]), now)).toEqual({ cost_usd: 0, input_tokens: 0, output_tokens: 0, turns: 0 });
   });
 
   it('formats money and times for people', () => {

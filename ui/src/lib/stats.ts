@@ -1,29 +1,20 @@
-// The dashboard's figures, computed from the sessions of every project.
-import type { Session } from '../api/client';
+// The dashboard's figures. Counts come from the sessions of every project; money and tokens
+// from the cost ledger (`GET /api/usage`), which also holds what scheduled agents' runs cost
+// (no session row does) and puts each turn's cost on the day it was spent.
+import type { Figures, Session, UsageReport } from '../api/client';
 import { isLive } from './format';
 
 export interface Stats {
   projects: number;
   liveSessions: number;
   turns: number;
-  totalCost: number;
-  /** Sessions active today (local time): their cost and tokens. */
-  todayCost: number;
-  todayTokens: number;
 }
 
-/** A session's totals are cumulative, so a session counts toward the day it was last active. */
-export function computeStats(projects: number, sessions: Session[], now: Date = new Date()): Stats {
-  const today = dayKey(now);
-  const stats: Stats = { projects, liveSessions: 0, turns: 0, totalCost: 0, todayCost: 0, todayTokens: 0 };
+export function computeStats(projects: number, sessions: Session[]): Stats {
+  const stats: Stats = { projects, liveSessions: 0, turns: 0 };
   for (const s of sessions) {
     if (isLive(s.status)) stats.liveSessions += 1;
     stats.turns += s.num_turns;
-    stats.totalCost += s.total_cost_usd;
-    if (dayKey(new Date(s.last_active_at)) === today) {
-      stats.todayCost += s.total_cost_usd;
-      stats.todayTokens += s.total_input_tokens + s.total_output_tokens;
-    }
   }
   return stats;
 }
@@ -34,21 +25,40 @@ export interface DayCost {
   cost: number;
 }
 
-/** Cost per day of last activity over the `days` days ending today, oldest first, gaps as 0. */
-export function costByDay(sessions: Session[], days: number, now: Date = new Date()): DayCost[] {
-  const out: DayCost[] = [];
+/** `YYYY-MM-DD` of the UTC day `d` falls in: the ledger's days are UTC days. */
+export function utcDate(d: Date): string {
+  return d.toISOString().slice(0, 10);
+}
+
+/** The `days` UTC dates ending with today's, oldest first. */
+export function utcDays(days: number, now: Date = new Date()): string[] {
+  const out: string[] = [];
   for (let i = days - 1; i >= 0; i--) {
-    const d = new Date(now.getFullYear(), now.getMonth(), now.getDate() - i);
-    out.push({ day: dayKey(d), label: `${d.getMonth() + 1}/${d.getDate()}`, cost: 0 });
-  }
-  const index = new Map(out.map((d, i) => [d.day, i]));
-  for (const s of sessions) {
-    const i = index.get(dayKey(new Date(s.last_active_at)));
-    if (i !== undefined) out[i].cost += s.total_cost_usd;
+    out.push(utcDate(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - i))));
   }
   return out;
 }
 
-export function dayKey(d: Date): string {
-  return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
+/**
+ * Cost per day over the `days` UTC days ending today, oldest first, from a `group_by=day`
+ * report. The report leaves out days with nothing spent: they are 0, so there are always
+ * `days` bars.
+ */
+export function dailyCosts(report: UsageReport | undefined, days: number, now: Date = new Date()): DayCost[] {
+  const spent = new Map<string, number>();
+  for (const g of report?.groups ?? []) if (g.key) spent.set(g.key, g.cost_usd);
+  return utcDays(days, now).map((day) => ({
+    day,
+    label: `${Number(day.slice(5, 7))}/${Number(day.slice(8, 10))}`,
+    cost: spent.get(day) ?? 0,
+  }));
+}
+
+const NOTHING: Figures = { cost_usd: 0, input_tokens: 0, output_tokens: 0, turns: 0 };
+
+/** Today's (UTC) sums in a `group_by=day` report; zeros when nothing was spent today. */
+export function todayFigures(report: UsageReport | undefined, now: Date = new Date()): Figures {
+  const today = utcDate(now);
+  const group = report?.groups.find((g) => g.key === today);
+  return group ? { cost_usd: group.cost_usd, input_tokens: group.input_tokens, output_tokens: group.output_tokens, turns: group.turns } : NOTHING;
 }

@@ -1,4 +1,4 @@
-import { useQuery } from '@tanstack/react-query';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Card, Empty, ErrorNote, Loading } from '../components/ui';
 import { CostChart } from '../components/CostChart';
 import { DecisionsList } from '../components/DecisionsList';
@@ -6,8 +6,11 @@ import { RulesEditor } from '../components/RulesEditor';
 import { SessionsTable } from '../components/SessionsTable';
 import { count, duration, usd } from '../lib/format';
 import { useOverview } from '../lib/overview';
-import { computeStats, costByDay } from '../lib/stats';
-import { decisionsQuery, healthQuery } from '../query/queries';
+import { computeStats, dailyCosts, todayFigures, utcDays } from '../lib/stats';
+import { decisionsQuery, healthQuery, usageQuery } from '../query/queries';
+
+/** Bars in the cost chart: today and the 13 UTC days before it. */
+const CHART_DAYS = 14;
 
 const errorText = (e: Error | null) => e?.message;
 
@@ -15,13 +18,19 @@ export function DashboardPage() {
   const overview = useOverview();
   const health = useQuery(healthQuery());
   const decisions = useQuery(decisionsQuery({ limit: 12 }));
+  // Money and tokens from the cost ledger (scheduled agents' runs included), by UTC day. The
+  // all-time total is the top bar's query: the same cached answer.
+  const total = useQuery(usageQuery());
+  // A new UTC day is a new window (a new key): the old bars stay until it is read.
+  const byDay = useQuery({ ...usageQuery({ group_by: 'day', from: utcDays(CHART_DAYS)[0] }), placeholderData: keepPreviousData });
+  const today = todayFigures(byDay.data);
   const sessions = overview.sessions;
   const stats = computeStats(overview.projects.length, sessions);
   const live = [...overview.live].sort((a, b) => b.last_active_at.localeCompare(a.last_active_at));
   // Health has no events; the live list does: its count is current between health reads.
   const activeNow = overview.loading ? health.data?.active_sessions : overview.live.length;
 
-  // Costs and turns need every project's sessions: no partial sums meanwhile.
+  // Turns need every project's sessions: no partial sums meanwhile.
   const wait = overview.historyLoading;
 
   return (
@@ -34,11 +43,11 @@ export function DashboardPage() {
         <Tile label="Turns" value={wait ? '…' : count(stats.turns)} />
         <Tile
           label="Cost today"
-          value={wait ? '…' : usd(stats.todayCost)}
-          sub={wait ? undefined : `${usd(stats.totalCost)} all time`}
+          value={byDay.data ? usd(today.cost_usd) : '…'}
+          sub={total.data ? `${usd(total.data.total.cost_usd)} all time` : undefined}
           testId="tile-cost"
         />
-        <Tile label="Tokens today" value={wait ? '…' : count(stats.todayTokens)} />
+        <Tile label="Tokens today" value={byDay.data ? count(today.input_tokens + today.output_tokens) : '…'} />
       </div>
       <div className="grid two">
         <Card title="System health" testId="health">
@@ -71,8 +80,10 @@ export function DashboardPage() {
             </div>
           )}
         </Card>
-        <Card title="Cost over the last 14 days">
-          {wait ? <Loading /> : <CostChart days={costByDay(sessions, 14)} />}
+        <Card title={`Cost over the last ${CHART_DAYS} days`}>
+          {byDay.isPending && <Loading />}
+          <ErrorNote error={errorText(byDay.error)} what="load the costs" />
+          {byDay.data && <CostChart days={dailyCosts(byDay.data, CHART_DAYS)} />}
         </Card>
       </div>
       <Card title="Live sessions" testId="live-sessions">
