@@ -7,6 +7,7 @@ pub mod bridge;
 pub mod bus;
 pub mod feed;
 pub mod janitor;
+pub mod limits;
 pub mod locks;
 pub mod outbox;
 pub mod permissions;

@@ -25,7 +25,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 /// The event types a webhook may ask for (or `*`).
-pub const EVENT_TYPES: [&str; 32] = [
+pub const EVENT_TYPES: [&str; 34] = [
     "session.created",
     "session.status",
     "session.message",
@@ -60,6 +60,9 @@ pub const EVENT_TYPES: [&str; 32] = [
     "agent.deleted",
     "webhook.created",
     "webhook.deleted",
+    // Usage limits (actors::session::limits).
+    "usage.limit_reached",
+    "usage.limit_reset",
 ];
 const TIMEOUT: Duration = Duration::from_secs(10);
 const RETRIES: u32 = 3;

@@ -52,6 +52,10 @@ pub struct Settings {
     pub workspaces_dir: Option<PathBuf>,
     /// How long a project's `setup_script` may run in a new worktree.
     pub setup_timeout_ms: u64,
+    /// Up to this much random delay after a usage limit's reset before queued turns go.
+    pub limit_jitter_ms: u64,
+    /// The wait after a limit the CLI gave no reset time for.
+    pub limit_retry_ms: u64,
     /// The OS sandbox of a project that chooses none, and what it needs.
     pub sandbox: SandboxSettings,
     /// Terminals: idle timeout, scrollback, how many per workspace.

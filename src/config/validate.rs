@@ -99,6 +99,8 @@ impl Settings {
             agent_kill_grace_ms: l.integer("agent_kill_grace_ms", 0, i64::MAX)?.clamp(5_000, 60_000) as u64,
             workspaces_dir,
             setup_timeout_ms: l.integer("setup_timeout_ms", 1_000, 86_400_000)? as u64,
+            limit_jitter_ms: l.integer("limit_jitter_ms", 0, 600_000)? as u64,
+            limit_retry_ms: l.integer("limit_retry_ms", 100, 86_400_000)? as u64,
             sandbox,
             terminal: TerminalSettings {
                 idle_timeout: std::time::Duration::from_millis(l.integer(

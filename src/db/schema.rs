@@ -71,6 +71,8 @@ diesel::table! {
         base_ref -> Nullable<Text>,
         base_commit -> Nullable<Text>,
         agent -> Text,
+        resumes_at -> Nullable<Text>,
+        status_reason -> Nullable<Text>,
     }
 }
 

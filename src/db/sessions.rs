@@ -69,6 +69,11 @@ pub struct Session {
     pub base_commit: Option<String>,
     /// The agent CLI it runs: `claude`, `codex`, `gemini` or a configured ACP agent.
     pub agent: AgentKind,
+    /// While `waiting_for_limit`: when the session delivers its queued turns again (the
+    /// limit's reset, plus a little jitter).
+    pub resumes_at: Option<String>,
+    /// While `waiting_for_limit` or `paused`: why, in words.
+    pub status_reason: Option<String>,
 }
 
 /// A change to a session row; `None` leaves a column as it is.
@@ -94,6 +99,8 @@ pub struct SessionPatch {
     pub branch: Option<Option<String>>,
     pub base_ref: Option<Option<String>>,
     pub base_commit: Option<Option<String>>,
+    pub resumes_at: Option<Option<String>>,
+    pub status_reason: Option<Option<String>>,
 }
 
 impl SessionPatch {

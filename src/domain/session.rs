@@ -16,6 +16,12 @@ pub enum SessionStatus {
     Active,
     /// The CLI is compacting its context.
     Compacting,
+    /// The CLI met a usage limit: turns are accepted and queued, and delivered in order from
+    /// `resumes_at` (the limit's reset), by the session itself.
+    WaitingForLimit,
+    /// A budget is spent: turns are refused until it is raised or its period rolls over
+    /// (`status_reason` names it).
+    Paused,
     /// Ended as asked (or closed by the janitor, the project's deletion, the shutdown).
     Closed,
     /// Ended otherwise: the CLI exited or failed, could not be started, or the service
@@ -28,14 +34,22 @@ text_enum!(SessionStatus, "session status", {
     Idle => "idle",
     Active => "active",
     Compacting => "compacting",
+    WaitingForLimit => "waiting_for_limit",
+    Paused => "paused",
     Closed => "closed",
     Error => "error",
 });
 
 impl SessionStatus {
     /// The statuses of a session whose CLI is (or should be) running.
-    pub const LIVE: [SessionStatus; 4] =
-        [SessionStatus::Starting, SessionStatus::Idle, SessionStatus::Active, SessionStatus::Compacting];
+    pub const LIVE: [SessionStatus; 6] = [
+        SessionStatus::Starting,
+        SessionStatus::Idle,
+        SessionStatus::Active,
+        SessionStatus::Compacting,
+        SessionStatus::WaitingForLimit,
+        SessionStatus::Paused,
+    ];
 
     /// Whether the session's CLI is (or should be) running: not closed, not errored.
     pub const fn is_live(self) -> bool {
@@ -85,7 +99,10 @@ mod tests {
 
     #[test]
     fn session_statuses_round_trip_as_text() {
-        check_text_enum(SessionStatus::ALL, &["starting", "idle", "active", "compacting", "closed", "error"]);
+        check_text_enum(
+            SessionStatus::ALL,
+            &["starting", "idle", "active", "compacting", "waiting_for_limit", "paused", "closed", "error"],
+        );
     }
 
     #[test]

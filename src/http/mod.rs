@@ -65,6 +65,7 @@ pub struct AppState {
     pub terminals: Addr<crate::actors::terminal::TerminalRegistry>,
     /// Commands and background processes started through the API.
     pub workbench: Addr<crate::actors::workbench::Workbench>,
+    pub limits: Addr<crate::actors::limits::LimitBoard>,
 }
 
 /// One row of the route table.
@@ -138,6 +139,7 @@ pub fn route_table() -> Vec<RouteSpec> {
         route!(POST, "/api/executions/{id}/cancel", agents::executions::cancel),
         route!(GET, "/api/locks", agents::locks::locks),
         route!(GET, "/api/usage", usage::usage),
+        route!(GET, "/api/usage/limits", usage::limits),
         route!(POST, "/api/sessions/{id}/terminals", terminals::start_for_session),
         route!(POST, "/api/projects/{id}/terminals", terminals::start_for_project),
         route!(GET, "/api/terminals", terminals::list),

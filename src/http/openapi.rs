@@ -109,6 +109,7 @@ impl Modify for BearerToken {
         processes::logs::logs_project,
         processes::logs::stream_project,
         usage::usage,
+        usage::limits,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, Project, projects::create::CreateProject, projects::create::ImportProject, projects::update::UpdateProject,
@@ -129,7 +130,7 @@ impl Modify for BearerToken {
         crate::domain::workspace::WorkspaceMode, sessions::review::SessionDiff, crate::workspace::review::FileChange,
         sessions::review::CommitRequest, sessions::review::Committed, sessions::review::MergeRequest,
         sessions::review::MergeResult, sessions::review::MergeConflict, crate::workspace::review::MergeStrategy,
-        usage::UsageReport, usage::UsageGroup, crate::db::usage::Figures,
+        usage::UsageReport, usage::UsageGroup, crate::db::usage::Figures, crate::actors::limits::LimitView, crate::actors::limits::LimitStatus,
     )),
     modifiers(&BearerToken),
     tags(

@@ -6,6 +6,7 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::actors::limits::{LimitView, ListLimits};
 use crate::db::usage::{self, Figures};
 use crate::domain::ids::ProjectId;
 use crate::domain::usage::{hour_of, split, stamp, GroupBy};
@@ -120,4 +121,20 @@ pub async fn usage(state: web::Data<AppState>, query: web::Query<UsageQuery>) ->
         groups.sort_by(|a, b| b.figures.cost_usd.total_cmp(&a.figures.cost_usd).then_with(|| a.key.cmp(&b.key)));
     }
     Ok(HttpResponse::Ok().json(UsageReport { group_by: group, from: stamp(&from), to: stamp(&to), total, groups }))
+}
+
+/// The latest usage-limit state each agent CLI reported (one account per CLI kind). A limit
+/// whose reset has passed reads as `allowed`; a CLI that never reported a limit is absent.
+#[utoipa::path(get, path = "/api/usage/limits", tag = "usage",
+    responses(
+        (status = 200, description = "One entry per agent CLI that reported its limits", body = [LimitView]),
+        (status = 503, description = "The service is shutting down", body = ErrorBody),
+    ))]
+pub async fn limits(state: web::Data<AppState>) -> AppResult<HttpResponse> {
+    let board = state
+        .limits
+        .send(ListLimits)
+        .await
+        .map_err(|_| AppError::unavailable("shutting_down", "the service is shutting down"))?;
+    Ok(HttpResponse::Ok().json(board))
 }

@@ -134,6 +134,7 @@ impl Application {
         tracing::info!(rules, "permission rules loaded");
         let sandbox = probe_sandbox(&settings).await;
         let encloser = Encloser::new(settings.clone(), store.clone(), containment.clone(), sandbox.clone());
+        let limits = crate::actors::limits::LimitBoard::default().start();
         let registry = SessionRegistry::new(
             settings.clone(),
             store.clone(),
@@ -142,6 +143,7 @@ impl Application {
             bus.clone().recipient(),
             options.subreaper,
             encloser.clone(),
+            limits.clone().recipient(),
         )
         .start();
         let terminals = TerminalRegistry::new(
@@ -227,6 +229,7 @@ impl Application {
             encloser,
             terminals: terminals.clone(),
             workbench: workbench.clone(),
+            limits,
         });
 
         let server = HttpServer::new(move || {

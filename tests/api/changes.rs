@@ -10,12 +10,12 @@ use tokio::time::Instant;
 use crate::support::service::{fake_cli, ServiceConfig, TestService};
 
 /// The `data:` frames of an SSE body read so far.
-fn frames(text: &str) -> Vec<Value> {
+pub(crate) fn frames(text: &str) -> Vec<Value> {
     text.lines().filter_map(|l| l.strip_prefix("data: ")).filter_map(|d| serde_json::from_str(d).ok()).collect()
 }
 
 /// Reads the stream until a frame of each type in `wanted` arrived (in any order).
-async fn read_until(res: &mut reqwest::Response, wanted: &[&str]) -> Vec<Value> {
+pub(crate) async fn read_until(res: &mut reqwest::Response, wanted: &[&str]) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut text = String::new();
     loop {

@@ -22,6 +22,7 @@ mod hostile;
 mod janitor_agents;
 mod janitor_fake;
 mod janitor_real;
+mod limits_real;
 mod memory;
 mod migrations;
 mod openapi;

@@ -35,3 +35,24 @@ CREATE TABLE usage_hourly (
     PRIMARY KEY (hour, project_id, session_id, agent_id, agent, model)
 );
 CREATE INDEX usage_hourly_project_idx ON usage_hourly (project_id, hour);
+
+-- What was spent before the ledger: one row per session and per agent run that had a cost,
+-- dated at its last activity (the per-turn detail was never kept).
+INSERT INTO usage_ledger (recorded_at, project_id, session_id, execution_id, agent_id, agent, model,
+    cost_usd, input_tokens, output_tokens)
+SELECT last_active_at, project_id, id, NULL, NULL, agent, model, total_cost_usd, total_input_tokens,
+    total_output_tokens
+FROM sessions
+WHERE total_cost_usd > 0 OR total_input_tokens > 0 OR total_output_tokens > 0;
+INSERT INTO usage_ledger (recorded_at, project_id, session_id, execution_id, agent_id, agent, model,
+    cost_usd, input_tokens, output_tokens)
+SELECT COALESCE(e.finished_at, e.created_at), a.project_id, NULL, e.id, a.id, a.agent, a.model,
+    COALESCE(e.cost_usd, 0), COALESCE(e.input_tokens, 0), COALESCE(e.output_tokens, 0)
+FROM agent_executions e JOIN agents a ON a.id = e.agent_id
+WHERE e.cost_usd > 0 OR e.input_tokens > 0 OR e.output_tokens > 0;
+INSERT INTO usage_hourly (hour, project_id, session_id, agent_id, agent, model, cost_usd, input_tokens,
+    output_tokens, turns)
+SELECT substr(recorded_at, 1, 13), COALESCE(project_id, ''), COALESCE(session_id, ''), COALESCE(agent_id, ''),
+    agent, COALESCE(model, ''), SUM(cost_usd), SUM(input_tokens), SUM(output_tokens), COUNT(*)
+FROM usage_ledger
+GROUP BY 1, 2, 3, 4, 5, 6;

@@ -28,6 +28,7 @@ use crate::transport::websocket;
 
 use super::enclose::Enclosed;
 use super::{worktree_folder, Live, SessionRegistry};
+use crate::actors::session::limits::LimitPolicy;
 use crate::sandbox::enclosure::Enclosure;
 
 #[derive(Message)]
@@ -135,6 +136,8 @@ impl SessionRegistry {
             base_ref: None,
             base_commit: None,
             agent: spec.agent.clone(),
+            resumes_at: None,
+            status_reason: None,
         }
     }
 
@@ -146,6 +149,11 @@ impl SessionRegistry {
             bus: self.bus.clone(),
             engine: self.engine.clone(),
             registry: ctx.address().recipient(),
+            limits: LimitPolicy {
+                jitter: std::time::Duration::from_millis(self.settings.limit_jitter_ms),
+                retry: std::time::Duration::from_millis(self.settings.limit_retry_ms),
+                board: self.limit_board.clone(),
+            },
         };
         let addr = session::start(started, &deps);
         self.preparing.remove(&row.id);

@@ -134,6 +134,8 @@ pub struct SessionRegistry {
     encloser: Encloser,
     /// Told of every session that ends (the workspace's processes and terminals end with it).
     end_watchers: Vec<Recipient<SessionEnded>>,
+    /// Where sessions report the limits their CLIs meet.
+    limit_board: Recipient<crate::actors::limits::LimitSeen>,
 }
 
 impl SessionRegistry {
@@ -145,6 +147,7 @@ impl SessionRegistry {
         bus: Recipient<Publish>,
         reap_orphans: bool,
         encloser: Encloser,
+        limit_board: Recipient<crate::actors::limits::LimitSeen>,
     ) -> Self {
         SessionRegistry {
             settings,
@@ -162,6 +165,7 @@ impl SessionRegistry {
             sweep: Sweep::Idle,
             encloser,
             end_watchers: Vec::new(),
+            limit_board,
         }
     }
 }

@@ -112,6 +112,8 @@ impl SessionRegistry {
         row.error_message = None;
         row.closed_at = None;
         row.closed_reason = None;
+        row.resumes_at = None;
+        row.status_reason = None;
         row.cli_pid = None;
         row.cli_started_at = None;
         row.ws_port = bridge.as_ref().map(|(_, port)| i32::from(*port));
@@ -124,6 +126,8 @@ impl SessionRegistry {
                 error_message: Some(None),
                 closed_at: Some(None),
                 closed_reason: Some(None),
+                resumes_at: Some(None),
+                status_reason: Some(None),
                 last_active_at: Some(now),
                 ..Default::default()
             },

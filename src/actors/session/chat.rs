@@ -19,7 +19,7 @@ use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::session::{ClosedReason, SessionStatus};
 use crate::domain::{events, time};
 use crate::protocol::framing::MAX_LINE_BYTES;
-use crate::protocol::incoming::{Incoming, Kind, TurnResult};
+use crate::protocol::incoming::{limit_of, Incoming, Kind, LimitHit, TurnResult};
 use crate::supervisor::conversation::{Conversation, Ctx, ProcessEnd, Step};
 use crate::transport::OutLine;
 
@@ -60,6 +60,13 @@ pub struct Chat {
     pub(super) background_tasks: HashSet<String>,
     /// This process continues an earlier one (`--resume`).
     pub(super) resumed: bool,
+    /// The turn the CLI is working on, kept until its result (a limit sends it back).
+    pub(super) in_flight: Option<QueuedTurn>,
+    /// The CLI's latest limit state.
+    pub(super) limit_info: Option<crate::protocol::incoming::LimitInfo>,
+    pub(super) limits: super::limits::LimitPolicy,
+    /// Counts parkings, so a wake-up meant for an earlier one does nothing.
+    pub(super) hold_generation: u64,
 }
 
 impl Chat {
@@ -80,7 +87,7 @@ impl Chat {
     }
 
     /// The row after a turn's result, and the change to store with what the turn cost.
-    fn on_result(&mut self, r: TurnResult, live: bool) -> (SessionPatch, NewUsage) {
+    fn on_result(&mut self, r: TurnResult, live: bool, hit: Option<&LimitHit>) -> (SessionPatch, NewUsage) {
         let now = time::now();
         let before = (self.row.total_cost_usd, self.row.total_input_tokens, self.row.total_output_tokens);
         if let Some(cost) = r.total_cost_usd {
@@ -123,7 +130,7 @@ impl Chat {
             input_tokens: (self.row.total_input_tokens - before.1).max(0),
             output_tokens: (self.row.total_output_tokens - before.2).max(0),
         };
-        let patch = SessionPatch {
+        let mut patch = SessionPatch {
             status: Some(self.row.status),
             total_cost_usd: Some(self.row.total_cost_usd),
             total_input_tokens: Some(self.row.total_input_tokens),
@@ -132,6 +139,10 @@ impl Chat {
             last_active_at: Some(now),
             ..Default::default()
         };
+        match hit {
+            Some(hit) if live => self.park(hit, &mut patch),
+            _ => self.in_flight = None,
+        }
         (patch, usage)
     }
 
@@ -177,12 +188,11 @@ pub(super) fn pump(p: &mut CliSession) {
             return;
         }
     };
-    if p.conv.queue.pop_front().is_none() {
-        return;
-    }
+    let Some(turn) = p.conv.queue.pop_front() else { return };
     let (written, heard) = oneshot::channel();
     match p.cli.write(OutLine { line, written: Some(written) }) {
         Ok(()) => {
+            super::limits::delivered(&mut p.conv, turn);
             p.conv.turn_running = true;
             p.conv.set_status(SessionStatus::Active);
             let writer = p.conv.writer.clone();
@@ -261,9 +271,11 @@ impl Conversation for Chat {
                     _ => {}
                 }
             }
+            Kind::RateLimit(info) => chat.limit_reported(info),
             Kind::Result(result) => {
                 let live = p.cli.is_live();
-                let (patch, usage) = p.conv.on_result(result, live);
+                let hit = limit_of(&result, p.conv.limit_info.as_ref());
+                let (patch, usage) = p.conv.on_result(result, live, hit.as_ref());
                 // A turn's count and totals are stored before anyone can see the session idle
                 // again (the actor waits: nothing is read, answered or sent meanwhile), so a
                 // crash right after a turn never loses it. One write per turn. While storage
@@ -273,14 +285,19 @@ impl Conversation for Chat {
                     let acked = writer.persist_acked(WriteOp::TurnResult { id, patch, usage: Some(usage) });
                     tokio::time::timeout(RESULT_STORE_WAIT, acked).await
                 };
-                ctx.wait(stored.into_actor(p).map(|stored, act, _ctx| {
+                ctx.wait(stored.into_actor(p).map(move |stored, act, ctx| {
                     match stored {
                         Ok(Ok(())) => {}
                         Ok(Err(e)) => tracing::error!(session = %act.conv.row.id, error = %e, "could not store a turn's result"),
                         Err(_) => tracing::warn!(session = %act.conv.row.id, "a turn's result is not stored yet; it stays queued"),
                     }
                     act.conv.publish_row("session.status", "session_status");
-                    pump(act);
+                    match hit {
+                        Some(hit) if act.conv.row.status == SessionStatus::WaitingForLimit => {
+                            super::limits::parked(act, hit, ctx)
+                        }
+                        _ => pump(act),
+                    }
                 }));
             }
             Kind::TaskStarted { task_id: Some(id) } => {

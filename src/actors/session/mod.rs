@@ -11,6 +11,7 @@
 
 mod chat;
 mod handlers;
+pub mod limits;
 mod record;
 
 use std::collections::{HashSet, VecDeque};
@@ -149,6 +150,7 @@ pub struct SessionDeps {
     pub bus: Recipient<Publish>,
     pub engine: Recipient<crate::actors::permissions::Evaluate>,
     pub registry: Recipient<crate::supervisor::process::ProcessGone>,
+    pub limits: limits::LimitPolicy,
 }
 
 /// A spawned CLI for `row`, with what the chat continues from.
@@ -182,6 +184,10 @@ pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
         closers: Vec::new(),
         background_tasks: HashSet::new(),
         resumed,
+        in_flight: None,
+        limit_info: None,
+        limits: deps.limits.clone(),
+        hold_generation: 0,
     };
     CliProcess::start(&id, spawned, adapter, peers, CLOSE_GRACE, chat)
 }

@@ -16,6 +16,24 @@ pub struct TurnResult {
     pub session_id: Option<String>,
     /// The turn's final answer (`result`), when the CLI gives one.
     pub text: Option<String>,
+    /// The API's error behind an error result (`usage_limit_reached`, `rate_limit`, ...).
+    pub api_error: Option<String>,
+    /// The HTTP status the API answered the failed request with (429, 529, ...).
+    pub api_error_status: Option<i64>,
+}
+
+/// The limit state the CLI reported: a `rate_limit_event`, or the `rate_limit_info` an
+/// assistant line carries when the API refused a request for a limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LimitInfo {
+    /// `allowed`, `allowed_warning` or `rejected`.
+    pub status: String,
+    /// When the limit resets, in seconds since the epoch.
+    pub resets_at: Option<i64>,
+    /// Which limit: `five_hour`, `seven_day`, ...
+    pub limit_type: Option<String>,
+    /// How much of it is used, 0 to 1.
+    pub utilization: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +50,8 @@ pub enum Kind {
         permission_mode: Option<String>,
     },
     Result(TurnResult),
+    /// The CLI reported its usage-limit state.
+    RateLimit(LimitInfo),
     /// `system`/`task_started`: a background task began (the CLI keeps working after the
     /// turn's result until it reports the task's end). `None` when no id could be found.
     TaskStarted {

@@ -3,10 +3,12 @@
 
 mod header;
 mod kinds;
+mod limits;
 pub mod normalize;
 mod parse;
 
-pub use kinds::{Incoming, Kind, TurnResult};
+pub use kinds::{Incoming, Kind, LimitInfo, TurnResult};
+pub use limits::{limit_of, LimitHit, LimitKind};
 pub use parse::parse;
 
 #[cfg(test)]

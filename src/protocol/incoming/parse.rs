@@ -4,11 +4,24 @@
 use serde_json::Value;
 
 use super::header::Header;
-use super::{Incoming, Kind, TurnResult};
+use super::{Incoming, Kind, LimitInfo, TurnResult};
 
 /// Types whose fields Conduit acts on; every other type needs only its header.
 fn needs_fields(message_type: &str) -> bool {
-    matches!(message_type, "system" | "result" | "control_request" | "control_response" | "control_cancel_request")
+    matches!(
+        message_type,
+        "system" | "result" | "control_request" | "control_response" | "control_cancel_request" | "rate_limit_event"
+    )
+}
+
+/// A `rate_limit_info` object.
+fn limit_info(info: &Value) -> Option<LimitInfo> {
+    Some(LimitInfo {
+        status: str_field(info, "status")?,
+        resets_at: info.get("resetsAt").and_then(Value::as_i64),
+        limit_type: str_field(info, "rateLimitType"),
+        utilization: info.get("utilization").and_then(Value::as_f64),
+    })
 }
 
 fn str_field(v: &Value, key: &str) -> Option<String> {
@@ -73,8 +86,11 @@ pub fn parse(line: &str) -> Incoming {
                 }),
                 session_id: str_field(&json, "session_id"),
                 text: str_field(&json, "result"),
+                api_error: str_field(&json, "api_error"),
+                api_error_status: json.get("api_error_status").and_then(Value::as_i64),
             })
         }
+        "rate_limit_event" => json.get("rate_limit_info").and_then(limit_info).map_or(Kind::Other, Kind::RateLimit),
         "control_request" => {
             let request = json.get("request").cloned().unwrap_or(Value::Null);
             let subtype = str_field(&request, "subtype").unwrap_or_default();

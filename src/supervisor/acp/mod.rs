@@ -137,6 +137,8 @@ impl AcpClient {
             cumulative_tokens: None,
             session_id: self.session_id.clone(),
             text,
+            api_error: None,
+            api_error_status: None,
         };
         (Kind::Result(result), events)
     }

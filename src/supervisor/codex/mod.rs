@@ -134,6 +134,8 @@ impl Codex {
             cumulative_tokens: None,
             session_id: self.thread_id.clone(),
             text: text.clone(),
+            api_error: None,
+            api_error_status: None,
         };
         let event = AgentEvent::TurnResult {
             status,

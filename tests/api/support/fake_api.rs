@@ -27,7 +27,20 @@ pub enum Reply {
     },
     /// HTTP 500.
     ServerError,
+    /// HTTP 429 for the account's usage limit, resetting `resets_in` from now, with the
+    /// headers a Claude gateway sends (`anthropic-ratelimit-unified-*`) and no retry allowed.
+    /// The CLI reports it only in gateway mode ([`GATEWAY_TOKEN`]).
+    UsageLimit {
+        resets_in: Duration,
+    },
 }
+
+/// A token whose claims say `"aud":"claude-gateway"` (unsigned: the CLI reads the claims
+/// without checking a signature). Given to the CLI as `ANTHROPIC_AUTH_TOKEN`, it makes
+/// Claude Code 2.1.330 read the usage-limit headers and report them (`rate_limit_event`,
+/// `api_error: usage_limit_reached`), as it does for a subscription.
+pub const GATEWAY_TOKEN: &str =
+    "eyJhbGciOiAibm9uZSIsICJ0eXAiOiAiSldUIn0.eyJhdWQiOiAiY2xhdWRlLWdhdGV3YXkiLCAic3ViIjogImZha2UifQ.sig";
 
 #[derive(Debug, Clone)]
 struct Rule {
@@ -113,6 +126,16 @@ async fn messages(state: web::Data<Arc<Mutex<State>>>, body: web::Bytes) -> Http
         s.tool_ids += 1;
         (picked.unwrap_or_else(|| Reply::Text("ok".to_string())), format!("toolu_fake_{}", s.tool_ids))
     };
+    if let Reply::UsageLimit { resets_in } = reply {
+        let reset = std::time::SystemTime::now() + resets_in;
+        let epoch = reset.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64().ceil() as u64).unwrap_or(0);
+        return HttpResponse::TooManyRequests()
+            .insert_header(("x-should-retry", "false"))
+            .insert_header(("anthropic-ratelimit-unified-status", "rejected"))
+            .insert_header(("anthropic-ratelimit-unified-reset", epoch.to_string()))
+            .insert_header(("anthropic-ratelimit-unified-representative-claim", "five_hour"))
+            .json(json!({"type": "error", "error": {"type": "rate_limit_error", "message": "usage limit reached (fake)"}}));
+    }
     if matches!(reply, Reply::ServerError) {
         return HttpResponse::InternalServerError()
             .json(json!({"type": "error", "error": {"type": "api_error", "message": "fake failure"}}));
@@ -188,7 +211,7 @@ async fn messages(state: web::Data<Arc<Mutex<State>>>, body: web::Bytes) -> Http
             ));
             out
         }
-        Reply::ServerError => unreachable!("answered above"),
+        Reply::ServerError | Reply::UsageLimit { .. } => unreachable!("answered above"),
     };
     let body = futures_util::stream::unfold(events.into_iter(), |mut it| async move {
         let (chunk, delay) = it.next()?;

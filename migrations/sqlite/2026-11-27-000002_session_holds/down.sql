@@ -1,0 +1,2 @@
+ALTER TABLE sessions DROP COLUMN status_reason;
+ALTER TABLE sessions DROP COLUMN resumes_at;
