@@ -168,6 +168,9 @@ impl Chat {
             self.row.closed_reason = Some(ClosedReason::CliExited);
         }
         self.row.last_active_at = now;
+        // An ended session waits for nothing (a wake-up still scheduled finds it ended).
+        self.row.resumes_at = None;
+        self.row.status_reason = None;
         self.turn_running = false;
         self.background_tasks.clear();
     }
@@ -351,6 +354,8 @@ impl Conversation for Chat {
             closed_at: Some(row.closed_at.clone()),
             closed_reason: Some(row.closed_reason),
             last_active_at: Some(row.last_active_at.clone()),
+            resumes_at: Some(None),
+            status_reason: Some(None),
             ..Default::default()
         };
         let (id, writer) = (row.id.clone(), p.conv.writer.clone());
