@@ -132,7 +132,7 @@ mod tests {
     #[test]
     fn unknown_stored_text_is_an_error() {
         let e = "hibernating".parse::<SessionStatus>().unwrap_err();
-        assert_eq!(e.to_string(), "unknown session status \"paused\"");
+        assert_eq!(e.to_string(), "unknown session status \"hibernating\"");
         assert!("Idle".parse::<SessionStatus>().is_err(), "case matters, as stored");
         assert!("timeout".parse::<ClosedReason>().is_err());
     }
