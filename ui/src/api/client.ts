@@ -23,6 +23,7 @@ export type LaunchSession = Schemas['LaunchSession'];
 export type UsageReport = Schemas['UsageReport'];
 export type UsageGroup = Schemas['UsageGroup'];
 export type Figures = Schemas['Figures'];
+export type LimitView = Schemas['LimitView'];
 
 type Method = 'get' | 'post' | 'put' | 'delete';
 type Op<P extends keyof paths, M extends Method> = NonNullable<paths[P][M]>;
@@ -162,6 +163,8 @@ export const api = {
     call('get', '/api/permissions/log', { query }),
   /** The cost ledger summed (`group_by`: project, session, agent, agent_kind, model or day). */
   usage: (query: UsageQuery) => call('get', '/api/usage', { query }),
+  /** Each agent CLI's latest usage-limit state (`allowed`, `warning` or `limited`). */
+  usageLimits: () => call('get', '/api/usage/limits'),
 };
 
 export interface UsageQuery {

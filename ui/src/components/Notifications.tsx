@@ -78,7 +78,7 @@ export function NotificationsToggle({ notifier }: { notifier: Notifier }) {
       onClick={toggle}
       aria-pressed={on}
       aria-label={label}
-      title={on ? 'Click to turn browser notifications off' : 'Notify me when a turn finishes, a tool call is denied or a session fails'}
+      title={on ? 'Click to turn browser notifications off' : 'Notify me when a turn finishes, a tool call is denied, or a session fails or meets a usage limit'}
       data-testid="notifications-toggle"
     >
       {/* On a phone only the bell shows. */}

@@ -1,5 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { api } from '../api/client';
+import { statusLabel } from '../lib/format';
 import { keys } from '../query/client';
 import { useProjects } from '../query/rules';
 
@@ -50,7 +51,7 @@ export function ProcessScopePicker(props: { value: ScopeChoice; onChange: (next:
           {!knownSession && sessionId && <option value={sessionId}>session {sessionId.slice(0, 8)}</option>}
           {sessionList.map((s) => (
             <option key={s.id} value={s.id}>
-              session {s.name} ({s.status})
+              session {s.name} ({statusLabel(s.status)})
             </option>
           ))}
         </select>

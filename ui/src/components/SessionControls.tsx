@@ -9,9 +9,13 @@ import { ErrorNote, PERMISSION_MODES } from './ui';
 
 export type Act = (what: () => Promise<unknown>) => Promise<boolean>;
 
-/** An action's failure in words: a control the CLI refused says the CLI's reason. */
+/**
+ * An action's failure in words: a control the CLI refused says the CLI's reason, a message to a
+ * paused session (402) the service's words on which budget is spent.
+ */
 export function describeFailure(e: unknown): string {
   if (e instanceof ApiError && e.code === 'refused_by_cli') return `The CLI refused: ${e.message}`;
+  if (e instanceof ApiError && e.code === 'budget_exhausted') return `The session is paused (a budget is spent): ${e.message}`;
   return e instanceof Error ? e.message : String(e);
 }
 
@@ -97,6 +101,12 @@ export function SurvivalButtons(props: { session: Session; onResume: () => void;
   );
 }
 
+const HINTS: Partial<Record<Session['status'], string>> = {
+  active: 'A turn is running; a new message waits for it.',
+  waiting_for_limit: 'Waiting for a usage limit; a new message is queued and sent after it resets.',
+  paused: 'Paused: a budget is spent, so the service refuses new messages until it allows more.',
+};
+
 /** `epoch` changes on reconnecting: an error from before says nothing about now. */
 export function MessageBox(props: { session: Session; epoch: number; onSent: (text: string) => void }) {
   const { session } = props;
@@ -123,9 +133,7 @@ export function MessageBox(props: { session: Session; epoch: number; onSent: (te
   };
   const hint = closedIdle(session)
     ? 'This session was closed for being idle; a message starts it again.'
-    : session.status === 'active'
-      ? 'A turn is running; a new message waits for it.'
-      : '';
+    : HINTS[session.status] ?? '';
   return (
     <form className="message-box" onSubmit={send}>
       <textarea

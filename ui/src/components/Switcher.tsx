@@ -2,6 +2,7 @@
 import { useEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import { useNavigate } from 'react-router-dom';
 import type { Project, Session } from '../api/client';
+import { statusLabel } from '../lib/format';
 import { matchesQuery, sortByName } from '../lib/naturalSort';
 
 export interface SwitcherItem {
@@ -26,7 +27,7 @@ export function switcherItems(projects: Project[], sessions: Session[], query: s
     ...sortByName(sessions.filter((s) => matchesQuery(s.name, query))).map((s) => ({
       key: `s:${s.id}`,
       name: s.name,
-      detail: `${projectName.get(s.project_id) ?? 'session'} · ${s.status}`,
+      detail: `${projectName.get(s.project_id) ?? 'session'} · ${statusLabel(s.status)}`,
       path: `/sessions/${s.id}`,
     })),
   ];

@@ -82,6 +82,23 @@ describe('SessionsTable', () => {
     expect(row.textContent).toContain('1,500');
     expect(row.textContent).toContain('just now');
   });
+
+  it('shows a session waiting for a limit, or paused, in words and a style of its own', () => {
+    const s = (id: string, status: Session['status']): Session => ({
+      id, project_id: 'p1', name: id, status, transport: 'stdio', total_cost_usd: 0, total_input_tokens: 0,
+      total_output_tokens: 0, num_turns: 0, created_at: '', last_active_at: '', workspace_mode: 'shared', agent: 'claude',
+    });
+    render(
+      <MemoryRouter>
+        <SessionsTable sessions={[s('w', 'waiting_for_limit'), s('p', 'paused')]} />
+      </MemoryRouter>,
+    );
+    const badges = screen.getAllByRole('row').slice(1).map((r) => r.querySelector('.badge'));
+    expect(badges.map((b) => [b?.textContent, b?.className])).toEqual([
+      ['waiting for limit', 'badge status-waiting_for_limit'],
+      ['paused', 'badge status-paused'],
+    ]);
+  });
 });
 
 describe('CostChart', () => {

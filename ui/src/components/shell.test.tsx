@@ -51,6 +51,7 @@ function usage(query: URLSearchParams) {
 function answer(url: string): unknown {
   const { pathname: path, searchParams } = new URL(url, 'http://x');
   if (path === '/api/usage') return usage(searchParams);
+  if (path === '/api/usage/limits') return [];
   if (path === '/api/projects') return projects;
   if (path === '/api/sessions/active') return [];
   if (path === '/api/health') return health;
@@ -111,10 +112,17 @@ describe('the dashboard and its live data', () => {
     renderShell();
     await waitFor(() => expect(tile('Cost today')).toBe('$8.00'));
     await waitFor(() => expect(tile('Turns')).toBe('10'));
-    // projects, live sessions, 5 project lists, health, decisions, global rules, usage all time and by day.
-    expect(requests).toHaveLength(12);
+    // projects, live sessions, 5 project lists, health, decisions, global rules, usage all time and
+    // by day, usage limits.
+    expect(requests).toHaveLength(13);
     const thirteenDaysAgo = new Date(Date.now() - 13 * 86_400_000).toISOString().slice(0, 10);
-    expect(requests.filter((u) => u.startsWith('/api/usage')).sort()).toEqual(['/api/usage', `/api/usage?group_by=day&from=${thirteenDaysAgo}`]);
+    expect(requests.filter((u) => u.startsWith('/api/usage')).sort()).toEqual([
+      '/api/usage',
+      '/api/usage/limits',
+      `/api/usage?group_by=day&from=${thirteenDaysAgo}`,
+    ]);
+    // Every account allowed (none reported): no card.
+    expect(screen.queryByTestId('usage-limits')).toBeNull();
     // The ledger's figures, not the sum of the sessions' totals ($5).
     expect(screen.getByTestId('total-cost').textContent).toContain('$12.00');
     expect(screen.getByTestId('tile-cost').textContent).toContain('$12.00 all time');

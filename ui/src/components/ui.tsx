@@ -1,5 +1,6 @@
 // Small building blocks shared by every page.
 import { useEffect, type ReactNode } from 'react';
+import { statusLabel } from '../lib/format';
 
 export function Card(props: { title?: ReactNode; actions?: ReactNode; children: ReactNode; className?: string; testId?: string }) {
   return (
@@ -40,7 +41,7 @@ export function Loading() {
 }
 
 export function StatusBadge({ status }: { status: string }) {
-  return <span className={`badge status-${status}`}>{status}</span>;
+  return <span className={`badge status-${status}`}>{statusLabel(status)}</span>;
 }
 
 export function DecisionBadge({ decision }: { decision: string }) {

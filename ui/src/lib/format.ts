@@ -36,7 +36,24 @@ export function duration(seconds: number): string {
   return h < 48 ? `${h}h ${Math.floor((seconds % 3600) / 60)}m` : `${Math.floor(h / 24)}d ${h % 24}h`;
 }
 
-export const LIVE_STATUSES = ['starting', 'idle', 'active', 'compacting'];
+/** "resumes in 1m 12s", or "resuming…" once the time has come (the service adds a little jitter). */
+export function resumesIn(iso: string | null | undefined, now: number = Date.now()): string {
+  if (!iso) return 'resumes when the limit resets';
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return `resumes at ${iso}`;
+  // Rounded up: "resumes in 0s" would read as if it had already happened.
+  const s = Math.ceil((t - now) / 1000);
+  return s > 0 ? `resumes in ${duration(s)}` : 'resuming…';
+}
+
+// `waiting_for_limit` and `paused` keep their CLI running (turns wait in its queue), so they
+// count as live: the session stays in the live list and can still be written to.
+export const LIVE_STATUSES = ['starting', 'idle', 'active', 'compacting', 'waiting_for_limit', 'paused'];
+
+/** A status as words: `waiting_for_limit` reads "waiting for limit". */
+export function statusLabel(status: string): string {
+  return status.replace(/_/g, ' ');
+}
 
 export function isLive(status: string): boolean {
   return LIVE_STATUSES.includes(status);

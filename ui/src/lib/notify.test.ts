@@ -21,6 +21,22 @@ describe('what deserves an alert', () => {
     }
   });
 
+  it('a usage limit met, with the CLI\'s words and when the turns go again; not its reset', () => {
+    const resumes = '2026-03-01T18:51:30Z';
+    const data = { session_id: 's1', status: 'waiting_for_limit', resumes_at: resumes, message: "You've hit your 5-hour limit", queued_turns: 1 };
+    expect(alertFor(frame('usage.limit_reached', data), names)).toEqual({
+      title: 'brave otter: usage limit reached',
+      body: `You've hit your 5-hour limit Resumes at ${new Date(resumes).toLocaleTimeString()}.`,
+      tag: 'limit:s1',
+      path: '/sessions/s1',
+    });
+    // The frame may name its session only in its data.
+    expect(alertFor(frame('usage.limit_reached', { ...data, session_id: 's9', resumes_at: null }, null), names)).toMatchObject({
+      title: 'A session: usage limit reached', body: "You've hit your 5-hour limit", path: '/sessions/s9',
+    });
+    expect(alertFor(frame('usage.limit_reset', { ...data, status: 'idle' }), names)).toBeNull();
+  });
+
   it('takes turn.result from other agents only, so a Claude Code turn alerts once', () => {
     expect(alertFor(frame('turn.result', { agent: 'claude', text: 'x' }), names)).toBeNull();
     expect(alertFor(frame('turn.result', { agent: 'codex', text: 'Fixed it.', is_error: false }), names)?.body).toBe('Fixed it.');

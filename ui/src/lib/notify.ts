@@ -1,5 +1,5 @@
 // What deserves the user's attention while they look elsewhere: a turn finished, a tool call
-// denied, a session failed. Each such event counts in the tab's title while the tab is hidden
+// denied, a session failed or met a usage limit. Each such event counts in the tab's title while the tab is hidden
 // (`(3) Conduit`), and becomes a browser notification when the user has turned them on (the
 // permission is asked only then, never on load) and the page is not in front of them.
 import type { Frame } from './sse';
@@ -54,6 +54,12 @@ export function alertFor(frame: Frame, nameOf: (sessionId: string) => string | u
     }
     case 'session.error':
       return { title: `${who} failed`, body: short(text(data.message) || text(data.error_message)), tag: tag('error'), path };
+    case 'usage.limit_reached': {
+      // Its turns wait: say when they go again, so nobody needs to open the page to know.
+      const resumes = Date.parse(text(data.resumes_at));
+      const when = Number.isNaN(resumes) ? '' : ` Resumes at ${new Date(resumes).toLocaleTimeString()}.`;
+      return { title: `${who}: usage limit reached`, body: short(`${text(data.message)}${when}`.trim()), tag: tag('limit'), path };
+    }
     default:
       return null;
   }

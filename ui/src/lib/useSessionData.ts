@@ -15,6 +15,7 @@ import {
   addDecision, appendLive, emptyFeed, firstStored, lineFromFrame, lineSeq, mergeTail, prependOlder, type Feed, type LiveLine,
 } from './sessionFeed';
 import type { Frame } from './sse';
+import { limitEventOf } from './usageLimits';
 
 /** Agents whose turn's end is relayed as a raw line (Claude Code's `result`, Codex's `turn/completed`). */
 const RAW_RESULTS = ['claude', 'codex'];
@@ -150,6 +151,14 @@ class FrameRouter {
   hear(frame: Frame): void {
     // The service dropped events for this client: what is held may miss some.
     if (frame.event === 'warning') return this.refetchAll();
+    // Their data names the session, whatever the frame says.
+    const limit = limitEventOf(frame);
+    if (limit) {
+      if (limit.session_id !== this.sessionId) return;
+      // Kept for the notice's count of queued turns; the wait's end makes it moot.
+      this.qc.setQueryData(keys.limitEvent(this.sessionId), frame.type === 'usage.limit_reached' ? limit : null);
+      return;
+    }
     if (frame.session_id !== this.sessionId) return;
     const data = frame.data;
     switch (frame.type) {

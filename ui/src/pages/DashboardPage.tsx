@@ -4,6 +4,7 @@ import { CostChart } from '../components/CostChart';
 import { DecisionsList } from '../components/DecisionsList';
 import { RulesEditor } from '../components/RulesEditor';
 import { SessionsTable } from '../components/SessionsTable';
+import { UsageLimitsCard } from '../components/UsageLimitsCard';
 import { count, duration, usd } from '../lib/format';
 import { useOverview } from '../lib/overview';
 import { computeStats, dailyCosts, todayFigures, utcDays } from '../lib/stats';
@@ -49,6 +50,7 @@ export function DashboardPage() {
         />
         <Tile label="Tokens today" value={byDay.data ? count(today.input_tokens + today.output_tokens) : '…'} />
       </div>
+      <UsageLimitsCard />
       <div className="grid two">
         <Card title="System health" testId="health">
           {health.isPending && <Loading />}

@@ -220,4 +220,52 @@ describe('SessionPage', () => {
     emit({ type: 'turn.result', event: 'turn_result', seq: 5, data: { agent: 'gemini', status: 'interrupted', is_error: false } });
     await within(transcript()).findByText('Interrupted');
   });
+
+  it('waiting for a usage limit: the reason, a countdown each second, the queued turns, and the box still writes', async () => {
+    const resumesAt = new Date(Date.now() + 72_500).toISOString();
+    const reason = "the CLI met a usage limit: You've hit your 5-hour limit · resets 6:51pm (UTC)";
+    server.session = row({ status: 'waiting_for_limit', resumes_at: resumesAt, status_reason: reason });
+    server.answer = (method, path) =>
+      method === 'POST' && path.endsWith('/message') ? json({ queued: true, position: 2 }, 202) : undefined;
+    renderPage();
+    const notice = await screen.findByTestId('limit-notice');
+    expect(notice.textContent).toContain(reason);
+    expect(screen.getByText('waiting for limit').className).toContain('status-waiting_for_limit');
+    const countdown = () => notice.querySelector('.limit-countdown')?.textContent;
+    expect(countdown()).toMatch(/^resumes in 1m 1[23]s$/);
+    const first = countdown();
+    await waitFor(() => expect(countdown()).not.toBe(first), { timeout: 2_500 });
+
+    // The count of turns kept comes with the event, for this wait only.
+    emit({ type: 'usage.limit_reached', event: 'limit_reached', data: { session_id: SID, status: 'waiting_for_limit', resumes_at: resumesAt, queued_turns: 3 } });
+    await within(notice).findByText('3 turns queued');
+
+    fireEvent.change(screen.getByLabelText('Message'), { target: { value: 'later please' } });
+    fireEvent.click(screen.getByRole('button', { name: 'Send' }));
+    await screen.findByText('Queued: 2 turn(s) ahead.');
+
+    // The time has come: the service delivers by itself a moment later (jitter).
+    emit({ type: 'session.status', event: 'session_status', data: row({ status: 'waiting_for_limit', resumes_at: new Date(Date.now() - 1000).toISOString(), status_reason: reason }) });
+    await waitFor(() => expect(countdown()).toBe('resuming…'));
+    emit({ type: 'usage.limit_reset', event: 'limit_reset', data: { session_id: SID, status: 'idle', resumes_at: null, queued_turns: 3 } });
+    emit({ type: 'session.status', event: 'session_status', data: row({ status: 'idle' }) });
+    await waitFor(() => expect(screen.queryByTestId('limit-notice')).toBeNull());
+  });
+
+  it('paused: the reason, and a refused message says the service\'s words', async () => {
+    server.session = row({ status: 'paused', status_reason: 'the daily budget of $5.00 is spent' });
+    server.answer = (method, path) =>
+      method === 'POST' && path.endsWith('/message')
+        ? json({ error: { code: 'budget_exhausted', message: 'the daily budget of $5.00 is spent' } }, 402)
+        : undefined;
+    renderPage();
+    expect((await screen.findByTestId('limit-notice')).textContent).toContain('the daily budget of $5.00 is spent');
+    // Live: the controls stay, and so does the message box.
+    expect(screen.getByRole('button', { name: 'Kill session' })).toBeTruthy();
+    fireEvent.change(screen.getByLabelText('Message'), { target: { value: 'go on' } });
+    fireEvent.click(screen.getByRole('button', { name: 'Send' }));
+    expect((await screen.findByRole('alert')).textContent).toBe(
+      'Could not send: The session is paused (a budget is spent): the daily budget of $5.00 is spent',
+    );
+  });
 });

@@ -7,9 +7,10 @@ import type { Session } from '../api/client';
 import { sessionApi } from '../api/sessions';
 import { keys } from '../query/client';
 import { Card, ErrorNote, Loading, StatusBadge } from '../components/ui';
+import { LimitNotice } from '../components/LimitNotice';
 import { Transcript } from '../components/Transcript';
 import { closedIdle, Controls, describeFailure, MessageBox, SurvivalButtons, type Act } from '../components/SessionControls';
-import { ago, count, isLive, usd } from '../lib/format';
+import { ago, count, isLive, statusLabel, usd } from '../lib/format';
 import { appendLive, emptyFeed, type Feed } from '../lib/sessionFeed';
 import { buildTranscript } from '../lib/transcript';
 import { errorText, useSessionData } from '../lib/useSessionData';
@@ -87,6 +88,7 @@ export function SessionPage() {
         </div>
       </div>
       {s.error_message && <ErrorNote error={s.error_message} what="keep the CLI running" />}
+      <LimitNotice session={s} />
       {/* Keyed on the model too: the field shows the model the CLI reports once it is known. */}
       {live && (
         <Controls key={`${s.id}:${s.model ?? ''}`} session={s} options={options.data} act={act}>
@@ -118,7 +120,7 @@ export function SessionPage() {
 }
 
 function endedHow(s: Session): string {
-  return s.closed_reason ? `${s.status} (${s.closed_reason})` : s.status;
+  return s.closed_reason ? `${statusLabel(s.status)} (${s.closed_reason})` : statusLabel(s.status);
 }
 
 function Total(props: { label: string; value: string }) {

@@ -59,6 +59,16 @@ export const keys = {
    */
   usageAll: ['usage'] as const,
   usage: (query: UsageQuery) => ['usage', query] as const,
+  /**
+   * Each agent CLI's usage-limit state (`GET /api/usage/limits`). A root of its own: reading
+   * the cost sums again (`usageAll`) must not read it too. Refetched on `usage.limit_*` frames.
+   */
+  usageLimits: ['usage-limits'] as const,
+  /**
+   * The last `usage.limit_reached` of a session (its queued turns), written by the session
+   * page's frame listener; never fetched. Not under `['sessions']`: no refetch may touch it.
+   */
+  limitEvent: (sessionId: string) => ['limit-event', sessionId] as const,
   browse: (path: string) => ['folders', 'browse', path] as const,
   discover: (path: string) => ['folders', 'discover', path] as const,
 };

@@ -2,7 +2,7 @@
 // read whole (page after page), since the figures computed from them must be complete, and
 // every answer gets the frames that arrived during its request replayed over it.
 import { queryOptions } from '@tanstack/react-query';
-import { api, call, type Decision, type Project, type Rule, type Session, type UsageQuery, type UsageReport } from '../api/client';
+import { api, call, type Decision, type LimitView, type Project, type Rule, type Session, type UsageQuery, type UsageReport } from '../api/client';
 import { liveFetch } from '../store/cacheSync';
 import { keys } from './client';
 
@@ -79,6 +79,17 @@ export const decisionsQuery = (filter: DecisionFilter) =>
  */
 export const usageQuery = (query: UsageQuery = {}) =>
   queryOptions<UsageReport>({ queryKey: keys.usage(query), queryFn: liveFetch(keys.usage(query), () => api.usage(query)) });
+
+/**
+ * The agent CLIs' usage limits. `usage.limit_*` frames have it read again (store/usageRefresh.ts),
+ * but a CLI's warnings and a reset that passed come with no event: read once a minute while shown.
+ */
+export const usageLimitsQuery = () =>
+  queryOptions<LimitView[]>({
+    queryKey: keys.usageLimits,
+    queryFn: liveFetch(keys.usageLimits, () => api.usageLimits()),
+    refetchInterval: 60_000,
+  });
 
 /** Health has no events: read on first use, on reconnect, and once a minute while shown. */
 export const healthQuery = () =>

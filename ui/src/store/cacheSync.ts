@@ -9,7 +9,7 @@
 import type { QueryClient, QueryKey } from '@tanstack/react-query';
 import type { Frame } from '../lib/sse';
 import { effectsOf, type CacheEffects } from './framePatches';
-import { cancelUsageRefresh, refreshUsageSoon, storesUsage } from './usageRefresh';
+import { cancelUsageRefresh, changesLimits, refreshLimitsSoon, refreshUsageSoon, storesUsage } from './usageRefresh';
 
 interface Entry {
   n: number;
@@ -35,6 +35,7 @@ function record(effects: CacheEffects, now: number): void {
 export function applyFrameToCache(client: QueryClient, frame: Frame, now: number = Date.now()): boolean {
   // Before the patches below: the rule compares the frame's row with the cached one.
   if (storesUsage(client, frame)) refreshUsageSoon(client);
+  if (changesLimits(frame)) refreshLimitsSoon(client);
   const effects = effectsOf(frame);
   if (effects.invalidateAll) {
     refetchEverything(client);
@@ -109,7 +110,7 @@ export function streamReady(): Promise<void> {
   return ready;
 }
 
-/** For tests: forgets the journal and a usage read that is due. */
+/** For tests: forgets the journal and the usage reads that are due. */
 export function resetJournal(): void {
   journal = [];
   cancelUsageRefresh();

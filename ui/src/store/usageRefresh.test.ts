@@ -3,7 +3,7 @@ import type { Session } from '../api/client';
 import type { Frame } from '../lib/sse';
 import { keys } from '../query/client';
 import { applyFrameToCache, resetJournal } from './cacheSync';
-import { storesUsage, USAGE_REFRESH_MS } from './usageRefresh';
+import { changesLimits, storesUsage, USAGE_REFRESH_MS } from './usageRefresh';
 
 const session = (over: Partial<Session>): Session => ({
   id: 's1', project_id: 'p1', name: 'brave otter', status: 'idle', transport: 'stdio', total_cost_usd: 0.5,
@@ -97,5 +97,55 @@ describe('reading usage again', () => {
     await vi.waitFor(() => expect(client.getQueryData(keys.usage({}))).toEqual({ total: { cost_usd: 2 } }));
     expect(usage).toHaveBeenCalledTimes(2);
     unsubscribe();
+  });
+});
+
+describe('reading the usage-limit board again', () => {
+  const limitData = (over: object = {}) => ({
+    session_id: 's1', project_id: 'p1', agent: 'claude', status: 'waiting_for_limit', resumes_at: '2026-01-01T05:00:00Z',
+    resets_at: '2026-01-01T05:00:00Z', limit_type: 'five_hour', kind: 'usage_limit', message: 'limit', queued_turns: 2, ...over,
+  });
+
+  it('a session meeting a limit or ending its wait changes it; nothing else does', () => {
+    expect(changesLimits(frame('usage.limit_reached', limitData()))).toBe(true);
+    expect(changesLimits(frame('usage.limit_reset', limitData({ status: 'idle' })))).toBe(true);
+    expect(changesLimits(frame('session.status', session({ status: 'waiting_for_limit' })))).toBe(false);
+    expect(changesLimits(frame('agent.execution.finished', { id: 'e1' }))).toBe(false);
+  });
+
+  it('once for a burst (sessions of one account park together), only the limits, and apart from the costs', async () => {
+    vi.useFakeTimers();
+    const invalidate = vi.spyOn(client, 'invalidateQueries');
+    applyFrameToCache(client, frame('usage.limit_reached', limitData()));
+    applyFrameToCache(client, frame('usage.limit_reached', limitData({ session_id: 's2' })));
+    applyFrameToCache(client, frame('agent.execution.finished', { id: 'e1', agent_id: 'a1', status: 'success' }));
+    expect(invalidate).not.toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(USAGE_REFRESH_MS);
+    expect(invalidate.mock.calls.map(([filter]) => filter?.queryKey)).toEqual(expect.arrayContaining([keys.usageAll, keys.usageLimits]));
+    expect(invalidate).toHaveBeenCalledTimes(2);
+    applyFrameToCache(client, frame('usage.limit_reset', limitData({ status: 'idle' })));
+    await vi.advanceTimersByTimeAsync(USAGE_REFRESH_MS);
+    expect(invalidate).toHaveBeenLastCalledWith({ queryKey: keys.usageLimits });
+    expect(invalidate).toHaveBeenCalledTimes(3);
+  });
+
+  it('refetches the board on screen, not the cost sums', async () => {
+    let status = 'allowed';
+    const limits = vi.fn(async () => [{ agent: 'claude', status }]);
+    const costs = vi.fn(async () => ({ total: { cost_usd: 1 } }));
+    const watching = [
+      new QueryObserver(client, { queryKey: keys.usageLimits, queryFn: limits, staleTime: Infinity }),
+      new QueryObserver(client, { queryKey: keys.usage({}), queryFn: costs, staleTime: Infinity }),
+    ];
+    const stops = watching.map((w) => w.subscribe(() => {}));
+    await vi.waitFor(() => expect(client.getQueryData(keys.usageLimits)).toEqual([{ agent: 'claude', status: 'allowed' }]));
+    status = 'limited';
+    vi.useFakeTimers();
+    applyFrameToCache(client, frame('usage.limit_reached', limitData()));
+    await vi.advanceTimersByTimeAsync(USAGE_REFRESH_MS);
+    vi.useRealTimers();
+    await vi.waitFor(() => expect(client.getQueryData(keys.usageLimits)).toEqual([{ agent: 'claude', status: 'limited' }]));
+    expect([limits.mock.calls.length, costs.mock.calls.length]).toEqual([2, 1]);
+    stops.forEach((stop) => stop());
   });
 });

@@ -1,8 +1,9 @@
 // The cost ledger's sums (`GET /api/usage`) come with no event, so the usage queries are read
 // again when the stream says the ledger grew: a session row whose totals changed (a turn's
 // result was stored) or a scheduled agent's run that finished. A burst of such frames costs one
-// read per query, and token-by-token frames none.
-import type { QueryClient } from '@tanstack/react-query';
+// read per query, and token-by-token frames none. The usage-limit board (`GET /api/usage/limits`)
+// is read again the same way when a session meets a limit or its wait ends.
+import { hashKey, type QueryClient, type QueryKey } from '@tanstack/react-query';
 import type { Session } from '../api/client';
 import type { Frame } from '../lib/sse';
 import { keys } from '../query/client';
@@ -45,22 +46,42 @@ export function storesUsage(client: QueryClient, frame: Frame): boolean {
   return copies.some((c) => !sameTotals(c, row));
 }
 
-let pending: ReturnType<typeof setTimeout> | null = null;
-
-/**
- * Reads the usage queries again in `delayMs`, unless a read is already due (it will see this
- * change too). Invalidating reads those on screen now and the others when next shown.
- */
-export function refreshUsageSoon(client: QueryClient, delayMs = USAGE_REFRESH_MS): void {
-  if (pending !== null) return;
-  pending = setTimeout(() => {
-    pending = null;
-    void client.invalidateQueries({ queryKey: keys.usageAll });
-  }, delayMs);
+/** Whether `frame` changes the usage-limit board: a session met a limit, or its wait ended. */
+export function changesLimits(frame: Frame): boolean {
+  return frame.type === 'usage.limit_reached' || frame.type === 'usage.limit_reset';
 }
 
-/** For tests: forgets a read that is due. */
+/** Reads due, one per query root. */
+const pending = new Map<string, ReturnType<typeof setTimeout>>();
+
+/**
+ * Invalidates `key` in `delayMs`, unless a read of it is already due (it will see this change
+ * too). Invalidating reads those on screen now and the others when next shown.
+ */
+function invalidateSoon(client: QueryClient, key: QueryKey, delayMs: number): void {
+  const id = hashKey(key);
+  if (pending.has(id)) return;
+  pending.set(
+    id,
+    setTimeout(() => {
+      pending.delete(id);
+      void client.invalidateQueries({ queryKey: key });
+    }, delayMs),
+  );
+}
+
+/** Reads the usage queries again soon (a burst of stored turns costs one read). */
+export function refreshUsageSoon(client: QueryClient, delayMs = USAGE_REFRESH_MS): void {
+  invalidateSoon(client, keys.usageAll, delayMs);
+}
+
+/** Reads the usage-limit board again soon (several sessions of one account park at once). */
+export function refreshLimitsSoon(client: QueryClient, delayMs = USAGE_REFRESH_MS): void {
+  invalidateSoon(client, keys.usageLimits, delayMs);
+}
+
+/** For tests: forgets the reads that are due. */
 export function cancelUsageRefresh(): void {
-  if (pending !== null) clearTimeout(pending);
-  pending = null;
+  for (const timer of pending.values()) clearTimeout(timer);
+  pending.clear();
 }
