@@ -20,6 +20,8 @@ pub struct AppError {
     pub message: String,
     /// What caused a server error; logged, never sent.
     pub cause: Option<String>,
+    /// Seconds for a `Retry-After` header (a spent budget's reset, a lockout).
+    pub retry_after: Option<i64>,
 }
 
 /// The body of every error response.
@@ -38,7 +40,7 @@ pub struct ErrorDetail {
 
 impl AppError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        AppError { status, code, message: message.into(), cause: None }
+        AppError { status, code, message: message.into(), cause: None, retry_after: None }
     }
 
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
@@ -68,6 +70,7 @@ impl AppError {
             code: "internal_error",
             message: "The service hit an internal error; the details are in its log.".to_string(),
             cause: Some(cause.to_string()),
+            retry_after: None,
         }
     }
 
@@ -97,7 +100,23 @@ impl ResponseError for AppError {
                 tracing::debug!(code = self.code, %cause, "request refused");
             }
         }
-        error_response(self.status, self.code, &self.message)
+        let mut response = error_response(self.status, self.code, &self.message);
+        if let Some(seconds) = self.retry_after {
+            if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&seconds.to_string()) {
+                response.headers_mut().insert(actix_web::http::header::RETRY_AFTER, value);
+            }
+        }
+        response
+    }
+}
+
+impl From<crate::domain::budget::Exhaustion> for AppError {
+    /// A spent budget: 402, naming it and when it resets (also as `Retry-After`).
+    fn from(spent: crate::domain::budget::Exhaustion) -> Self {
+        AppError {
+            retry_after: spent.retry_after(chrono::Utc::now()),
+            ..AppError::new(StatusCode::PAYMENT_REQUIRED, "budget_exhausted", spent.message())
+        }
     }
 }
 
@@ -139,6 +158,7 @@ impl From<crate::db::StoreError> for AppError {
                 code: "database_busy",
                 message: "The database is busy; retry shortly.".to_string(),
                 cause: Some(m),
+                retry_after: None,
             },
             StoreError::Other(m) => AppError {
                 status: StatusCode::SERVICE_UNAVAILABLE,
@@ -146,6 +166,7 @@ impl From<crate::db::StoreError> for AppError {
                 message: "Storage is unavailable right now (see the service's health and log); retry shortly."
                     .to_string(),
                 cause: Some(m),
+                retry_after: None,
             },
         }
     }
@@ -191,6 +212,7 @@ impl From<crate::db::writer::WriteError> for AppError {
                 code: "storage_unavailable",
                 message: "Storage is failing right now (see the service's health and log); retry shortly.".to_string(),
                 cause: Some(other.to_string()),
+                retry_after: None,
             },
         }
     }

@@ -66,6 +66,8 @@ pub enum RunStop {
 pub struct RunRecords {
     pub store: Store,
     pub bus: Recipient<Publish>,
+    /// Told after a run's cost is in the ledger (only the run's own records carry it).
+    pub budgets: Option<Recipient<crate::actors::budgets::Reevaluate>>,
 }
 
 impl RunRecords {
@@ -74,11 +76,14 @@ impl RunRecords {
     }
 
     /// Adds a run's cost to the ledger.
-    pub fn record_usage(&self, usage: NewUsage) {
-        let store = self.store.clone();
+    pub fn record_usage(&self, usage: NewUsage, project_id: Option<ProjectId>) {
+        let (store, budgets) = (self.store.clone(), self.budgets.clone());
         actix::spawn(async move {
             if let Err(e) = store.run(move |conn| usage::record(conn, &usage)).await {
                 tracing::error!(error = %e, "could not record an agent run's cost in the ledger");
+            }
+            if let Some(budgets) = budgets {
+                budgets.do_send(crate::actors::budgets::Reevaluate { project_id });
             }
         });
     }
@@ -232,18 +237,21 @@ impl Conversation for OneTurn {
             run.exec.input_tokens = Some(input);
             run.exec.output_tokens = Some(output);
             // One process, one turn: its cumulative figures are what the run cost.
-            run.records.record_usage(NewUsage {
-                recorded_at: time::now(),
-                project_id: run.agent.project_id.as_ref().map(ToString::to_string),
-                session_id: None,
-                execution_id: Some(run.exec.id.to_string()),
-                agent_id: Some(run.agent.id.to_string()),
-                agent: run.agent.agent.to_string(),
-                model: run.model.clone().or_else(|| run.agent.model.clone()),
-                cost_usd: result.total_cost_usd.unwrap_or(0.0).max(0.0),
-                input_tokens: input.max(0),
-                output_tokens: output.max(0),
-            });
+            run.records.record_usage(
+                NewUsage {
+                    recorded_at: time::now(),
+                    project_id: run.agent.project_id.as_ref().map(ToString::to_string),
+                    session_id: None,
+                    execution_id: Some(run.exec.id.to_string()),
+                    agent_id: Some(run.agent.id.to_string()),
+                    agent: run.agent.agent.to_string(),
+                    model: run.model.clone().or_else(|| run.agent.model.clone()),
+                    cost_usd: result.total_cost_usd.unwrap_or(0.0).max(0.0),
+                    input_tokens: input.max(0),
+                    output_tokens: output.max(0),
+                },
+                run.agent.project_id.clone(),
+            );
             // One turn: closing stdin is the CLI's cue to finish.
             p.cli.close_input();
         }

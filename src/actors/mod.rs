@@ -4,6 +4,7 @@ pub mod agent;
 pub mod agent_run;
 pub mod agents;
 pub mod bridge;
+pub mod budgets;
 pub mod bus;
 pub mod feed;
 pub mod janitor;

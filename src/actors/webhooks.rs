@@ -25,7 +25,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 /// The event types a webhook may ask for (or `*`).
-pub const EVENT_TYPES: [&str; 34] = [
+pub const EVENT_TYPES: [&str; 36] = [
     "session.created",
     "session.status",
     "session.message",
@@ -63,6 +63,9 @@ pub const EVENT_TYPES: [&str; 34] = [
     // Usage limits (actors::session::limits).
     "usage.limit_reached",
     "usage.limit_reset",
+    // Budgets (actors::budgets).
+    "budget.exhausted",
+    "budget.resumed",
 ];
 const TIMEOUT: Duration = Duration::from_secs(10);
 const RETRIES: u32 = 3;

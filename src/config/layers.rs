@@ -52,6 +52,22 @@ impl Layers {
         Ok(n)
     }
 
+    /// A sum of money from 0 to 1000000 USD, or `""` for none.
+    pub(super) fn optional_usd(&self, key: &str) -> Result<Option<f64>, ConfigError> {
+        let allowed = "expected an amount in USD from 0 to 1000000, or \"\" for none";
+        let usd = match &self.take(key).value {
+            Value::String(s) if s.trim().is_empty() => return Ok(None),
+            Value::String(s) => s.trim().parse::<f64>().map_err(|_| self.err(key, format!("{allowed}, got {s:?}")))?,
+            Value::Integer(n) => *n as f64,
+            Value::Float(f) => *f,
+            other => return Err(self.err(key, format!("{allowed}, got {other}"))),
+        };
+        if !(usd.is_finite() && (0.0..=1_000_000.0).contains(&usd)) {
+            return Err(self.err(key, format!("{allowed}, got {usd}")));
+        }
+        Ok(Some(usd))
+    }
+
     pub(super) fn list(&self, key: &str) -> Result<Vec<String>, ConfigError> {
         match &self.take(key).value {
             // The environment carries lists comma separated.

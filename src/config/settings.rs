@@ -56,6 +56,11 @@ pub struct Settings {
     pub limit_jitter_ms: u64,
     /// The wait after a limit the CLI gave no reset time for.
     pub limit_retry_ms: u64,
+    /// Caps on what everything together may spend per UTC day and month, in USD.
+    pub budget_daily_usd: Option<f64>,
+    pub budget_monthly_usd: Option<f64>,
+    /// A turn running when a budget runs out is interrupted (else it finishes).
+    pub budget_interrupts: bool,
     /// The OS sandbox of a project that chooses none, and what it needs.
     pub sandbox: SandboxSettings,
     /// Terminals: idle timeout, scrollback, how many per workspace.

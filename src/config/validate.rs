@@ -101,6 +101,15 @@ impl Settings {
             setup_timeout_ms: l.integer("setup_timeout_ms", 1_000, 86_400_000)? as u64,
             limit_jitter_ms: l.integer("limit_jitter_ms", 0, 600_000)? as u64,
             limit_retry_ms: l.integer("limit_retry_ms", 100, 86_400_000)? as u64,
+            budget_daily_usd: l.optional_usd("budget_daily_usd")?,
+            budget_monthly_usd: l.optional_usd("budget_monthly_usd")?,
+            budget_interrupts: match l.string("budget_running_turn")?.as_str() {
+                "finish" => false,
+                "interrupt" => true,
+                other => {
+                    return Err(l.err("budget_running_turn", format!("expected finish or interrupt, got {other:?}")))
+                }
+            },
             sandbox,
             terminal: TerminalSettings {
                 idle_timeout: std::time::Duration::from_millis(l.integer(

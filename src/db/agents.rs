@@ -45,6 +45,9 @@ pub struct Agent {
     pub workspace_mode: crate::domain::workspace::WorkspaceMode,
     /// The agent CLI each run starts (`claude` by default).
     pub agent: crate::domain::agent_kind::AgentKind,
+    /// The most one run may cost, in USD (`null`: no cap): Claude Code gets it as
+    /// `--max-budget-usd`.
+    pub max_budget_usd: Option<f64>,
 }
 
 /// One run of an agent.

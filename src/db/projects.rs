@@ -48,11 +48,24 @@ pub struct Project {
     /// The agent its sessions run when a launch names none; `null`: `claude`. The project's
     /// default model, permission mode and prompts apply to launches of this agent only.
     pub default_agent: Option<AgentKind>,
+    /// What the project may spend per UTC day, in USD; `null`: no cap. Once spent, its
+    /// sessions are `paused` and turns refused (402) until the next day or a raise.
+    pub budget_daily_usd: Option<f64>,
+    /// The same per UTC month.
+    pub budget_monthly_usd: Option<f64>,
 }
 
 pub fn insert(conn: &mut DbConnection, project: &Project) -> Result<(), StoreError> {
     diesel::insert_into(projects::table).values(project).execute(conn)?;
     Ok(())
+}
+
+/// Projects with a daily or monthly budget.
+pub fn with_budgets(conn: &mut DbConnection) -> Result<Vec<ProjectId>, StoreError> {
+    Ok(projects::table
+        .filter(projects::budget_daily_usd.is_not_null().or(projects::budget_monthly_usd.is_not_null()))
+        .select(projects::id)
+        .load(conn)?)
 }
 
 pub fn find(conn: &mut DbConnection, id: &ProjectId) -> Result<Option<Project>, StoreError> {

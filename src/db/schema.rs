@@ -21,6 +21,8 @@ diesel::table! {
         workspace_copy -> Text,
         setup_script -> Nullable<Text>,
         default_agent -> Nullable<Text>,
+        budget_daily_usd -> Nullable<Double>,
+        budget_monthly_usd -> Nullable<Double>,
     }
 }
 
@@ -73,6 +75,7 @@ diesel::table! {
         agent -> Text,
         resumes_at -> Nullable<Text>,
         status_reason -> Nullable<Text>,
+        max_budget_usd -> Nullable<Double>,
     }
 }
 
@@ -185,6 +188,7 @@ diesel::table! {
         updated_at -> Text,
         workspace_mode -> Text,
         agent -> Text,
+        max_budget_usd -> Nullable<Double>,
     }
 }
 

@@ -74,6 +74,8 @@ pub struct Session {
     pub resumes_at: Option<String>,
     /// While `waiting_for_limit` or `paused`: why, in words.
     pub status_reason: Option<String>,
+    /// The most this session may cost, in USD, when its launch set a cap.
+    pub max_budget_usd: Option<f64>,
 }
 
 /// A change to a session row; `None` leaves a column as it is.

@@ -53,6 +53,8 @@ pub enum ExecutionStatus {
     Timeout,
     /// Ended on request (or by the agent's deletion, or the shutdown).
     Cancelled,
+    /// A scheduled fire that did not run: a budget covering it was spent (`error` says which).
+    Skipped,
 }
 
 text_enum!(ExecutionStatus, "execution status", {
@@ -62,6 +64,7 @@ text_enum!(ExecutionStatus, "execution status", {
     Failure => "failure",
     Timeout => "timeout",
     Cancelled => "cancelled",
+    Skipped => "skipped",
 });
 
 impl ExecutionStatus {
@@ -95,7 +98,10 @@ mod tests {
 
     #[test]
     fn execution_statuses_round_trip_as_text() {
-        check_text_enum(ExecutionStatus::ALL, &["queued", "running", "success", "failure", "timeout", "cancelled"]);
+        check_text_enum(
+            ExecutionStatus::ALL,
+            &["queued", "running", "success", "failure", "timeout", "cancelled", "skipped"],
+        );
         for status in ExecutionStatus::ALL {
             assert_eq!(status.is_live(), ExecutionStatus::LIVE.contains(status), "{status}");
         }

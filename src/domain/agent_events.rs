@@ -33,15 +33,18 @@ pub enum TurnStatus {
     Interrupted,
     /// The agent or its model API failed.
     Failed,
-    /// A limit of the agent's stopped it (turns, tokens, budget).
+    /// A limit of the agent's stopped it (turns, tokens).
     Limited,
+    /// The session's (or run's) budget, given to the agent, was spent (Claude Code's
+    /// `error_max_budget_usd`).
+    BudgetExhausted,
     /// The model refused.
     Refused,
 }
 
 impl TurnStatus {
     pub fn is_error(self) -> bool {
-        matches!(self, TurnStatus::Failed | TurnStatus::Limited | TurnStatus::Refused)
+        matches!(self, TurnStatus::Failed | TurnStatus::Limited | TurnStatus::BudgetExhausted | TurnStatus::Refused)
     }
 }
 

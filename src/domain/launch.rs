@@ -3,7 +3,7 @@
 use super::validate::Transport;
 
 /// The CLI's own options for one session (or run).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CliOptions {
     pub model: Option<String>,
     pub permission_mode: Option<String>,
@@ -11,6 +11,8 @@ pub struct CliOptions {
     pub fork_session: bool,
     pub system_prompt: Option<String>,
     pub append_system_prompt: Option<String>,
+    /// What this process may still spend, in USD (Claude Code's `--max-budget-usd`).
+    pub max_budget_usd: Option<f64>,
 }
 
 /// What a launch asks for; unset fields were already filled from the project's defaults.

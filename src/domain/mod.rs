@@ -76,6 +76,7 @@ where
 pub mod agent;
 pub mod agent_events;
 pub mod agent_kind;
+pub mod budget;
 pub mod cron;
 pub mod decision;
 pub mod events;

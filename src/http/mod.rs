@@ -66,6 +66,7 @@ pub struct AppState {
     /// Commands and background processes started through the API.
     pub workbench: Addr<crate::actors::workbench::Workbench>,
     pub limits: Addr<crate::actors::limits::LimitBoard>,
+    pub budgets: Addr<crate::actors::budgets::BudgetKeeper>,
 }
 
 /// One row of the route table.

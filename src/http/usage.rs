@@ -6,6 +6,7 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::actors::budgets::{CheckBudget, Reevaluate};
 use crate::actors::limits::{LimitView, ListLimits};
 use crate::db::usage::{self, Figures};
 use crate::domain::ids::ProjectId;
@@ -137,4 +138,20 @@ pub async fn limits(state: web::Data<AppState>) -> AppResult<HttpResponse> {
         .await
         .map_err(|_| AppError::unavailable("shutting_down", "the service is shutting down"))?;
     Ok(HttpResponse::Ok().json(board))
+}
+
+/// 402 `budget_exhausted` while a budget covering `project_id` (or the service's own) is spent.
+pub async fn within_budget(state: &AppState, project_id: Option<ProjectId>) -> AppResult<()> {
+    match state.budgets.send(CheckBudget { project_id }).await {
+        Ok(Err(spent)) => Err(spent.into()),
+        // A keeper that is gone (shutting down) refuses nothing.
+        Ok(Ok(())) | Err(_) => Ok(()),
+    }
+}
+
+/// A project's caps changed: its sessions are held or released before the answer goes out.
+pub async fn reevaluate(state: &AppState, project_id: ProjectId) {
+    if state.budgets.send(Reevaluate { project_id: Some(project_id) }).await.is_err() {
+        tracing::warn!("the budget keeper is gone; budgets are read again at the next result");
+    }
 }

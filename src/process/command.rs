@@ -50,6 +50,9 @@ pub fn option_args(o: &CliOptions) -> Vec<String> {
     if o.fork_session {
         args.push("--fork-session".to_string());
     }
+    if let Some(usd) = o.max_budget_usd {
+        args.push(format!("--max-budget-usd={usd}"));
+    }
     args
 }
 
@@ -66,6 +69,7 @@ mod tests {
             fork_session: true,
             system_prompt: Some("--dangerously-skip-permissions".into()),
             append_system_prompt: Some("- a list\n- more".into()),
+            max_budget_usd: Some(0.25),
         };
         let args = stdio_args(&o);
         assert_eq!(
@@ -90,7 +94,8 @@ mod tests {
                 "--resume=abc",
                 "--system-prompt=--dangerously-skip-permissions",
                 "--append-system-prompt=- a list\n- more",
-                "--fork-session"
+                "--fork-session",
+                "--max-budget-usd=0.25"
             ]
         );
         assert!(!args.iter().any(|a| a == "--dangerously-skip-permissions"), "a value never stands alone");

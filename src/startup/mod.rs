@@ -135,6 +135,10 @@ impl Application {
         let sandbox = probe_sandbox(&settings).await;
         let encloser = Encloser::new(settings.clone(), store.clone(), containment.clone(), sandbox.clone());
         let limits = crate::actors::limits::LimitBoard::default().start();
+        let global_caps =
+            crate::domain::budget::Caps { daily: settings.budget_daily_usd, monthly: settings.budget_monthly_usd };
+        let budgets =
+            crate::actors::budgets::BudgetKeeper::new(store.clone(), global_caps, bus.clone().recipient()).start();
         let registry = SessionRegistry::new(
             settings.clone(),
             store.clone(),
@@ -144,8 +148,10 @@ impl Application {
             options.subreaper,
             encloser.clone(),
             limits.clone().recipient(),
+            &budgets,
         )
         .start();
+        budgets.do_send(crate::actors::budgets::Connect(registry.clone().recipient()));
         let terminals = TerminalRegistry::new(
             settings.terminal,
             encloser.clone(),
@@ -189,6 +195,7 @@ impl Application {
             bus: bus.clone().recipient(),
             locks: locks.clone().recipient(),
             registry: registry.clone().recipient(),
+            budgets: budgets.clone().recipient(),
         };
         let agents = AgentRegistry::new(run_deps, settings.max_agents).start();
         let restored = agents
@@ -230,6 +237,7 @@ impl Application {
             terminals: terminals.clone(),
             workbench: workbench.clone(),
             limits,
+            budgets,
         });
 
         let server = HttpServer::new(move || {

@@ -67,6 +67,7 @@ impl ClaudeCode {
         let status = match r.subtype.as_deref() {
             _ if !r.is_error => TurnStatus::Completed,
             Some("error_during_execution") if self.interrupting => TurnStatus::Interrupted,
+            Some("error_max_budget_usd") => TurnStatus::BudgetExhausted,
             Some(s) if s.starts_with("error_max") => TurnStatus::Limited,
             _ => TurnStatus::Failed,
         };

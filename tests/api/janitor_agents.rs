@@ -99,6 +99,7 @@ async fn executions_stuck_past_their_timeout_are_ended_and_locks_pruned() {
         updated_at: at(now),
         workspace_mode: conduit::domain::workspace::WorkspaceMode::Shared,
         agent: Default::default(),
+        max_budget_usd: None,
     };
     let stuck = execution("00000000-0000-4000-8000-000000000001", &agent.id, at(now - chrono::Duration::hours(1)));
     let fresh = execution("00000000-0000-4000-8000-000000000002", &agent.id, at(now - chrono::Duration::seconds(30)));

@@ -9,6 +9,7 @@ mod agents_real;
 mod backpressure;
 mod bodies;
 mod bridge_real;
+mod budgets_real;
 mod changes;
 mod cli;
 mod containment;

@@ -57,6 +57,8 @@ pub struct AgentEdit {
     pub timeout_ms: Option<i64>,
     pub workspace_mode: Option<crate::domain::workspace::WorkspaceMode>,
     pub agent: Option<crate::domain::agent_kind::AgentKind>,
+    /// `Some(None)` clears it.
+    pub max_budget_usd: Option<Option<f64>>,
 }
 
 #[derive(Message)]
@@ -188,6 +190,9 @@ impl ProactiveAgent {
                 if let Some(v) = edit.model {
                     self.agent.model = v;
                 }
+                if let Some(v) = edit.max_budget_usd {
+                    self.agent.max_budget_usd = v;
+                }
                 if let Some(v) = edit.timeout_ms {
                     self.agent.timeout_ms = v;
                 }
@@ -231,11 +236,20 @@ impl Handler<Fire> for ProactiveAgent {
         if self.runs.values().any(|r| r.trigger == TriggerKind::Cron) {
             tracing::info!(agent = %self.agent.id, "the previous scheduled run is still going; skipping this fire");
         } else {
-            let run = self.start_run(TriggerKind::Cron);
-            ctx.spawn(run.map(|started, act, _| {
-                if let Err(e) = started {
-                    tracing::error!(agent = %act.agent.id, error = %e, "could not start a scheduled run");
+            let check = self
+                .deps
+                .budgets
+                .send(crate::actors::budgets::CheckBudget { project_id: self.agent.project_id.clone() });
+            ctx.spawn(check.into_actor(self).then(|checked, act, ctx| {
+                if let Ok(Err(spent)) = checked {
+                    act.record_skipped(spent, ctx);
+                    return Box::pin(actix::fut::ready(())) as std::pin::Pin<Box<dyn ActorFuture<Self, Output = ()>>>;
                 }
+                Box::pin(act.start_run(TriggerKind::Cron).map(|started, act, _| {
+                    if let Err(e) = started {
+                        tracing::error!(agent = %act.agent.id, error = %e, "could not start a scheduled run");
+                    }
+                }))
             }));
         }
         self.arm(ctx);

@@ -25,11 +25,13 @@ pub struct RunDeps {
     pub locks: Recipient<Acquire>,
     /// The registry starts every CLI.
     pub registry: Recipient<StartRun>,
+    /// Asked before each scheduled fire.
+    pub budgets: Recipient<crate::actors::budgets::CheckBudget>,
 }
 
 impl RunDeps {
     fn records(&self) -> RunRecords {
-        RunRecords { store: self.store.clone(), bus: self.bus.clone() }
+        RunRecords { store: self.store.clone(), bus: self.bus.clone(), budgets: None }
     }
 }
 
@@ -53,6 +55,34 @@ pub(super) struct Run {
 }
 
 impl ProactiveAgent {
+    /// Records a scheduled fire that did not run because a budget was spent.
+    pub(super) fn record_skipped(&mut self, spent: crate::domain::budget::Exhaustion, ctx: &mut Context<Self>) {
+        let now = time::now();
+        let exec = Execution {
+            id: ExecutionId::new(),
+            agent_id: self.agent.id.clone(),
+            trigger_kind: TriggerKind::Cron,
+            status: ExecutionStatus::Skipped,
+            exit_code: None,
+            started_at: None,
+            finished_at: Some(now.clone()),
+            cost_usd: None,
+            input_tokens: None,
+            output_tokens: None,
+            output: String::new(),
+            raw_output: String::new(),
+            error: Some(format!("skipped: {}", spent.message())),
+            created_at: now,
+        };
+        tracing::info!(agent = %self.agent.id, "a spent budget skips this fire");
+        let (store, stored) = (self.deps.store.clone(), exec.clone());
+        let insert = async move { store.run(move |conn| agents::insert_execution(conn, &stored)).await };
+        ctx.spawn(insert.into_actor(self).map(move |inserted, act, _ctx| match inserted {
+            Ok(()) => act.deps.records().publish("agent.execution.finished", "execution_finished", &act.agent, &exec),
+            Err(e) => tracing::error!(agent = %act.agent.id, error = %e, "could not record a skipped fire"),
+        }));
+    }
+
     pub(super) fn start_run(&mut self, trigger: TriggerKind) -> ResponseActFuture<Self, Result<Execution, StoreError>> {
         let exec = Execution {
             id: ExecutionId::new(),

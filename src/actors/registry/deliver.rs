@@ -7,9 +7,11 @@ use actix::prelude::*;
 
 use super::resume::{Resume, ResumeError};
 use super::{Find, SessionRegistry};
+use crate::actors::budgets::CheckBudget;
 use crate::actors::session::{AwaitEnd, CliSession, SendOutcome, SendUser, SessionError};
 use crate::db::{sessions, Store, StoreError};
-use crate::domain::ids::SessionId;
+use crate::domain::budget::Exhaustion;
+use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::session::{ClosedReason, SessionStatus};
 
 /// A user turn for session `id`. Answers once the line is stored.
@@ -33,14 +35,22 @@ pub enum DeliverError {
     Resume(#[from] ResumeError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A budget covering the session is spent.
+    #[error("{}", .0.message())]
+    Budget(Exhaustion),
 }
 
 impl Handler<Deliver> for SessionRegistry {
     type Result = ResponseFuture<Result<SendOutcome, DeliverError>>;
 
     fn handle(&mut self, msg: Deliver, ctx: &mut Context<Self>) -> Self::Result {
-        let route = Route { registry: ctx.address(), store: self.store.clone(), id: msg.id };
-        Box::pin(async move { route.deliver(msg.content).await })
+        let project_id = self.live.get(&msg.id).map(|l| l.project_id.clone());
+        let route =
+            Route { registry: ctx.address(), store: self.store.clone(), id: msg.id, keeper: self.budgets.clone() };
+        Box::pin(async move {
+            route.within_budget(project_id).await?;
+            route.deliver(msg.content).await
+        })
     }
 }
 
@@ -49,9 +59,23 @@ struct Route {
     registry: Addr<SessionRegistry>,
     store: Store,
     id: SessionId,
+    keeper: Recipient<CheckBudget>,
 }
 
 impl Route {
+    /// Refuses the turn while a budget covering the session's project is spent.
+    async fn within_budget(&self, project_id: Option<ProjectId>) -> Result<(), DeliverError> {
+        let project_id = match project_id {
+            Some(id) => id,
+            None => self.row().await?.project_id,
+        };
+        match self.keeper.send(CheckBudget { project_id: Some(project_id) }).await {
+            Ok(Err(spent)) => Err(DeliverError::Budget(spent)),
+            // A keeper that is gone (shutting down) refuses nothing.
+            Ok(Ok(())) | Err(_) => Ok(()),
+        }
+    }
+
     async fn deliver(&self, content: String) -> Result<SendOutcome, DeliverError> {
         let session = match self.registry.send(Find(self.id.clone())).await.ok().flatten() {
             Some(session) => session,

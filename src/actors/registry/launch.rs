@@ -138,6 +138,7 @@ impl SessionRegistry {
             agent: spec.agent.clone(),
             resumes_at: None,
             status_reason: None,
+            max_budget_usd: o.max_budget_usd,
         }
     }
 
@@ -154,6 +155,7 @@ impl SessionRegistry {
                 retry: std::time::Duration::from_millis(self.settings.limit_retry_ms),
                 board: self.limit_board.clone(),
             },
+            budgets: self.budget_link.clone(),
         };
         let addr = session::start(started, &deps);
         self.preparing.remove(&row.id);

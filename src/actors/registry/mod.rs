@@ -136,6 +136,9 @@ pub struct SessionRegistry {
     end_watchers: Vec<Recipient<SessionEnded>>,
     /// Where sessions report the limits their CLIs meet.
     limit_board: Recipient<crate::actors::limits::LimitSeen>,
+    /// Which budgets are spent.
+    budgets: Recipient<crate::actors::budgets::CheckBudget>,
+    budget_link: crate::actors::session::holds::BudgetLink,
 }
 
 impl SessionRegistry {
@@ -148,7 +151,12 @@ impl SessionRegistry {
         reap_orphans: bool,
         encloser: Encloser,
         limit_board: Recipient<crate::actors::limits::LimitSeen>,
+        budgets: &Addr<crate::actors::budgets::BudgetKeeper>,
     ) -> Self {
+        let budget_link = crate::actors::session::holds::BudgetLink {
+            keeper: budgets.clone().recipient(),
+            interrupts: settings.budget_interrupts,
+        };
         SessionRegistry {
             settings,
             store,
@@ -166,6 +174,8 @@ impl SessionRegistry {
             encloser,
             end_watchers: Vec::new(),
             limit_board,
+            budgets: budgets.clone().recipient(),
+            budget_link,
         }
     }
 }
@@ -186,6 +196,21 @@ impl Handler<Find> for SessionRegistry {
 
     fn handle(&mut self, msg: Find, _ctx: &mut Context<Self>) -> Self::Result {
         self.live.get(&msg.0).map(|l| l.addr.clone())
+    }
+}
+
+impl Handler<crate::actors::budgets::HoldSessions> for SessionRegistry {
+    type Result = ();
+
+    /// Passes a budget's hold (or release) to the live sessions it covers.
+    fn handle(&mut self, msg: crate::actors::budgets::HoldSessions, _ctx: &mut Context<Self>) {
+        let covered = |live: &&Live| match &msg.project_id {
+            Some(project) => live.project_id == *project,
+            None => !msg.except.contains(&live.project_id),
+        };
+        for live in self.live.values().filter(covered) {
+            live.addr.do_send(crate::actors::session::Hold(msg.hold.clone()));
+        }
     }
 }
 

@@ -106,6 +106,8 @@ impl SessionRegistry {
             fork_session: false,
             system_prompt: row.system_prompt.clone(),
             append_system_prompt: row.append_system_prompt.clone(),
+            // What is left of the session's cap: the new process counts from zero.
+            max_budget_usd: row.max_budget_usd.map(|cap| (cap - row.total_cost_usd).max(0.0001)),
         };
         let now = time::now();
         row.status = SessionStatus::Starting;

@@ -119,7 +119,8 @@ impl SessionRegistry {
     ) -> Result<Recipient<Cancel>, String> {
         let StartRun { agent, exec, lock, parent } = msg;
         let Enclosed { enclosure: Enclosure { cgroup, fence }, program } = enclosed;
-        let options = CliOptions { model: agent.model.clone(), ..Default::default() };
+        let options =
+            CliOptions { model: agent.model.clone(), max_budget_usd: agent.max_budget_usd, ..Default::default() };
         let prepared = catalog::prepare(&self.settings, &agent.agent, &program, &options, &folder)
             .map_err(|e| e.to_string())
             .inspect_err(|_| self.run_ended(exec.id.as_str()))?;
@@ -138,7 +139,11 @@ impl SessionRegistry {
         let spawned = spawn(req).inspect_err(|_| self.run_ended(exec.id.as_str()))?;
         self.children.insert(spawned.pid);
         let peers = Peers { engine: self.engine.clone(), registry: ctx.address().recipient() };
-        let records = RunRecords { store: self.store.clone(), bus: self.bus.clone() };
+        let records = RunRecords {
+            store: self.store.clone(),
+            bus: self.bus.clone(),
+            budgets: Some(self.budget_link.keeper.clone()),
+        };
         let id = exec.id.clone();
         let run = OneTurn::new(agent, exec, records, parent, lock);
         let grace = Duration::from_millis(self.settings.agent_kill_grace_ms);

@@ -8,6 +8,7 @@ use actix::prelude::*;
 use tokio::sync::oneshot;
 
 use super::{CliSession, Closer, QueuedTurn, RESUME_GRACE};
+use crate::actors::budgets::Reevaluate;
 use crate::actors::bus::Publish;
 use crate::db::backlog::Backlog;
 use crate::db::sessions::{Session, SessionPatch};
@@ -67,6 +68,11 @@ pub struct Chat {
     pub(super) limits: super::limits::LimitPolicy,
     /// Counts parkings, so a wake-up meant for an earlier one does nothing.
     pub(super) hold_generation: u64,
+    /// Why a spent budget holds the session (it shows `paused` at rest).
+    pub(super) budget_hold: Option<String>,
+    /// The CLI said the session's cap was spent (`error_max_budget_usd`).
+    pub(super) cap_reported: bool,
+    pub(super) budgets: super::holds::BudgetLink,
 }
 
 impl Chat {
@@ -90,6 +96,7 @@ impl Chat {
     fn on_result(&mut self, r: TurnResult, live: bool, hit: Option<&LimitHit>) -> (SessionPatch, NewUsage) {
         let now = time::now();
         let before = (self.row.total_cost_usd, self.row.total_input_tokens, self.row.total_output_tokens);
+        self.cap_reported |= r.subtype.as_deref() == Some("error_max_budget_usd");
         if let Some(cost) = r.total_cost_usd {
             self.row.total_cost_usd = self.base.cost + cost;
         }
@@ -113,7 +120,8 @@ impl Chat {
         self.row.last_active_at = now.clone();
         self.turn_running = false;
         if live {
-            self.row.status = SessionStatus::Idle;
+            self.row.status = self.at_rest();
+            self.row.status_reason = self.budget_hold.clone();
         }
         // What this turn cost is what it added to the totals. The CLI's figures are cumulative
         // per process, so the difference is right across resumes; a figure that went down
@@ -137,6 +145,7 @@ impl Chat {
             total_output_tokens: Some(self.row.total_output_tokens),
             num_turns: Some(self.row.num_turns),
             last_active_at: Some(now),
+            status_reason: Some(self.row.status_reason.clone()),
             ..Default::default()
         };
         match hit {
@@ -284,17 +293,24 @@ impl Conversation for Chat {
                 // crash right after a turn never loses it. One write per turn. While storage
                 // fails the wait is bounded: the write stays queued, the session goes on.
                 let (writer, id) = (p.conv.writer.clone(), p.conv.row.id.clone());
+                let (keeper, project_id) = (p.conv.budgets.keeper.clone(), Some(p.conv.row.project_id.clone()));
                 let stored = async move {
                     let acked = writer.persist_acked(WriteOp::TurnResult { id, patch, usage: Some(usage) });
-                    tokio::time::timeout(RESULT_STORE_WAIT, acked).await
+                    let stored = tokio::time::timeout(RESULT_STORE_WAIT, acked).await;
+                    // Whether a budget ran out with this turn, before anyone sees the session
+                    // at rest (so the next message meets the 402, not a race).
+                    let asked = tokio::time::timeout(RESULT_STORE_WAIT, keeper.send(Reevaluate { project_id })).await;
+                    (stored, asked.ok().and_then(Result::ok).flatten())
                 };
-                ctx.wait(stored.into_actor(p).map(move |stored, act, ctx| {
+                ctx.wait(stored.into_actor(p).map(move |(stored, spent), act, ctx| {
                     match stored {
                         Ok(Ok(())) => {}
                         Ok(Err(e)) => tracing::error!(session = %act.conv.row.id, error = %e, "could not store a turn's result"),
                         Err(_) => tracing::warn!(session = %act.conv.row.id, "a turn's result is not stored yet; it stays queued"),
                     }
-                    act.conv.publish_row("session.status", "session_status");
+                    if !act.conv.set_hold(spent.map(|e| e.message())) {
+                        act.conv.publish_row("session.status", "session_status");
+                    }
                     match hit {
                         Some(hit) if act.conv.row.status == SessionStatus::WaitingForLimit => {
                             super::limits::parked(act, hit, ctx)

@@ -34,6 +34,9 @@ impl Handler<SendUser> for CliSession {
             return Box::pin(actix::fut::ready(Err(self.not_live())));
         }
         let chat = &mut self.conv;
+        if let Some(spent) = chat.own_cap_spent() {
+            return Box::pin(actix::fut::ready(Err(SessionError::Budget(spent))));
+        }
         if chat.queue.len() >= MAX_QUEUED_TURNS {
             return Box::pin(actix::fut::ready(Err(SessionError::QueueFull)));
         }

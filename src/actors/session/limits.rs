@@ -129,14 +129,14 @@ fn lift(p: &mut CliSession, generation: u64) {
     if chat.hold_generation != generation || chat.row.status != SessionStatus::WaitingForLimit {
         return;
     }
-    chat.row.status = SessionStatus::Idle;
+    chat.row.status = chat.at_rest();
     chat.row.resumes_at = None;
-    chat.row.status_reason = None;
+    chat.row.status_reason = chat.budget_hold.clone();
     chat.row.last_active_at = time::now();
     chat.patch(SessionPatch {
-        status: Some(SessionStatus::Idle),
+        status: Some(chat.row.status),
         resumes_at: Some(None),
-        status_reason: Some(None),
+        status_reason: Some(chat.row.status_reason.clone()),
         last_active_at: Some(chat.row.last_active_at.clone()),
         ..Default::default()
     });

@@ -11,6 +11,7 @@
 
 mod chat;
 mod handlers;
+pub mod holds;
 pub mod limits;
 mod record;
 
@@ -103,6 +104,11 @@ pub struct CloseIfIdle {
 #[rtype(result = "Result<Session, SessionError>")]
 pub struct AwaitEnd;
 
+/// Hold the session for a spent budget (`Some(why)`), or release it (`None`).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Hold(pub Option<String>);
+
 /// The session row as this actor knows it (fresher than the database).
 #[derive(Message)]
 #[rtype(result = "Session")]
@@ -127,6 +133,9 @@ pub enum SessionError {
     Refused(String),
     #[error("the message could not be stored: {0}")]
     Storage(WriteError),
+    /// A budget covering the session is spent.
+    #[error("{}", .0.message())]
+    Budget(crate::domain::budget::Exhaustion),
 }
 
 impl From<ControlError> for SessionError {
@@ -151,6 +160,7 @@ pub struct SessionDeps {
     pub engine: Recipient<crate::actors::permissions::Evaluate>,
     pub registry: Recipient<crate::supervisor::process::ProcessGone>,
     pub limits: limits::LimitPolicy,
+    pub budgets: holds::BudgetLink,
 }
 
 /// A spawned CLI for `row`, with what the chat continues from.
@@ -188,6 +198,9 @@ pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
         limit_info: None,
         limits: deps.limits.clone(),
         hold_generation: 0,
+        budget_hold: None,
+        cap_reported: false,
+        budgets: deps.budgets.clone(),
     };
     CliProcess::start(&id, spawned, adapter, peers, CLOSE_GRACE, chat)
 }

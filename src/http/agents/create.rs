@@ -47,6 +47,10 @@ pub struct CreateAgent {
     /// The agent CLI each run starts: `claude`, `codex`, `gemini` or a configured ACP agent.
     /// Defaults to the project's `default_agent`, else `claude`.
     pub agent: Option<crate::domain::agent_kind::AgentKind>,
+    /// The most one run may cost, in USD (`> 0`; absent: no cap). Claude Code gets it as
+    /// `--max-budget-usd` and ends the run's turn over it.
+    #[schema(exclusive_minimum = 0.0, maximum = 1000000.0)]
+    pub max_budget_usd: Option<f64>,
 }
 
 /// Create a scheduled agent.
@@ -78,6 +82,7 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateAgent>) ->
     let mut agent = fields.agent(project.map(|p| p.id), cwd);
     agent.workspace_mode = mode;
     agent.agent = kind;
+    agent.max_budget_usd = run_budget(b.max_budget_usd)?;
     let project_id = agent.project_id.clone();
     let created = match ask(&state, registry::Create(agent)).await? {
         Ok(created) => created,
@@ -148,6 +153,17 @@ impl Fields {
             updated_at: now,
             workspace_mode: crate::domain::workspace::WorkspaceMode::Shared,
             agent: Default::default(),
+            max_budget_usd: None,
         }
+    }
+}
+
+/// A run's cap: more than 0, at most 1000000 USD.
+pub(super) fn run_budget(usd: Option<f64>) -> AppResult<Option<f64>> {
+    match usd {
+        Some(v) if !(v.is_finite() && v > 0.0 && v <= 1_000_000.0) => {
+            Err(AppError::validation(format!("`max_budget_usd` must be more than 0 and at most 1000000, got {v}")))
+        }
+        other => Ok(other),
     }
 }

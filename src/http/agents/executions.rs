@@ -26,11 +26,14 @@ pub struct ExecutionsQuery {
     params(("id" = String, Path, description = "Agent id (UUID)")),
     responses(
         (status = 202, description = "Queued (it waits for its folder's lock, then runs)", body = ExecutionSummary),
+        (status = 402, description = "A budget covering it is spent (`budget_exhausted`: the message names the budget and when it resets; `Retry-After` gives the seconds)", body = ErrorBody),
         (status = 404, description = "No such agent", body = ErrorBody),
         (status = 503, description = "The service is shutting down", body = ErrorBody),
     ))]
 pub async fn trigger(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
     let id: AgentId = id.parse()?;
+    let agent = ask(&state, registry::Get(id.clone())).await??;
+    crate::http::usage::within_budget(&state, agent.project_id).await?;
     let exec = ask(&state, registry::Trigger(id)).await??;
     Ok(HttpResponse::Accepted()
         .insert_header((header::LOCATION, format!("/api/executions/{}", exec.id)))

@@ -45,6 +45,10 @@ pub struct UpdateAgent {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = crate::domain::agent_kind::AgentKind)]
     pub agent: Option<Option<crate::domain::agent_kind::AgentKind>>,
+    /// The most one run may cost, in USD; `null`: no cap.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<f64>, exclusive_minimum = 0.0, maximum = 1000000.0)]
+    pub max_budget_usd: Option<Option<f64>>,
 }
 
 /// Change an agent (partial): given fields change.
@@ -103,6 +107,10 @@ fn edit(b: UpdateAgent) -> AppResult<AgentEdit> {
     if let Some(ms) = required("timeout_ms", b.timeout_ms)? {
         edit.timeout_ms = Some(timeout(ms)?);
     }
+    edit.max_budget_usd = match b.max_budget_usd {
+        Some(usd) => Some(super::create::run_budget(usd)?),
+        None => None,
+    };
     edit.model = match b.model {
         Some(Some(m)) => Some(Some(check(validate::identifier("model", &m))?)),
         Some(None) => Some(None),

@@ -56,6 +56,14 @@ pub struct CreateProject {
     /// configured ACP agent); absent: `claude`. The default model, permission mode and
     /// prompts apply to launches of this agent only.
     pub default_agent: Option<AgentKind>,
+    /// What the project may spend per UTC day, in USD (absent or `null`: no cap). Once spent,
+    /// its sessions are `paused`, messages and launches are refused (402 `budget_exhausted`)
+    /// and its scheduled agents' fires are skipped, until the next day or a raise.
+    #[schema(minimum = 0.0, maximum = 1000000.0)]
+    pub budget_daily_usd: Option<f64>,
+    /// The same per UTC month.
+    #[schema(minimum = 0.0, maximum = 1000000.0)]
+    pub budget_monthly_usd: Option<f64>,
 }
 
 /// Like creating a project, but the name defaults to the folder's name and `source` is `imported`.
@@ -94,6 +102,14 @@ pub struct ImportProject {
     /// configured ACP agent); absent: `claude`. The default model, permission mode and
     /// prompts apply to launches of this agent only.
     pub default_agent: Option<AgentKind>,
+    /// What the project may spend per UTC day, in USD (absent or `null`: no cap). Once spent,
+    /// its sessions are `paused`, messages and launches are refused (402 `budget_exhausted`)
+    /// and its scheduled agents' fires are skipped, until the next day or a raise.
+    #[schema(minimum = 0.0, maximum = 1000000.0)]
+    pub budget_daily_usd: Option<f64>,
+    /// The same per UTC month.
+    #[schema(minimum = 0.0, maximum = 1000000.0)]
+    pub budget_monthly_usd: Option<f64>,
 }
 
 /// Create a project.
@@ -120,6 +136,7 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateProject>) 
         sandbox: b.sandbox,
         setup_script: b.setup_script.as_deref(),
         default_agent: b.default_agent.as_ref(),
+        budgets: (b.budget_daily_usd, b.budget_monthly_usd),
     };
     check_defaults(&defaults)?;
     check_agent(&state, defaults.default_agent)?;
@@ -152,6 +169,7 @@ pub async fn import(state: web::Data<AppState>, body: web::Json<ImportProject>) 
         sandbox: b.sandbox,
         setup_script: b.setup_script.as_deref(),
         default_agent: b.default_agent.as_ref(),
+        budgets: (b.budget_daily_usd, b.budget_monthly_usd),
     };
     check_defaults(&defaults)?;
     check_agent(&state, defaults.default_agent)?;
@@ -183,6 +201,9 @@ async fn insert_project(state: &AppState, project: Project) -> AppResult<HttpRes
         })
         .await
         .map_err(|e| conflict_on_folder(e, &folder))?;
+    if project.budget_daily_usd.is_some() || project.budget_monthly_usd.is_some() {
+        crate::http::usage::reevaluate(state, project.id.clone()).await;
+    }
     announce(state, Entity::Project, Change::Created, &project);
     Ok(HttpResponse::Created().insert_header((header::LOCATION, format!("/api/projects/{}", project.id))).json(project))
 }
@@ -216,5 +237,7 @@ fn new_project(
         workspace_copy: workspace.1,
         setup_script: d.setup_script.map(String::from),
         default_agent: d.default_agent.cloned(),
+        budget_daily_usd: d.budgets.0,
+        budget_monthly_usd: d.budgets.1,
     }
 }

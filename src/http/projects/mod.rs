@@ -32,6 +32,18 @@ struct Defaults<'a> {
     sandbox: Option<SandboxMode>,
     setup_script: Option<&'a str>,
     default_agent: Option<&'a AgentKind>,
+    /// Daily and monthly caps in USD.
+    budgets: (Option<f64>, Option<f64>),
+}
+
+/// A budget is a sum of money: 0 (nothing may be spent) to 1000000 USD.
+fn check_budget(field: &str, usd: Option<f64>) -> Result<(), AppError> {
+    match usd {
+        Some(v) if !(v.is_finite() && (0.0..=1_000_000.0).contains(&v)) => {
+            Err(AppError::validation(format!("`{field}` must be from 0 to 1000000 (USD), got {v}")))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A default agent must be one the settings know (422 otherwise).
@@ -65,6 +77,8 @@ fn check_defaults(d: &Defaults<'_>) -> Result<(), AppError> {
             return Err(AppError::validation(format!("`max_sessions` must be from 1 to 1000, got {n}")));
         }
     }
+    check_budget("budget_daily_usd", d.budgets.0)?;
+    check_budget("budget_monthly_usd", d.budgets.1)?;
     Ok(())
 }
 

@@ -69,6 +69,15 @@ pub struct UpdateProject {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<AgentKind>)]
     pub default_agent: Option<Option<AgentKind>>,
+    /// What the project may spend per UTC day, in USD; `null`: no cap. Raising it (or
+    /// clearing it) resumes the sessions and agents a spent budget paused.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<f64>, minimum = 0.0, maximum = 1000000.0)]
+    pub budget_daily_usd: Option<Option<f64>>,
+    /// The same per UTC month.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<f64>, minimum = 0.0, maximum = 1000000.0)]
+    pub budget_monthly_usd: Option<Option<f64>>,
 }
 
 /// Update a project (partial: absent fields keep their value, `null` clears).
@@ -109,6 +118,7 @@ pub async fn update(
     }
     project.updated_at = time::now();
     save(&state, &project).await?;
+    crate::http::usage::reevaluate(&state, project.id.clone()).await;
     announce(&state, Entity::Project, Change::Updated, &project);
     Ok(HttpResponse::Ok().json(project))
 }
@@ -155,6 +165,7 @@ impl Checked {
             sandbox: None,
             setup_script: script.as_deref(),
             default_agent: None,
+            budgets: (b.budget_daily_usd.flatten(), b.budget_monthly_usd.flatten()),
         })?;
         Ok(Checked { name, folder_path, max_sessions, workspace_mode, workspace_copy, rest: b })
     }
@@ -187,6 +198,12 @@ impl Checked {
         set(&mut project.setup_script, b.setup_script);
         if let Some(agent) = b.default_agent {
             project.default_agent = agent;
+        }
+        if let Some(usd) = b.budget_daily_usd {
+            project.budget_daily_usd = usd;
+        }
+        if let Some(usd) = b.budget_monthly_usd {
+            project.budget_monthly_usd = usd;
         }
     }
 }

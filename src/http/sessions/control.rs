@@ -148,12 +148,15 @@ pub async fn close(
     responses(
         (status = 200, description = "Resuming; status `starting` (or `error` when the CLI cannot be started)", body = Session),
         (status = 404, description = "No such session", body = ErrorBody),
+        (status = 402, description = "A budget covering it is spent (`budget_exhausted`: the message names the budget and when it resets; `Retry-After` gives the seconds)", body = ErrorBody),
         (status = 409, description = "The session is live (`session_live`), or its CLI never reported a session id (`not_resumable`)", body = ErrorBody),
         (status = 429, description = "The project's or the global session limit is reached", body = ErrorBody),
         (status = 503, description = "The service is shutting down, no port is free for a WebSocket bridge, or the project asks for a sandbox this machine cannot provide (`sandbox_unavailable`)", body = ErrorBody),
     ))]
 pub async fn resume(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
     let id: SessionId = id.parse()?;
+    let stored = super::load_row(&state, &id).await?;
+    crate::http::usage::within_budget(&state, Some(stored.project_id)).await?;
     let row = resume_session(&state, &id).await?;
     Ok(HttpResponse::Ok().json(row))
 }

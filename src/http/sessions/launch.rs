@@ -57,6 +57,12 @@ pub struct LaunchSession {
     /// setting. Defaults to the project's `default_agent` (else `claude`). The project's
     /// default model, permission mode and prompts apply only when this is its default agent.
     pub agent: Option<AgentKind>,
+    /// The most this session may cost in USD, across resumes (`> 0`). Claude Code gets what
+    /// is left as `--max-budget-usd` and ends a turn over it with `error_max_budget_usd`;
+    /// for every agent, Conduit pauses the session once its cost reaches the cap (further
+    /// messages: 402 `budget_exhausted`).
+    #[schema(exclusive_minimum = 0.0, maximum = 1000000.0)]
+    pub max_budget_usd: Option<f64>,
 }
 
 /// Launch an agent CLI session (Claude Code, Codex, Gemini CLI or a configured ACP agent) in
@@ -67,6 +73,7 @@ pub struct LaunchSession {
         (status = 201, description = "Launched; status `starting` (or `error` when the CLI cannot be started, or its worktree's setup failed). A `worktree` session answers once its worktree is made and set up.", body = Session),
         (status = 200, description = "A live session with this `external_key` already exists", body = Session),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 402, description = "A budget covering it is spent (`budget_exhausted`: the message names the budget and when it resets; `Retry-After` gives the seconds)", body = ErrorBody),
         (status = 404, description = "No such project", body = ErrorBody),
         (status = 413, description = "Body over 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
@@ -83,6 +90,7 @@ pub async fn launch(
     let wanted = Wanted::check(body.into_inner())?;
     let project = projects::load(&state, project_id.clone()).await?;
     check_workspace(&project, wanted.base_ref.as_deref()).await?;
+    crate::http::usage::within_budget(&state, Some(project.id.clone())).await?;
     let spec = wanted.spec_in(&project);
     check_agent(&state, &spec).await?;
     let launched = match state
@@ -189,6 +197,11 @@ impl Wanted {
         }
         let base_ref =
             b.base_ref.as_deref().map(crate::domain::workspace::base_ref).transpose().map_err(AppError::validation)?;
+        if let Some(usd) = b.max_budget_usd {
+            if !(usd.is_finite() && usd > 0.0 && usd <= 1_000_000.0) {
+                return Err(AppError::validation("`max_budget_usd` must be more than 0 and at most 1000000"));
+            }
+        }
         Ok(Wanted { name, external_key, model, resume_session_id, base_ref, body: b })
     }
 
@@ -210,6 +223,7 @@ impl Wanted {
             fork_session: b.fork_session.unwrap_or(false),
             system_prompt: b.system_prompt.or_else(|| default(|p| &p.default_system_prompt)),
             append_system_prompt: b.append_system_prompt.or_else(|| default(|p| &p.default_append_system_prompt)),
+            max_budget_usd: b.max_budget_usd,
         };
         LaunchSpec {
             name: self.name,

@@ -31,6 +31,7 @@ impl From<SessionError> for AppError {
             SessionError::Cli(_) => AppError::new(StatusCode::BAD_GATEWAY, "cli_error", message),
             SessionError::Unsupported(_) => AppError::new(StatusCode::CONFLICT, "unsupported_by_agent", message),
             SessionError::Refused(_) => AppError::new(StatusCode::CONFLICT, "refused_by_cli", message),
+            SessionError::Budget(spent) => spent.into(),
         }
     }
 }
@@ -73,6 +74,7 @@ impl From<DeliverError> for AppError {
             DeliverError::Session(e) => e.into(),
             DeliverError::Resume(e) => e.into(),
             DeliverError::Store(e) => e.into(),
+            DeliverError::Budget(spent) => spent.into(),
         }
     }
 }

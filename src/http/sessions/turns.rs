@@ -31,6 +31,7 @@ pub struct SendMessage {
         (status = 202, description = "Stored, and sent or queued", body = SendOutcome),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
+        (status = 402, description = "A budget covering it is spent (`budget_exhausted`: the message names the budget and when it resets; `Retry-After` gives the seconds)", body = ErrorBody),
         (status = 409, description = "The session is closed or errored (other than by the idle timeout), or cannot be resumed", body = ErrorBody),
         (status = 413, description = "Body over 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),

@@ -27,6 +27,12 @@ pub enum Reply {
     },
     /// HTTP 500.
     ServerError,
+    /// A text answer that reports `output_tokens` of usage (the CLI prices it: a big number
+    /// makes an expensive turn).
+    Expensive {
+        text: String,
+        output_tokens: u64,
+    },
     /// HTTP 429 for the account's usage limit, resetting `resets_in` from now, with the
     /// headers a Claude gateway sends (`anthropic-ratelimit-unified-*`) and no retry allowed.
     /// The CLI reports it only in gateway mode ([`GATEWAY_TOKEN`]).
@@ -142,7 +148,7 @@ async fn messages(state: web::Data<Arc<Mutex<State>>>, body: web::Bytes) -> Http
     }
     if !streaming {
         let text = match &reply {
-            Reply::Text(t) | Reply::Slow { text: t, .. } => t.clone(),
+            Reply::Text(t) | Reply::Slow { text: t, .. } | Reply::Expensive { text: t, .. } => t.clone(),
             _ => "ok".to_string(),
         };
         return HttpResponse::Ok().json(json!({
@@ -157,10 +163,14 @@ async fn messages(state: web::Data<Arc<Mutex<State>>>, body: web::Bytes) -> Http
             "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
             "usage": {"input_tokens": 10, "output_tokens": 1}}}),
     );
+    let output_tokens = match &reply {
+        Reply::Expensive { output_tokens, .. } => *output_tokens,
+        _ => 5,
+    };
     let finish = |stop_reason: &str| {
         sse(
             "message_delta",
-            json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null}, "usage": {"output_tokens": 5}}),
+            json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null}, "usage": {"output_tokens": output_tokens}}),
         ) + &sse("message_stop", json!({"type": "message_stop"}))
     };
     let text_block = |pieces: Vec<String>| {
@@ -177,7 +187,9 @@ async fn messages(state: web::Data<Arc<Mutex<State>>>, body: web::Bytes) -> Http
         out + &sse("content_block_stop", json!({"type": "content_block_stop", "index": 0}))
     };
     let events: Vec<(String, Duration)> = match reply {
-        Reply::Text(t) => vec![(start + &text_block(vec![t]) + &finish("end_turn"), Duration::ZERO)],
+        Reply::Text(t) | Reply::Expensive { text: t, .. } => {
+            vec![(start + &text_block(vec![t]) + &finish("end_turn"), Duration::ZERO)]
+        }
         Reply::ToolUse { name, input } => {
             let block = sse(
                 "content_block_start",
