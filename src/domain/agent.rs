@@ -109,7 +109,7 @@ mod tests {
 
     #[test]
     fn unknown_stored_text_is_an_error() {
-        assert!("skipped".parse::<ExecutionStatus>().is_err());
+        assert!("postponed".parse::<ExecutionStatus>().is_err());
         assert!("ACTIVE".parse::<AgentStatus>().is_err());
         assert_eq!("webhook".parse::<TriggerKind>().unwrap_err().what, "trigger");
     }

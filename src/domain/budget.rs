@@ -130,7 +130,7 @@ mod tests {
             "{}",
             monthly.message()
         );
-        assert_eq!(monthly.retry_after(now()), Some(6 * 24 * 3600));
+        assert_eq!(monthly.retry_after(now()), Some(5 * 24 * 3600 + 6 * 3600), "to the 1st of December");
     }
 
     #[test]
