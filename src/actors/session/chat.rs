@@ -8,11 +8,9 @@ use actix::prelude::*;
 use tokio::sync::oneshot;
 
 use super::{CliSession, Closer, QueuedTurn, RESUME_GRACE};
-use crate::actors::budgets::Reevaluate;
 use crate::actors::bus::Publish;
 use crate::db::backlog::Backlog;
 use crate::db::sessions::{Session, SessionPatch};
-use crate::db::usage::NewUsage;
 use crate::db::writer::{WriteOp, Writer};
 use crate::domain::agent_events::AgentEvent;
 use crate::domain::decision::Verdict;
@@ -20,20 +18,17 @@ use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::session::{ClosedReason, SessionStatus};
 use crate::domain::{events, time};
 use crate::protocol::framing::MAX_LINE_BYTES;
-use crate::protocol::incoming::{limit_of, Incoming, Kind, LimitHit, TurnResult};
+use crate::protocol::incoming::{Incoming, Kind};
 use crate::supervisor::conversation::{Conversation, Ctx, ProcessEnd, Step};
 use crate::transport::OutLine;
-
-/// How long a session waits for its turn's result to be stored before it goes on.
-const RESULT_STORE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Totals a session had when this process started (non-zero after a resume): the CLI's
 /// figures are cumulative per process and are added to these.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Totals {
-    cost: f64,
-    input: i64,
-    output: i64,
+    pub(super) cost: f64,
+    pub(super) input: i64,
+    pub(super) output: i64,
 }
 
 impl Totals {
@@ -90,69 +85,6 @@ impl Chat {
         let (tx, rx) = oneshot::channel();
         self.closers.push(tx);
         rx
-    }
-
-    /// The row after a turn's result, and the change to store with what the turn cost.
-    fn on_result(&mut self, r: TurnResult, live: bool, hit: Option<&LimitHit>) -> (SessionPatch, NewUsage) {
-        let now = time::now();
-        let before = (self.row.total_cost_usd, self.row.total_input_tokens, self.row.total_output_tokens);
-        self.cap_reported |= r.subtype.as_deref() == Some("error_max_budget_usd");
-        if let Some(cost) = r.total_cost_usd {
-            self.row.total_cost_usd = self.base.cost + cost;
-        }
-        match r.cumulative_tokens {
-            // Cumulative for this process: set, never add.
-            Some((input, output)) => {
-                self.row.total_input_tokens = self.base.input + input;
-                self.row.total_output_tokens = self.base.output + output;
-            }
-            // Older CLIs only report the turn's usage: add it.
-            None => {
-                self.row.total_input_tokens += r.input_tokens.unwrap_or(0);
-                self.row.total_output_tokens += r.output_tokens.unwrap_or(0);
-            }
-        }
-        // A result no turn asked for that is an error (a refused `--resume` reports one before
-        // exiting) is kept and totals follow it, but it is not a turn.
-        if self.turn_running || !r.is_error {
-            self.row.num_turns += 1;
-        }
-        self.row.last_active_at = now.clone();
-        self.turn_running = false;
-        if live {
-            self.row.status = self.at_rest();
-            self.row.status_reason = self.budget_hold.clone();
-        }
-        // What this turn cost is what it added to the totals. The CLI's figures are cumulative
-        // per process, so the difference is right across resumes; a figure that went down
-        // (a CLI that restarted its count) adds nothing rather than a negative cost.
-        let usage = NewUsage {
-            recorded_at: now.clone(),
-            project_id: Some(self.row.project_id.to_string()),
-            session_id: Some(self.row.id.to_string()),
-            execution_id: None,
-            agent_id: None,
-            agent: self.row.agent.to_string(),
-            model: self.row.model.clone(),
-            cost_usd: (self.row.total_cost_usd - before.0).max(0.0),
-            input_tokens: (self.row.total_input_tokens - before.1).max(0),
-            output_tokens: (self.row.total_output_tokens - before.2).max(0),
-        };
-        let mut patch = SessionPatch {
-            status: Some(self.row.status),
-            total_cost_usd: Some(self.row.total_cost_usd),
-            total_input_tokens: Some(self.row.total_input_tokens),
-            total_output_tokens: Some(self.row.total_output_tokens),
-            num_turns: Some(self.row.num_turns),
-            last_active_at: Some(now),
-            status_reason: Some(self.row.status_reason.clone()),
-            ..Default::default()
-        };
-        match hit {
-            Some(hit) if live => self.park(hit, &mut patch),
-            _ => self.in_flight = None,
-        }
-        (patch, usage)
     }
 
     /// The final row, from how the process ended.
@@ -284,41 +216,7 @@ impl Conversation for Chat {
                 }
             }
             Kind::RateLimit(info) => chat.limit_reported(info),
-            Kind::Result(result) => {
-                let live = p.cli.is_live();
-                let hit = limit_of(&result, p.conv.limit_info.as_ref());
-                let (patch, usage) = p.conv.on_result(result, live, hit.as_ref());
-                // A turn's count and totals are stored before anyone can see the session idle
-                // again (the actor waits: nothing is read, answered or sent meanwhile), so a
-                // crash right after a turn never loses it. One write per turn. While storage
-                // fails the wait is bounded: the write stays queued, the session goes on.
-                let (writer, id) = (p.conv.writer.clone(), p.conv.row.id.clone());
-                let (keeper, project_id) = (p.conv.budgets.keeper.clone(), Some(p.conv.row.project_id.clone()));
-                let stored = async move {
-                    let acked = writer.persist_acked(WriteOp::TurnResult { id, patch, usage: Some(usage) });
-                    let stored = tokio::time::timeout(RESULT_STORE_WAIT, acked).await;
-                    // Whether a budget ran out with this turn, before anyone sees the session
-                    // at rest (so the next message meets the 402, not a race).
-                    let asked = tokio::time::timeout(RESULT_STORE_WAIT, keeper.send(Reevaluate { project_id })).await;
-                    (stored, asked.ok().and_then(Result::ok).flatten())
-                };
-                ctx.wait(stored.into_actor(p).map(move |(stored, spent), act, ctx| {
-                    match stored {
-                        Ok(Ok(())) => {}
-                        Ok(Err(e)) => tracing::error!(session = %act.conv.row.id, error = %e, "could not store a turn's result"),
-                        Err(_) => tracing::warn!(session = %act.conv.row.id, "a turn's result is not stored yet; it stays queued"),
-                    }
-                    if !act.conv.set_hold(spent.map(|e| e.message())) {
-                        act.conv.publish_row("session.status", "session_status");
-                    }
-                    match hit {
-                        Some(hit) if act.conv.row.status == SessionStatus::WaitingForLimit => {
-                            super::limits::parked(act, hit, ctx)
-                        }
-                        _ => pump(act),
-                    }
-                }));
-            }
+            Kind::Result(result) => super::turn_end::ended(p, result, ctx),
             Kind::TaskStarted { task_id: Some(id) } => {
                 chat.background_tasks.insert(id);
             }

@@ -14,6 +14,7 @@ mod handlers;
 pub mod holds;
 pub mod limits;
 mod record;
+mod turn_end;
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
