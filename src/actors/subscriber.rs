@@ -172,9 +172,13 @@ impl Actor for Subscriber {
             }
             if let Some(link) = &act.ws {
                 let mut socket = link.socket.clone();
-                actix::spawn(async move {
+                // Spawned into the actor, so a ping waiting for room in a stuck client's queue
+                // is dropped with the actor, and with it its handle to the socket: the
+                // connection ends as soon as the actor does, not up to SIDE_SEND_WAIT later.
+                let ping = async move {
                     let _ = tokio::time::timeout(SIDE_SEND_WAIT, socket.ping(b"")).await;
-                });
+                };
+                ctx.spawn(ping.into_actor(act));
             }
         });
     }
