@@ -70,7 +70,8 @@ pub struct Split {
     pub edges: Vec<(String, String)>,
 }
 
-fn floor_hour(at: &DateTime<Utc>) -> DateTime<Utc> {
+/// The start of the hour `at` falls in.
+pub fn floor_hour(at: &DateTime<Utc>) -> DateTime<Utc> {
     at.with_minute(0).and_then(|t| t.with_second(0)).and_then(|t| t.with_nanosecond(0)).unwrap_or(*at)
 }
 

@@ -10,7 +10,7 @@ use crate::actors::budgets::{CheckBudget, Reevaluate};
 use crate::actors::limits::{LimitView, ListLimits};
 use crate::db::usage::{self, Figures};
 use crate::domain::ids::ProjectId;
-use crate::domain::usage::{hour_of, split, stamp, GroupBy};
+use crate::domain::usage::{floor_hour, split, stamp, GroupBy};
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::http::AppState;
 
@@ -87,10 +87,7 @@ pub async fn usage(state: web::Data<AppState>, query: web::Query<UsageQuery>) ->
     // By default up to the end of this hour: every row recorded so far, read from whole hours.
     let to = match q.to.as_deref() {
         Some(text) => instant("to", text)?,
-        None => {
-            let now = Utc::now();
-            instant("to", &format!("{}:00:00Z", hour_of(&now)))? + Duration::hours(1)
-        }
+        None => floor_hour(&Utc::now()) + Duration::hours(1),
     };
     if from >= to {
         return Err(AppError::validation("`from` must be before `to`"));

@@ -94,7 +94,7 @@ pub(super) fn ended(p: &mut CliSession, result: TurnResult, ctx: &mut Ctx<Chat>)
     let (writer, id) = (p.conv.writer.clone(), p.conv.row.id.clone());
     let (keeper, project_id) = (p.conv.budgets.keeper.clone(), Some(p.conv.row.project_id.clone()));
     let stored = async move {
-        let acked = writer.persist_acked(WriteOp::TurnResult { id, patch, usage: Some(usage) });
+        let acked = writer.persist_acked(WriteOp::TurnResult { id, patch, usage });
         let stored = tokio::time::timeout(RESULT_STORE_WAIT, acked).await;
         // Whether a budget ran out with this turn, before anyone sees the session
         // at rest (so the next message meets the 402, not a race).

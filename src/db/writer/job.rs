@@ -33,7 +33,7 @@ pub enum WriteOp {
     TurnResult {
         id: SessionId,
         patch: SessionPatch,
-        usage: Option<NewUsage>,
+        usage: NewUsage,
     },
     /// Commits nothing; acknowledged once everything queued before it is committed.
     Flush,

@@ -68,11 +68,9 @@ fn write_batch(conn: &mut DbConnection, jobs: &[Job]) -> Result<Vec<Option<i64>>
             WriteOp::Event(e) => messages::insert_event(conn, e)?,
             WriteOp::Delivered { message_id, at } => messages::mark_delivered(conn, *message_id, at)?,
             WriteOp::Session { id, patch } => sessions::apply(conn, id, patch)?,
-            WriteOp::TurnResult { id, patch, usage } => {
+            WriteOp::TurnResult { id, patch, usage: cost } => {
                 sessions::apply(conn, id, patch)?;
-                if let Some(usage) = usage {
-                    usage::record(conn, usage)?;
-                }
+                usage::record(conn, cost)?;
             }
             WriteOp::Decision(row) => permission_log::insert(conn, row)?,
             WriteOp::Attempt(row) => webhooks::insert_attempt(conn, row)?,

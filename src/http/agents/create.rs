@@ -158,12 +158,7 @@ impl Fields {
     }
 }
 
-/// A run's cap: more than 0, at most 1000000 USD.
+/// A run's cap, checked ([`validate::spending_cap`]).
 pub(super) fn run_budget(usd: Option<f64>) -> AppResult<Option<f64>> {
-    match usd {
-        Some(v) if !(v.is_finite() && v > 0.0 && v <= 1_000_000.0) => {
-            Err(AppError::validation(format!("`max_budget_usd` must be more than 0 and at most 1000000, got {v}")))
-        }
-        other => Ok(other),
-    }
+    usd.map(|v| validate::spending_cap("max_budget_usd", v)).transpose().map_err(AppError::validation)
 }

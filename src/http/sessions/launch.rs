@@ -198,9 +198,7 @@ impl Wanted {
         let base_ref =
             b.base_ref.as_deref().map(crate::domain::workspace::base_ref).transpose().map_err(AppError::validation)?;
         if let Some(usd) = b.max_budget_usd {
-            if !(usd.is_finite() && usd > 0.0 && usd <= 1_000_000.0) {
-                return Err(AppError::validation("`max_budget_usd` must be more than 0 and at most 1000000"));
-            }
+            validate::spending_cap("max_budget_usd", usd).map_err(AppError::validation)?;
         }
         Ok(Wanted { name, external_key, model, resume_session_id, base_ref, body: b })
     }
