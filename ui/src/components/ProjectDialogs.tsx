@@ -1,6 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { api } from '../api/client';
+import { messageOf } from '../lib/errors';
 import { changed } from '../query/localChanges';
 import { browseQuery, discoverQuery } from '../query/queries';
 import { Empty, ErrorNote, Field, Modal } from './ui';
@@ -24,7 +25,7 @@ export function CreateProjectDialog({ onClose, onCreated }: DialogProps) {
       changed.project(p, true);
       onCreated(p.id);
     } catch (err) {
-      setError((err as Error).message);
+      setError(messageOf(err));
     } finally {
       setBusy(false);
     }
@@ -67,7 +68,7 @@ export function ImportProjectDialog({ onClose, onCreated }: DialogProps) {
       changed.project(p, true);
       onCreated(p.id);
     } catch (err) {
-      setError((err as Error).message);
+      setError(messageOf(err));
     }
   };
   return (

@@ -5,6 +5,7 @@ import { api, type PermissionMode, type Project } from '../api/client';
 import { Card, Empty, ErrorNote, Field, Loading, MODELS, Modal, PERMISSION_MODES } from '../components/ui';
 import { RulesEditor } from '../components/RulesEditor';
 import { SessionsTable } from '../components/SessionsTable';
+import { messageOf } from '../lib/errors';
 import { changed } from '../query/localChanges';
 import { projectQuery, projectSessionsQuery } from '../query/queries';
 
@@ -73,7 +74,7 @@ function NewSessionDialog({ project, onClose }: { project: Project; onClose: () 
       if (prompt.trim()) await api.send(session.id, prompt);
       navigate(`/sessions/${session.id}`);
     } catch (err) {
-      setError((err as Error).message);
+      setError(messageOf(err));
       setBusy(false);
     }
   };
@@ -144,7 +145,7 @@ function SettingsForm({ project }: { project: Project }) {
       setNote('Saved.');
     } catch (err) {
       setNote(undefined);
-      setError((err as Error).message);
+      setError(messageOf(err));
     }
   };
   const remove = async () => {
@@ -154,7 +155,7 @@ function SettingsForm({ project }: { project: Project }) {
       navigate('/');
       changed.projectDeleted(project.id);
     } catch (err) {
-      setError((err as Error).message);
+      setError(messageOf(err));
     }
   };
   return (
