@@ -17,7 +17,7 @@ import {
 import { messageOf } from '../lib/errors';
 import { putAgent } from '../query/agentFrames';
 import { keys, queryClient } from '../query/client';
-import { ErrorNote, Field, MODELS, Modal } from './ui';
+import { ErrorNote, Field, FieldError, MODELS, Modal } from './ui';
 
 export function AgentFormDialog(props: { agent?: Agent; onClose: () => void; onSaved: (agent: Agent) => void }) {
   const editing = props.agent !== undefined;
@@ -147,8 +147,4 @@ export function AgentFormDialog(props: { agent?: Agent; onClose: () => void; onS
       </form>
     </Modal>
   );
-}
-
-function FieldError({ text }: { text?: string }) {
-  return text ? <span className="field-error">{text}</span> : null;
 }

@@ -3,8 +3,10 @@ import { useQuery } from '@tanstack/react-query';
 import { useNavigate, useParams } from 'react-router-dom';
 import { api, type PermissionMode, type Project } from '../api/client';
 import { Card, Empty, ErrorNote, Field, Loading, MODELS, Modal, PERMISSION_MODES } from '../components/ui';
+import { BudgetFields } from '../components/BudgetFields';
 import { RulesEditor } from '../components/RulesEditor';
 import { SessionsTable } from '../components/SessionsTable';
+import { budgetChanges, budgetValuesOf, checkBudgets, hasErrors, type BudgetErrors } from '../lib/budgets';
 import { messageOf } from '../lib/errors';
 import { changed } from '../query/localChanges';
 import { projectQuery, projectSessionsQuery } from '../query/queries';
@@ -127,10 +129,18 @@ function SettingsForm({ project }: { project: Project }) {
   const [mode, setMode] = useState(project.default_permission_mode ?? '');
   const [maxSessions, setMaxSessions] = useState(String(project.max_sessions));
   const [systemPrompt, setSystemPrompt] = useState(project.default_append_system_prompt ?? '');
+  const [budgets, setBudgets] = useState(() => budgetValuesOf(project));
+  const [budgetErrors, setBudgetErrors] = useState<BudgetErrors>({});
   const [note, setNote] = useState<string>();
   const [error, setError] = useState<string>();
   const save = async (e: FormEvent) => {
     e.preventDefault();
+    const found = checkBudgets(budgets);
+    setBudgetErrors(found);
+    if (hasErrors(found)) {
+      setNote(undefined);
+      return;
+    }
     try {
       const saved = await api.updateProject(project.id, {
         name,
@@ -139,6 +149,7 @@ function SettingsForm({ project }: { project: Project }) {
         default_permission_mode: (mode || null) as PermissionMode | null,
         max_sessions: Number(maxSessions),
         default_append_system_prompt: systemPrompt || null,
+        ...budgetChanges(budgets, project),
       });
       changed.project(saved);
       setError(undefined);
@@ -185,6 +196,14 @@ function SettingsForm({ project }: { project: Project }) {
       <Field label="Appended system prompt" hint="Added to Claude Code's own system prompt in new sessions.">
         <textarea rows={2} value={systemPrompt} onChange={(e) => setSystemPrompt(e.target.value)} />
       </Field>
+      <BudgetFields
+        values={budgets}
+        errors={budgetErrors}
+        onChange={(field, value) => {
+          setBudgets((b) => ({ ...b, [field]: value }));
+          setBudgetErrors((errors) => ({ ...errors, [field]: undefined }));
+        }}
+      />
       <ErrorNote error={error} what="save" />
       <div className="form-buttons">
         {note && <span className="saved">{note}</span>}

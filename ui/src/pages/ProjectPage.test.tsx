@@ -1,0 +1,88 @@
+import { fireEvent, render, screen, waitFor, within } from '@testing-library/react';
+import { QueryClientProvider } from '@tanstack/react-query';
+import type { Project } from '../api/client';
+import { CreateProjectDialog } from '../components/ProjectDialogs';
+import { queryClient } from '../query/client';
+import { FakeService, renderAt } from './pageTestKit';
+import { ProjectPage } from './ProjectPage';
+
+const project = (over: Partial<Project> = {}): Project => ({
+  id: 'p1', name: 'shop', folder_path: '/srv/shop', project_type: 'node', source: 'manual', max_sessions: 5,
+  created_at: '2026-01-01T00:00:00Z', updated_at: '2026-01-01T00:00:00Z', workspace_mode: 'shared', workspace_copy: [],
+  budget_daily_usd: 5, budget_monthly_usd: null, ...over,
+});
+
+let service: FakeService;
+beforeEach(() => {
+  queryClient.clear();
+  service = new FakeService()
+    .on('GET', '/api/projects/p1', { body: project() })
+    .on('GET', '/api/projects/p1/sessions', { body: [] })
+    .on('GET', '/api/projects/p1/rules', { body: [] });
+  vi.stubGlobal('fetch', service.fetch);
+});
+afterEach(() => vi.unstubAllGlobals());
+
+const routes = { '/projects/:projectId': <ProjectPage />, '/sessions/:sessionId': <div>session page</div> };
+const field = (root: HTMLElement, name: string) => root.querySelector(`[name="${name}"]`) as HTMLInputElement;
+
+describe("a project's settings", () => {
+  it('shows its budgets, refuses a negative one with a clear message, and clears one with null', async () => {
+    service.on('PUT', '/api/projects/p1', (req) => ({ body: project({ ...(req.body as Partial<Project>) }) }));
+    renderAt('/projects/p1', routes);
+    const form = await screen.findByTestId('project-settings');
+    expect(field(form, 'budget_daily_usd').value).toBe('5');
+    expect(field(form, 'budget_monthly_usd').value).toBe('');
+
+    fireEvent.change(field(form, 'budget_monthly_usd'), { target: { value: '-20' } });
+    fireEvent.click(within(form).getByRole('button', { name: 'Save settings' }));
+    expect(await within(form).findByText('A budget cannot be negative: $0 or more, or empty for none.')).toBeTruthy();
+    expect(field(form, 'budget_monthly_usd').getAttribute('aria-invalid')).toBe('true');
+    expect(service.callsTo('PUT', '/api/projects/p1')).toHaveLength(0);
+
+    fireEvent.change(field(form, 'budget_monthly_usd'), { target: { value: '$150' } });
+    fireEvent.change(field(form, 'budget_daily_usd'), { target: { value: '' } });
+    expect(within(form).queryByText(/cannot be negative/)).toBeNull();
+    fireEvent.click(within(form).getByRole('button', { name: 'Save settings' }));
+    expect(await within(form).findByText('Saved.')).toBeTruthy();
+    const body = service.callsTo('PUT', '/api/projects/p1')[0].body as Record<string, unknown>;
+    expect(body).toMatchObject({ name: 'shop', budget_daily_usd: null, budget_monthly_usd: 150 });
+  });
+
+  it('leaves unchanged budgets out of the update', async () => {
+    service.on('PUT', '/api/projects/p1', (req) => ({ body: project({ ...(req.body as Partial<Project>) }) }));
+    renderAt('/projects/p1', routes);
+    const form = await screen.findByTestId('project-settings');
+    fireEvent.click(within(form).getByRole('button', { name: 'Save settings' }));
+    await within(form).findByText('Saved.');
+    const body = service.callsTo('PUT', '/api/projects/p1')[0].body as Record<string, unknown>;
+    expect(body).not.toHaveProperty('budget_daily_usd');
+    expect(body).not.toHaveProperty('budget_monthly_usd');
+  });
+});
+
+describe('a new project', () => {
+  it('is created with the budgets set, after a bad one is corrected', async () => {
+    service.on('POST', '/api/projects', (req) => ({ status: 201, body: project({ id: 'p2', ...(req.body as Partial<Project>) }) }));
+    const created = vi.fn();
+    render(
+      <QueryClientProvider client={queryClient}>
+        <CreateProjectDialog onClose={() => {}} onCreated={created} />
+      </QueryClientProvider>,
+    );
+    const dialog = screen.getByRole('dialog');
+    fireEvent.change(within(dialog).getByLabelText('Name'), { target: { value: 'docs' } });
+    fireEvent.change(within(dialog).getByLabelText(/^Folder/), { target: { value: 'code/docs' } });
+    fireEvent.change(field(dialog, 'budget_daily_usd'), { target: { value: 'ten' } });
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Create project' }));
+    expect(await within(dialog).findByText('Enter an amount in USD, like 25 or 7.50, or leave it empty for no budget.')).toBeTruthy();
+    expect(service.callsTo('POST', '/api/projects')).toHaveLength(0);
+
+    fireEvent.change(field(dialog, 'budget_daily_usd'), { target: { value: '10' } });
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Create project' }));
+    await waitFor(() => expect(created).toHaveBeenCalledWith('p2'));
+    expect(service.callsTo('POST', '/api/projects')[0].body).toEqual({
+      name: 'docs', folder_path: 'code/docs', description: null, budget_daily_usd: 10,
+    });
+  });
+});
