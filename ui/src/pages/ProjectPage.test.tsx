@@ -61,6 +61,41 @@ describe("a project's settings", () => {
   });
 });
 
+describe('a new session', () => {
+  const launched = { id: 's1', project_id: 'p1', name: 'brave otter', status: 'starting', transport: 'stdio', agent: 'claude',
+    total_cost_usd: 0, total_input_tokens: 0, total_output_tokens: 0, num_turns: 0, created_at: '', last_active_at: '',
+    workspace_mode: 'shared', max_budget_usd: 2.5 };
+
+  it('takes an optional cost cap above $0 and sends it as max_budget_usd', async () => {
+    service.on('POST', '/api/projects/p1/sessions', { status: 201, body: launched });
+    renderAt('/projects/p1', routes);
+    fireEvent.click(await screen.findByRole('button', { name: 'New session' }));
+    const dialog = screen.getByRole('dialog');
+    fireEvent.change(field(dialog, 'max_budget_usd'), { target: { value: '0' } });
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Start session' }));
+    expect(await within(dialog).findByText('A cap must be more than $0, or empty for none.')).toBeTruthy();
+    expect(service.callsTo('POST', '/api/projects/p1/sessions')).toHaveLength(0);
+
+    fireEvent.change(field(dialog, 'max_budget_usd'), { target: { value: '2.50' } });
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Start session' }));
+    await waitFor(() => expect(screen.getByTestId('location').textContent).toBe('/sessions/s1'));
+    expect(service.callsTo('POST', '/api/projects/p1/sessions')[0].body).toEqual({
+      name: null, model: null, permission_mode: null, max_budget_usd: 2.5,
+    });
+  });
+
+  it('sends no cap when the field is empty, and shows a spent budget refusing the launch', async () => {
+    const spent = "The project's daily budget of $5.00 is spent ($5.2000); it resets at 2026-01-02T00:00:00Z, or when it is raised.";
+    service.on('POST', '/api/projects/p1/sessions', { status: 402, body: { error: { code: 'budget_exhausted', message: spent } } });
+    renderAt('/projects/p1', routes);
+    fireEvent.click(await screen.findByRole('button', { name: 'New session' }));
+    const dialog = screen.getByRole('dialog');
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Start session' }));
+    expect((await within(dialog).findByRole('alert')).textContent).toBe(`Could not start the session: ${spent}`);
+    expect(service.callsTo('POST', '/api/projects/p1/sessions')[0].body).not.toHaveProperty('max_budget_usd');
+  });
+});
+
 describe('a new project', () => {
   it('is created with the budgets set, after a bad one is corrected', async () => {
     service.on('POST', '/api/projects', (req) => ({ status: 201, body: project({ id: 'p2', ...(req.body as Partial<Project>) }) }));

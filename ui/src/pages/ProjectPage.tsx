@@ -3,10 +3,10 @@ import { useQuery } from '@tanstack/react-query';
 import { useNavigate, useParams } from 'react-router-dom';
 import { api, type PermissionMode, type Project } from '../api/client';
 import { Card, Empty, ErrorNote, Field, Loading, MODELS, Modal, PERMISSION_MODES } from '../components/ui';
-import { BudgetFields } from '../components/BudgetFields';
+import { BudgetFields, UsdField } from '../components/BudgetFields';
 import { RulesEditor } from '../components/RulesEditor';
 import { SessionsTable } from '../components/SessionsTable';
-import { budgetChanges, budgetValuesOf, checkBudgets, hasErrors, type BudgetErrors } from '../lib/budgets';
+import { budgetChanges, budgetValuesOf, checkBudgets, hasErrors, parseUsd, type BudgetErrors } from '../lib/budgets';
 import { messageOf } from '../lib/errors';
 import { changed } from '../query/localChanges';
 import { projectQuery, projectSessionsQuery } from '../query/queries';
@@ -61,16 +61,22 @@ function NewSessionDialog({ project, onClose }: { project: Project; onClose: () 
   const [model, setModel] = useState(project.default_model ?? '');
   const [mode, setMode] = useState<string>(project.default_permission_mode ?? '');
   const [prompt, setPrompt] = useState('');
+  const [cap, setCap] = useState('');
+  const [capError, setCapError] = useState<string>();
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
+    const maxBudget = parseUsd(cap, 'cap');
+    setCapError(maxBudget.error);
+    if (maxBudget.error) return;
     setBusy(true);
     try {
       const session = await api.launch(project.id, {
         name: name || null,
         model: model || null,
         permission_mode: (mode || null) as PermissionMode | null,
+        ...(maxBudget.value !== null && { max_budget_usd: maxBudget.value }),
       });
       changed.session(session);
       if (prompt.trim()) await api.send(session.id, prompt);
@@ -104,6 +110,17 @@ function NewSessionDialog({ project, onClose }: { project: Project; onClose: () 
             </select>
           </Field>
         </div>
+        <UsdField
+          label="Cost cap (USD, optional)"
+          name="max_budget_usd"
+          value={cap}
+          onChange={(v) => {
+            setCap(v);
+            setCapError(undefined);
+          }}
+          error={capError}
+          hint="The most this session may cost, across resumes: it is paused once reached. Empty: no cap of its own."
+        />
         <Field label="First message (optional)">
           <textarea value={prompt} onChange={(e) => setPrompt(e.target.value)} rows={4} placeholder="What should Claude do?" />
         </Field>

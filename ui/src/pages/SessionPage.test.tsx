@@ -252,6 +252,18 @@ describe('SessionPage', () => {
     await waitFor(() => expect(screen.queryByTestId('limit-notice')).toBeNull());
   });
 
+  it("shows the session's own cost cap when it has one, marked once its cost reached it", async () => {
+    renderPage();
+    await screen.findByTestId('session-totals');
+    expect(screen.queryByTestId('session-cap')).toBeNull();
+    emit({ type: 'session.status', event: 'session_status', data: row({ max_budget_usd: 2 }) });
+    const cap = await screen.findByTestId('session-cap');
+    expect(cap.textContent).toBe('Cost cap$2.00');
+    expect(cap.className).not.toContain('total-spent');
+    emit({ type: 'session.status', event: 'session_status', data: row({ max_budget_usd: 2, total_cost_usd: 2.01, status: 'paused' }) });
+    await waitFor(() => expect(screen.getByTestId('session-cap').className).toContain('total-spent'));
+  });
+
   it('paused: the reason, and a refused message says the service\'s words and when the budget resets', async () => {
     server.session = row({ status: 'paused', status_reason: 'the daily budget of $5.00 is spent' });
     const spent = "The project's daily budget of $5.00 is spent ($5.0100); it resets at 2026-01-02T00:00:00Z, or when it is raised.";
