@@ -1,4 +1,4 @@
-import { budgetChanges, budgetValuesOf, checkBudgets, parseUsd } from './budgets';
+import { budgetChanges, budgetValuesOf, budgetWindows, checkBudgets, isSpent, nextReset, parseUsd } from './budgets';
 
 describe('amounts in USD as typed', () => {
   it('reads empty as none, and plain or $-prefixed amounts as numbers', () => {
@@ -51,5 +51,25 @@ describe("a project's budgets in its forms", () => {
     // A new project: only the budgets set.
     expect(budgetChanges({ daily: '', monthly: '' }, {})).toEqual({});
     expect(budgetChanges({ daily: '0', monthly: '' }, {})).toEqual({ budget_daily_usd: 0 });
+  });
+});
+
+describe("a project's spending windows", () => {
+  it('are the UTC day and month, whatever the local time zone says', () => {
+    const lateOnNewYearsEve = Date.parse('2026-12-31T23:30:00Z');
+    expect(budgetWindows(lateOnNewYearsEve)).toEqual({ day: '2026-12-31', month: '2026-12-01' });
+    expect(new Date(nextReset('day', lateOnNewYearsEve)).toISOString()).toBe('2027-01-01T00:00:00.000Z');
+    expect(new Date(nextReset('month', lateOnNewYearsEve)).toISOString()).toBe('2027-01-01T00:00:00.000Z');
+    const midFebruary = Date.parse('2028-02-15T08:00:00Z');
+    expect(budgetWindows(midFebruary)).toEqual({ day: '2028-02-15', month: '2028-02-01' });
+    expect(new Date(nextReset('month', midFebruary)).toISOString()).toBe('2028-03-01T00:00:00.000Z');
+  });
+
+  it('count a budget as spent once reached, a budget of 0 at once, and none never', () => {
+    expect(isSpent(4.99, 5)).toBe(false);
+    expect(isSpent(5, 5)).toBe(true);
+    expect(isSpent(0, 0)).toBe(true);
+    expect(isSpent(1000, null)).toBe(false);
+    expect(isSpent(undefined, 5)).toBe(false);
   });
 });

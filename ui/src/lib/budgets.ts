@@ -84,3 +84,22 @@ export function budgetChanges(v: BudgetValues, was: Partial<Pick<Project, 'budge
   if (now.budget_monthly_usd !== (was.budget_monthly_usd ?? null)) body.budget_monthly_usd = now.budget_monthly_usd;
   return body;
 }
+
+/** The UTC day and month `now` falls in, as `from` for the usage windows (`YYYY-MM-DD`: midnight UTC). */
+export function budgetWindows(now: number): { day: string; month: string } {
+  const day = new Date(now).toISOString().slice(0, 10);
+  return { day, month: `${day.slice(0, 8)}01` };
+}
+
+/** When a daily or monthly budget starts again: the next UTC midnight, or the next month's first. */
+export function nextReset(period: 'day' | 'month', now: number): number {
+  const d = new Date(now);
+  return period === 'day'
+    ? Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1)
+    : Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+}
+
+/** Whether a budget is spent: reaching it counts (as for the service: a budget of 0 allows nothing). */
+export function isSpent(spent: number | undefined, cap: number | null | undefined): boolean {
+  return spent !== undefined && cap !== null && cap !== undefined && spent >= cap;
+}

@@ -1,8 +1,8 @@
-import { fireEvent, render, screen, waitFor, within } from '@testing-library/react';
+import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { QueryClientProvider } from '@tanstack/react-query';
 import type { Project } from '../api/client';
 import { CreateProjectDialog } from '../components/ProjectDialogs';
-import { queryClient } from '../query/client';
+import { keys, queryClient } from '../query/client';
 import { FakeService, renderAt } from './pageTestKit';
 import { ProjectPage } from './ProjectPage';
 
@@ -12,19 +12,72 @@ const project = (over: Partial<Project> = {}): Project => ({
   budget_daily_usd: 5, budget_monthly_usd: null, ...over,
 });
 
+const report = (cost: number) => ({
+  group_by: 'project', from: '', to: '', groups: [], total: { cost_usd: cost, input_tokens: 0, output_tokens: 0, turns: 1 },
+});
+/** What the project spent in the UTC day and month windows the page asks for. */
+let spent: { today: number; month: number };
+// A fixed clock (only Date: timers stay real), in mid-month so the two windows differ.
+const NOW = '2026-06-15T10:00:00Z';
+
 let service: FakeService;
 beforeEach(() => {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  vi.setSystemTime(new Date(NOW));
   queryClient.clear();
+  spent = { today: 1.2, month: 12 };
   service = new FakeService()
     .on('GET', '/api/projects/p1', { body: project() })
     .on('GET', '/api/projects/p1/sessions', { body: [] })
-    .on('GET', '/api/projects/p1/rules', { body: [] });
+    .on('GET', '/api/projects/p1/rules', { body: [] })
+    .on('GET', '/api/usage', (req) => ({ body: report(req.query.get('from') === '2026-06-01' ? spent.month : spent.today) }));
   vi.stubGlobal('fetch', service.fetch);
 });
-afterEach(() => vi.unstubAllGlobals());
+afterEach(() => {
+  vi.unstubAllGlobals();
+  vi.useRealTimers();
+});
 
 const routes = { '/projects/:projectId': <ProjectPage />, '/sessions/:sessionId': <div>session page</div> };
 const field = (root: HTMLElement, name: string) => root.querySelector(`[name="${name}"]`) as HTMLInputElement;
+
+describe("a project's budget state", () => {
+  it('says what was spent today and this month against each budget, from the UTC windows of the cost ledger', async () => {
+    service.on('GET', '/api/projects/p1', { body: project({ budget_daily_usd: 5, budget_monthly_usd: 100 }) });
+    renderAt('/projects/p1', routes);
+    const line = await screen.findByTestId('budget-line');
+    await waitFor(() => expect(line.textContent).toBe('Spent today $1.20 of $5.00, this month $12.00 of $100.00.'));
+    expect(screen.queryByTestId('budget-warning')).toBeNull();
+    const asked = service.callsTo('GET', '/api/usage').map((c) => Object.fromEntries(c.query));
+    expect(asked).toEqual(
+      expect.arrayContaining([
+        { group_by: 'project', project_id: 'p1', from: '2026-06-15' },
+        { group_by: 'project', project_id: 'p1', from: '2026-06-01' },
+      ]),
+    );
+  });
+
+  it('warns once a budget is spent, when a stored cost has the ledger read again', async () => {
+    renderAt('/projects/p1', routes);
+    const line = await screen.findByTestId('budget-line');
+    await waitFor(() => expect(line.textContent).toBe('Spent today $1.20 of $5.00, this month $12.00 (no monthly budget).'));
+    spent = { today: 5.2, month: 16 };
+    await act(() => queryClient.invalidateQueries({ queryKey: keys.usageAll }));
+    const warning = await screen.findByTestId('budget-warning');
+    expect(warning.textContent).toBe(
+      'Budget spent. The daily budget of $5.00 is spent ($5.20 today); it resets in 14h 0m. ' +
+        'New sessions and messages are refused and live sessions are paused until then, or until it is raised in Settings.',
+    );
+    expect(line.querySelector('.budget-spent')?.textContent).toBe('Spent today $5.20 of $5.00');
+  });
+
+  it('says so when the project has no budget', async () => {
+    service.on('GET', '/api/projects/p1', { body: project({ budget_daily_usd: null }) });
+    renderAt('/projects/p1', routes);
+    const line = await screen.findByTestId('budget-line');
+    await waitFor(() => expect(line.textContent).toBe('No budget. Spent today $1.20, this month $12.00.'));
+  });
+});
 
 describe("a project's settings", () => {
   it('shows its budgets, refuses a negative one with a clear message, and clears one with null', async () => {

@@ -4,6 +4,7 @@ import { useNavigate, useParams } from 'react-router-dom';
 import { api, type PermissionMode, type Project } from '../api/client';
 import { Card, Empty, ErrorNote, Field, Loading, MODELS, Modal, PERMISSION_MODES } from '../components/ui';
 import { BudgetFields, UsdField } from '../components/BudgetFields';
+import { ProjectBudget } from '../components/ProjectBudget';
 import { RulesEditor } from '../components/RulesEditor';
 import { SessionsTable } from '../components/SessionsTable';
 import { budgetChanges, budgetValuesOf, checkBudgets, hasErrors, parseUsd, type BudgetErrors } from '../lib/budgets';
@@ -32,6 +33,7 @@ export function ProjectPage() {
           New session
         </button>
       </div>
+      <ProjectBudget project={p} />
       <Card title="Sessions" testId="project-sessions">
         {sessions.isPending && <Loading />}
         <ErrorNote error={sessions.error?.message} what="load sessions" />
