@@ -52,6 +52,8 @@ export class ApiError extends Error {
     message: string,
     /** The whole error body, for answers that say more (a merge conflict's `files`). */
     readonly body?: unknown,
+    /** `Retry-After`, in seconds (a spent budget's 402 says when it resets). */
+    readonly retryAfter?: number,
   ) {
     super(message);
   }
@@ -89,9 +91,19 @@ export async function call<P extends keyof paths, M extends Method>(
   const parsed: unknown = text ? safeJson(text) : undefined;
   if (!res.ok) {
     const err = (parsed as { error?: { code?: string; message?: string } } | undefined)?.error;
-    throw new ApiError(res.status, err?.code ?? 'http_error', err?.message ?? `The service answered ${res.status}.`, parsed);
+    const message = err?.message ?? `The service answered ${res.status}.`;
+    throw new ApiError(res.status, err?.code ?? 'http_error', message, parsed, retryAfterSeconds(res.headers.get('Retry-After')));
   }
   return parsed as Answer<Op<P, M>>;
+}
+
+/** A `Retry-After` value in seconds: it holds seconds, or an HTTP date. */
+export function retryAfterSeconds(value: string | null, now: number = Date.now()): number | undefined {
+  const text = value?.trim();
+  if (!text) return undefined;
+  if (/^\d+$/.test(text)) return Number(text);
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
 }
 
 function safeJson(text: string): unknown {

@@ -17,7 +17,8 @@ import {
 import { messageOf } from '../lib/errors';
 import { putAgent } from '../query/agentFrames';
 import { keys, queryClient } from '../query/client';
-import { ErrorNote, Field, MODELS, Modal } from './ui';
+import { UsdField } from './BudgetFields';
+import { ErrorNote, Field, FieldError, MODELS, Modal } from './ui';
 
 export function AgentFormDialog(props: { agent?: Agent; onClose: () => void; onSaved: (agent: Agent) => void }) {
   const editing = props.agent !== undefined;
@@ -124,6 +125,14 @@ export function AgentFormDialog(props: { agent?: Agent; onClose: () => void; onS
               <option value="worktree">A git worktree per run</option>
             </select>
           </Field>
+          <UsdField
+            label="Cost cap per run (USD)"
+            name="max_budget_usd"
+            value={values.maxBudgetUsd}
+            onChange={(v) => set('maxBudgetUsd', v)}
+            error={errors.maxBudgetUsd}
+            hint="Empty: no cap."
+          />
         </div>
         <datalist id="agent-kinds">
           {AGENT_KINDS.map((k) => (
@@ -147,8 +156,4 @@ export function AgentFormDialog(props: { agent?: Agent; onClose: () => void; onS
       </form>
     </Modal>
   );
-}
-
-function FieldError({ text }: { text?: string }) {
-  return text ? <span className="field-error">{text}</span> : null;
 }

@@ -1,8 +1,11 @@
 import { useState, type FormEvent } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { api } from '../api/client';
+import { budgetChanges, checkBudgets, hasErrors, NO_BUDGETS, type BudgetErrors, type BudgetValues } from '../lib/budgets';
+import { messageOf } from '../lib/errors';
 import { changed } from '../query/localChanges';
 import { browseQuery, discoverQuery } from '../query/queries';
+import { BudgetFields } from './BudgetFields';
 import { Empty, ErrorNote, Field, Modal } from './ui';
 
 interface DialogProps {
@@ -14,17 +17,22 @@ export function CreateProjectDialog({ onClose, onCreated }: DialogProps) {
   const [name, setName] = useState('');
   const [folder, setFolder] = useState('');
   const [description, setDescription] = useState('');
+  const [budgets, setBudgets] = useState<BudgetValues>(NO_BUDGETS);
+  const [budgetErrors, setBudgetErrors] = useState<BudgetErrors>({});
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
+    const found = checkBudgets(budgets);
+    setBudgetErrors(found);
+    if (hasErrors(found)) return;
     setBusy(true);
     try {
-      const p = await api.createProject({ name, folder_path: folder, description: description || null });
+      const p = await api.createProject({ name, folder_path: folder, description: description || null, ...budgetChanges(budgets, {}) });
       changed.project(p, true);
       onCreated(p.id);
     } catch (err) {
-      setError((err as Error).message);
+      setError(messageOf(err));
     } finally {
       setBusy(false);
     }
@@ -41,6 +49,14 @@ export function CreateProjectDialog({ onClose, onCreated }: DialogProps) {
         <Field label="Description (optional)">
           <input value={description} onChange={(e) => setDescription(e.target.value)} />
         </Field>
+        <BudgetFields
+          values={budgets}
+          errors={budgetErrors}
+          onChange={(field, value) => {
+            setBudgets((b) => ({ ...b, [field]: value }));
+            setBudgetErrors((errors) => ({ ...errors, [field]: undefined }));
+          }}
+        />
         <ErrorNote error={error} />
         <div className="form-buttons">
           <button type="button" className="button ghost" onClick={onClose}>
@@ -67,7 +83,7 @@ export function ImportProjectDialog({ onClose, onCreated }: DialogProps) {
       changed.project(p, true);
       onCreated(p.id);
     } catch (err) {
-      setError((err as Error).message);
+      setError(messageOf(err));
     }
   };
   return (

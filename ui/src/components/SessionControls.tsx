@@ -4,19 +4,20 @@
 import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
 import { ApiError, api, type PermissionMode, type Session } from '../api/client';
 import type { SessionOptions } from '../api/sessions';
+import { messageOf } from '../lib/errors';
 import { agentLabel } from './TranscriptEntry';
 import { ErrorNote, PERMISSION_MODES } from './ui';
 
 export type Act = (what: () => Promise<unknown>) => Promise<boolean>;
 
 /**
- * An action's failure in words: a control the CLI refused says the CLI's reason, a message to a
- * paused session (402) the service's words on which budget is spent.
+ * An action's failure in words: a control the CLI refused says the CLI's reason; a message,
+ * resume or fork refused for a spent budget (402) the service's words on which budget it is and
+ * when it resets (lib/errors.ts).
  */
 export function describeFailure(e: unknown): string {
   if (e instanceof ApiError && e.code === 'refused_by_cli') return `The CLI refused: ${e.message}`;
-  if (e instanceof ApiError && e.code === 'budget_exhausted') return `The session is paused (a budget is spent): ${e.message}`;
-  return e instanceof Error ? e.message : String(e);
+  return messageOf(e);
 }
 
 /** Closed for being idle: a message to it starts it again (the API resumes it). */

@@ -79,6 +79,11 @@ export function Field(props: { label: string; hint?: string; children: ReactNode
   );
 }
 
+/** A field's own problem, under its input (the input says `aria-invalid`). */
+export function FieldError({ text }: { text?: string }) {
+  return text ? <span className="field-error">{text}</span> : null;
+}
+
 // The contract's six modes (`delegate` is gone: the CLI refuses it). The session page asks the CLI instead.
 export const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'auto', 'dontAsk', 'bypassPermissions'] as const;
 export const MODELS = ['claude-sonnet-4-5', 'claude-opus-4-1', 'claude-haiku-4-5'];

@@ -3,6 +3,7 @@
 // call; the service's own answer is still shown for what only it can tell (a bad cron
 // expression, a folder that is not a git repository for `worktree`, an unknown agent).
 import type { Agent, CreateAgent, UpdateAgent, WorkspaceMode } from '../api/agents';
+import { parseUsd, usdInput } from './budgets';
 
 export interface AgentFormValues {
   name: string;
@@ -15,6 +16,8 @@ export interface AgentFormValues {
   /** Seconds, as typed. */
   timeoutSeconds: string;
   workspaceMode: '' | WorkspaceMode;
+  /** The most one run may cost, in USD, as typed; empty: no cap. */
+  maxBudgetUsd: string;
 }
 
 export type AgentFormErrors = Partial<Record<keyof AgentFormValues, string>>;
@@ -29,6 +32,7 @@ export const EMPTY_AGENT_FORM: AgentFormValues = {
   model: '',
   timeoutSeconds: '',
   workspaceMode: '',
+  maxBudgetUsd: '',
 };
 
 export const AGENT_KINDS = ['claude', 'codex', 'gemini'];
@@ -56,6 +60,7 @@ export function valuesOf(agent: Agent): AgentFormValues {
     model: agent.model ?? '',
     timeoutSeconds: String(agent.timeout_ms / 1000),
     workspaceMode: agent.workspace_mode,
+    maxBudgetUsd: usdInput(agent.max_budget_usd),
   };
 }
 
@@ -82,10 +87,14 @@ export function checkAgentForm(v: AgentFormValues, editing: boolean): AgentFormE
     const s = Number(timeout);
     if (!Number.isFinite(s) || s < 1 || s > 86_400) errors.timeoutSeconds = 'Between 1 and 86400 seconds.';
   }
+  const cap = parseUsd(v.maxBudgetUsd, 'cap');
+  if (cap.error) errors.maxBudgetUsd = cap.error;
   return errors;
 }
 
 const timeoutMs = (v: AgentFormValues) => Math.round(Number(v.timeoutSeconds.trim()) * 1000);
+/** Only for values `checkAgentForm` passed. */
+const maxBudget = (v: AgentFormValues) => parseUsd(v.maxBudgetUsd, 'cap').value ?? null;
 
 export function createBody(v: AgentFormValues): CreateAgent {
   const body: CreateAgent = { name: v.name.trim(), objective: v.objective, schedule: v.schedule.trim() };
@@ -95,10 +104,12 @@ export function createBody(v: AgentFormValues): CreateAgent {
   if (v.model.trim()) body.model = v.model.trim();
   if (v.timeoutSeconds.trim()) body.timeout_ms = timeoutMs(v);
   if (v.workspaceMode) body.workspace_mode = v.workspaceMode;
+  const cap = maxBudget(v);
+  if (cap !== null) body.max_budget_usd = cap;
   return body;
 }
 
-/** Only what changed (the API's update is partial); an emptied model clears it. */
+/** Only what changed (the API's update is partial); an emptied model or cap clears it. */
 export function updateBody(v: AgentFormValues, was: Agent): UpdateAgent {
   const body: UpdateAgent = {};
   if (v.name.trim() !== was.name) body.name = v.name.trim();
@@ -110,5 +121,7 @@ export function updateBody(v: AgentFormValues, was: Agent): UpdateAgent {
   if (model !== (was.model ?? null)) body.model = model;
   if (v.timeoutSeconds.trim() && timeoutMs(v) !== was.timeout_ms) body.timeout_ms = timeoutMs(v);
   if (v.workspaceMode && v.workspaceMode !== was.workspace_mode) body.workspace_mode = v.workspaceMode;
+  const cap = maxBudget(v);
+  if (cap !== (was.max_budget_usd ?? null)) body.max_budget_usd = cap;
   return body;
 }

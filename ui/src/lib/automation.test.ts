@@ -1,5 +1,5 @@
 import type { Agent } from '../api/agents';
-import { checkAgentForm, updateBody, valuesOf } from './agentForm';
+import { checkAgentForm, createBody, EMPTY_AGENT_FORM, updateBody, valuesOf } from './agentForm';
 import { applyRunFrame, EMPTY_OUTPUT, type RunOutput } from './executionOutput';
 import type { Frame } from './sse';
 import { inputSummary } from './toolInput';
@@ -16,6 +16,27 @@ describe('the agent form', () => {
     const v = { ...valuesOf(agent), schedule: ' 0 4 * * * ', model: '', timeoutSeconds: '300' };
     expect(updateBody(v, agent)).toEqual({ schedule: '0 4 * * *', model: null });
     expect(updateBody(valuesOf(agent), agent)).toEqual({});
+  });
+
+  it('sends a per-run cost cap when set, a changed one, and an emptied one as null', () => {
+    const fresh = { ...EMPTY_AGENT_FORM, name: 'audit', objective: 'Audit.' };
+    expect(createBody(fresh)).not.toHaveProperty('max_budget_usd');
+    expect(createBody({ ...fresh, maxBudgetUsd: '$0.75' }).max_budget_usd).toBe(0.75);
+    const capped = { ...agent, max_budget_usd: 2 };
+    expect(valuesOf(capped).maxBudgetUsd).toBe('2');
+    expect(valuesOf(agent).maxBudgetUsd).toBe('');
+    expect(updateBody({ ...valuesOf(capped), maxBudgetUsd: '2.00' }, capped)).toEqual({});
+    expect(updateBody({ ...valuesOf(capped), maxBudgetUsd: '3' }, capped)).toEqual({ max_budget_usd: 3 });
+    expect(updateBody({ ...valuesOf(capped), maxBudgetUsd: ' ' }, capped)).toEqual({ max_budget_usd: null });
+    expect(updateBody({ ...valuesOf(agent), maxBudgetUsd: '1' }, agent)).toEqual({ max_budget_usd: 1 });
+  });
+
+  it('refuses a cap of $0, a negative one, or words, in words', () => {
+    expect(checkAgentForm({ ...valuesOf(agent), maxBudgetUsd: '0' }, true).maxBudgetUsd).toBe('A cap must be more than $0, or empty for none.');
+    expect(checkAgentForm({ ...valuesOf(agent), maxBudgetUsd: '-2' }, true).maxBudgetUsd).toBe('A cap must be more than $0, or empty for none.');
+    expect(checkAgentForm({ ...valuesOf(agent), maxBudgetUsd: 'two' }, true).maxBudgetUsd).toBe(
+      'Enter an amount in USD, like 2 or 0.50, or leave it empty for no cap.',
+    );
   });
 
   it('refuses what the API would, before calling it', () => {

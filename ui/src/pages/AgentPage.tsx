@@ -10,6 +10,7 @@ import { ExecutionOutput } from '../components/ExecutionOutput';
 import { ExecutionsTable } from '../components/ExecutionsTable';
 import { Card, Empty, ErrorNote, Loading } from '../components/ui';
 import { messageOf } from '../lib/errors';
+import { usd } from '../lib/format';
 import { useAgentActions } from '../lib/useAgentActions';
 import { keys, queryClient } from '../query/client';
 import './automation.css';
@@ -163,6 +164,10 @@ function AgentFacts({ agent: a }: { agent: Agent }) {
       <div>
         <dt>Workspace</dt>
         <dd>{a.workspace_mode === 'worktree' ? 'a git worktree per run' : 'shared folder'}</dd>
+      </div>
+      <div>
+        <dt>Cost cap per run</dt>
+        <dd data-testid="agent-cap">{a.max_budget_usd != null ? usd(a.max_budget_usd) : 'none'}</dd>
       </div>
       <div>
         <dt>Failures in a row</dt>

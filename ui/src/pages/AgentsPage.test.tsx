@@ -62,6 +62,7 @@ describe('the scheduled agents page', () => {
     fireEvent.change(field('model'), { target: { value: 'gpt-5' } });
     fireEvent.change(field('timeout'), { target: { value: '600' } });
     fireEvent.change(field('workspace_mode'), { target: { value: 'worktree' } });
+    fireEvent.change(field('max_budget_usd'), { target: { value: '0.75' } });
     fireEvent.click(screen.getByTestId('agent-save'));
     expect((await within(form).findByRole('alert')).textContent).toBe(
       'Could not create the agent: The schedule "0 3 * * 9" is not a valid cron expression.',
@@ -74,11 +75,31 @@ describe('the scheduled agents page', () => {
     await waitFor(() => expect(screen.getByTestId('location').textContent).toBe('/agents/a2'));
     expect(service.callsTo('POST', '/api/agents')[1].body).toEqual({
       name: 'weekly audit', objective: 'Audit the dependencies.', schedule: '0 3 * * 1', project_id: 'p1',
-      agent: 'codex', model: 'gpt-5', timeout_ms: 600_000, workspace_mode: 'worktree',
+      agent: 'codex', model: 'gpt-5', timeout_ms: 600_000, workspace_mode: 'worktree', max_budget_usd: 0.75,
     });
     // The new agent's page comes from the cache the answer went into: no read of it.
     expect(await screen.findByTestId('agent-objective')).toHaveProperty('textContent', 'Audit the dependencies.');
     expect(service.callsTo('GET', '/api/agents/a2')).toHaveLength(0);
+  });
+
+  it("edits an agent's per-run cost cap: refused at $0, then saved, and shown on its page", async () => {
+    service
+      .on('GET', '/api/agents/a1', { body: agent({ max_budget_usd: 1.5 }) })
+      .on('PUT', '/api/agents/a1', (req) => ({ body: agent({ ...(req.body as Partial<Agent>) }) }));
+    renderAt('/agents/a1', routes);
+    expect((await screen.findByTestId('agent-cap')).textContent).toBe('$1.50');
+    fireEvent.click(screen.getByTestId('agent-edit'));
+    const form = screen.getByTestId('agent-form');
+    const cap = form.querySelector('[name="max_budget_usd"]') as HTMLInputElement;
+    expect(cap.value).toBe('1.5');
+    fireEvent.change(cap, { target: { value: '0' } });
+    fireEvent.click(screen.getByTestId('agent-save'));
+    expect(within(form).getByText('A cap must be more than $0, or empty for none.')).toBeTruthy();
+    expect(service.callsTo('PUT', '/api/agents/a1')).toHaveLength(0);
+    fireEvent.change(cap, { target: { value: '' } });
+    fireEvent.click(screen.getByTestId('agent-save'));
+    await waitFor(() => expect(screen.getByTestId('agent-cap').textContent).toBe('none'));
+    expect(service.callsTo('PUT', '/api/agents/a1')[0].body).toEqual({ max_budget_usd: null });
   });
 
   it('follows agent.created, agent.updated and agent.deleted frames without reading the list again', async () => {

@@ -3,8 +3,12 @@ import { useQuery } from '@tanstack/react-query';
 import { useNavigate, useParams } from 'react-router-dom';
 import { api, type PermissionMode, type Project } from '../api/client';
 import { Card, Empty, ErrorNote, Field, Loading, MODELS, Modal, PERMISSION_MODES } from '../components/ui';
+import { BudgetFields, UsdField } from '../components/BudgetFields';
+import { ProjectBudget } from '../components/ProjectBudget';
 import { RulesEditor } from '../components/RulesEditor';
 import { SessionsTable } from '../components/SessionsTable';
+import { budgetChanges, budgetValuesOf, checkBudgets, hasErrors, parseUsd, type BudgetErrors } from '../lib/budgets';
+import { messageOf } from '../lib/errors';
 import { changed } from '../query/localChanges';
 import { projectQuery, projectSessionsQuery } from '../query/queries';
 
@@ -29,6 +33,7 @@ export function ProjectPage() {
           New session
         </button>
       </div>
+      <ProjectBudget project={p} />
       <Card title="Sessions" testId="project-sessions">
         {sessions.isPending && <Loading />}
         <ErrorNote error={sessions.error?.message} what="load sessions" />
@@ -58,22 +63,28 @@ function NewSessionDialog({ project, onClose }: { project: Project; onClose: () 
   const [model, setModel] = useState(project.default_model ?? '');
   const [mode, setMode] = useState<string>(project.default_permission_mode ?? '');
   const [prompt, setPrompt] = useState('');
+  const [cap, setCap] = useState('');
+  const [capError, setCapError] = useState<string>();
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
+    const maxBudget = parseUsd(cap, 'cap');
+    setCapError(maxBudget.error);
+    if (maxBudget.error) return;
     setBusy(true);
     try {
       const session = await api.launch(project.id, {
         name: name || null,
         model: model || null,
         permission_mode: (mode || null) as PermissionMode | null,
+        ...(maxBudget.value !== null && { max_budget_usd: maxBudget.value }),
       });
       changed.session(session);
       if (prompt.trim()) await api.send(session.id, prompt);
       navigate(`/sessions/${session.id}`);
     } catch (err) {
-      setError((err as Error).message);
+      setError(messageOf(err));
       setBusy(false);
     }
   };
@@ -101,6 +112,17 @@ function NewSessionDialog({ project, onClose }: { project: Project; onClose: () 
             </select>
           </Field>
         </div>
+        <UsdField
+          label="Cost cap (USD, optional)"
+          name="max_budget_usd"
+          value={cap}
+          onChange={(v) => {
+            setCap(v);
+            setCapError(undefined);
+          }}
+          error={capError}
+          hint="The most this session may cost, across resumes: it is paused once reached. Empty: no cap of its own."
+        />
         <Field label="First message (optional)">
           <textarea value={prompt} onChange={(e) => setPrompt(e.target.value)} rows={4} placeholder="What should Claude do?" />
         </Field>
@@ -126,10 +148,18 @@ function SettingsForm({ project }: { project: Project }) {
   const [mode, setMode] = useState(project.default_permission_mode ?? '');
   const [maxSessions, setMaxSessions] = useState(String(project.max_sessions));
   const [systemPrompt, setSystemPrompt] = useState(project.default_append_system_prompt ?? '');
+  const [budgets, setBudgets] = useState(() => budgetValuesOf(project));
+  const [budgetErrors, setBudgetErrors] = useState<BudgetErrors>({});
   const [note, setNote] = useState<string>();
   const [error, setError] = useState<string>();
   const save = async (e: FormEvent) => {
     e.preventDefault();
+    const found = checkBudgets(budgets);
+    setBudgetErrors(found);
+    if (hasErrors(found)) {
+      setNote(undefined);
+      return;
+    }
     try {
       const saved = await api.updateProject(project.id, {
         name,
@@ -138,13 +168,14 @@ function SettingsForm({ project }: { project: Project }) {
         default_permission_mode: (mode || null) as PermissionMode | null,
         max_sessions: Number(maxSessions),
         default_append_system_prompt: systemPrompt || null,
+        ...budgetChanges(budgets, project),
       });
       changed.project(saved);
       setError(undefined);
       setNote('Saved.');
     } catch (err) {
       setNote(undefined);
-      setError((err as Error).message);
+      setError(messageOf(err));
     }
   };
   const remove = async () => {
@@ -154,7 +185,7 @@ function SettingsForm({ project }: { project: Project }) {
       navigate('/');
       changed.projectDeleted(project.id);
     } catch (err) {
-      setError((err as Error).message);
+      setError(messageOf(err));
     }
   };
   return (
@@ -184,6 +215,14 @@ function SettingsForm({ project }: { project: Project }) {
       <Field label="Appended system prompt" hint="Added to Claude Code's own system prompt in new sessions.">
         <textarea rows={2} value={systemPrompt} onChange={(e) => setSystemPrompt(e.target.value)} />
       </Field>
+      <BudgetFields
+        values={budgets}
+        errors={budgetErrors}
+        onChange={(field, value) => {
+          setBudgets((b) => ({ ...b, [field]: value }));
+          setBudgetErrors((errors) => ({ ...errors, [field]: undefined }));
+        }}
+      />
       <ErrorNote error={error} what="save" />
       <div className="form-buttons">
         {note && <span className="saved">{note}</span>}

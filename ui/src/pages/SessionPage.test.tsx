@@ -252,12 +252,27 @@ describe('SessionPage', () => {
     await waitFor(() => expect(screen.queryByTestId('limit-notice')).toBeNull());
   });
 
-  it('paused: the reason, and a refused message says the service\'s words', async () => {
+  it("shows the session's own cost cap when it has one, marked once its cost reached it", async () => {
+    renderPage();
+    await screen.findByTestId('session-totals');
+    expect(screen.queryByTestId('session-cap')).toBeNull();
+    emit({ type: 'session.status', event: 'session_status', data: row({ max_budget_usd: 2 }) });
+    const cap = await screen.findByTestId('session-cap');
+    expect(cap.textContent).toBe('Cost cap$2.00');
+    expect(cap.className).not.toContain('total-spent');
+    emit({ type: 'session.status', event: 'session_status', data: row({ max_budget_usd: 2, total_cost_usd: 2.01, status: 'paused' }) });
+    await waitFor(() => expect(screen.getByTestId('session-cap').className).toContain('total-spent'));
+  });
+
+  it('paused: the reason, and a refused message says the service\'s words and when the budget resets', async () => {
     server.session = row({ status: 'paused', status_reason: 'the daily budget of $5.00 is spent' });
-    server.answer = (method, path) =>
-      method === 'POST' && path.endsWith('/message')
-        ? json({ error: { code: 'budget_exhausted', message: 'the daily budget of $5.00 is spent' } }, 402)
-        : undefined;
+    const spent = "The project's daily budget of $5.00 is spent ($5.0100); it resets at 2026-01-02T00:00:00Z, or when it is raised.";
+    const refused = () =>
+      new Response(JSON.stringify({ error: { code: 'budget_exhausted', message: spent } }), {
+        status: 402,
+        headers: { 'Content-Type': 'application/json', 'Retry-After': '7260' },
+      });
+    server.answer = (method, path) => (method === 'POST' && path.endsWith('/message') ? refused() : undefined);
     renderPage();
     expect((await screen.findByTestId('limit-notice')).textContent).toContain('the daily budget of $5.00 is spent');
     // Live: the controls stay, and so does the message box.
@@ -265,7 +280,7 @@ describe('SessionPage', () => {
     fireEvent.change(screen.getByLabelText('Message'), { target: { value: 'go on' } });
     fireEvent.click(screen.getByRole('button', { name: 'Send' }));
     expect((await screen.findByRole('alert')).textContent).toBe(
-      'Could not send: The session is paused (a budget is spent): the daily budget of $5.00 is spent',
+      `Could not send: ${spent} Resets in 2h 1m.`,
     );
   });
 });

@@ -83,6 +83,15 @@ export function SessionPage() {
         </div>
         <div className="totals" data-testid="session-totals">
           <Total label="Cost" value={usd(s.total_cost_usd)} />
+          {s.max_budget_usd != null && (
+            <Total
+              label="Cost cap"
+              value={usd(s.max_budget_usd)}
+              spent={s.total_cost_usd >= s.max_budget_usd}
+              title="The most this session may cost, across resumes: it is paused once reached."
+              testId="session-cap"
+            />
+          )}
           <Total label="Turns" value={String(s.num_turns)} />
           <Total label="Tokens in / out" value={`${count(s.total_input_tokens)} / ${count(s.total_output_tokens)}`} />
         </div>
@@ -123,9 +132,9 @@ function endedHow(s: Session): string {
   return s.closed_reason ? `${statusLabel(s.status)} (${s.closed_reason})` : statusLabel(s.status);
 }
 
-function Total(props: { label: string; value: string }) {
+function Total(props: { label: string; value: string; spent?: boolean; title?: string; testId?: string }) {
   return (
-    <div className="total">
+    <div className={props.spent ? 'total total-spent' : 'total'} title={props.title} data-testid={props.testId}>
       <div className="tile-label">{props.label}</div>
       <div className="total-value">{props.value}</div>
     </div>

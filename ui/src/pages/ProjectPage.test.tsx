@@ -1,0 +1,176 @@
+import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
+import { QueryClientProvider } from '@tanstack/react-query';
+import type { Project } from '../api/client';
+import { CreateProjectDialog } from '../components/ProjectDialogs';
+import { keys, queryClient } from '../query/client';
+import { FakeService, renderAt } from './pageTestKit';
+import { ProjectPage } from './ProjectPage';
+
+const project = (over: Partial<Project> = {}): Project => ({
+  id: 'p1', name: 'shop', folder_path: '/srv/shop', project_type: 'node', source: 'manual', max_sessions: 5,
+  created_at: '2026-01-01T00:00:00Z', updated_at: '2026-01-01T00:00:00Z', workspace_mode: 'shared', workspace_copy: [],
+  budget_daily_usd: 5, budget_monthly_usd: null, ...over,
+});
+
+const report = (cost: number) => ({
+  group_by: 'project', from: '', to: '', groups: [], total: { cost_usd: cost, input_tokens: 0, output_tokens: 0, turns: 1 },
+});
+/** What the project spent in the UTC day and month windows the page asks for. */
+let spent: { today: number; month: number };
+// A fixed clock (only Date: timers stay real), in mid-month so the two windows differ.
+const NOW = '2026-06-15T10:00:00Z';
+
+let service: FakeService;
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  vi.setSystemTime(new Date(NOW));
+  queryClient.clear();
+  spent = { today: 1.2, month: 12 };
+  service = new FakeService()
+    .on('GET', '/api/projects/p1', { body: project() })
+    .on('GET', '/api/projects/p1/sessions', { body: [] })
+    .on('GET', '/api/projects/p1/rules', { body: [] })
+    .on('GET', '/api/usage', (req) => ({ body: report(req.query.get('from') === '2026-06-01' ? spent.month : spent.today) }));
+  vi.stubGlobal('fetch', service.fetch);
+});
+afterEach(() => {
+  vi.unstubAllGlobals();
+  vi.useRealTimers();
+});
+
+const routes = { '/projects/:projectId': <ProjectPage />, '/sessions/:sessionId': <div>session page</div> };
+const field = (root: HTMLElement, name: string) => root.querySelector(`[name="${name}"]`) as HTMLInputElement;
+
+describe("a project's budget state", () => {
+  it('says what was spent today and this month against each budget, from the UTC windows of the cost ledger', async () => {
+    service.on('GET', '/api/projects/p1', { body: project({ budget_daily_usd: 5, budget_monthly_usd: 100 }) });
+    renderAt('/projects/p1', routes);
+    const line = await screen.findByTestId('budget-line');
+    await waitFor(() => expect(line.textContent).toBe('Spent today $1.20 of $5.00, this month $12.00 of $100.00.'));
+    expect(screen.queryByTestId('budget-warning')).toBeNull();
+    const asked = service.callsTo('GET', '/api/usage').map((c) => Object.fromEntries(c.query));
+    expect(asked).toEqual(
+      expect.arrayContaining([
+        { group_by: 'project', project_id: 'p1', from: '2026-06-15' },
+        { group_by: 'project', project_id: 'p1', from: '2026-06-01' },
+      ]),
+    );
+  });
+
+  it('warns once a budget is spent, when a stored cost has the ledger read again', async () => {
+    renderAt('/projects/p1', routes);
+    const line = await screen.findByTestId('budget-line');
+    await waitFor(() => expect(line.textContent).toBe('Spent today $1.20 of $5.00, this month $12.00 (no monthly budget).'));
+    spent = { today: 5.2, month: 16 };
+    await act(() => queryClient.invalidateQueries({ queryKey: keys.usageAll }));
+    const warning = await screen.findByTestId('budget-warning');
+    expect(warning.textContent).toBe(
+      'Budget spent. The daily budget of $5.00 is spent ($5.20 today); it resets in 14h 0m. ' +
+        'New sessions and messages are refused and live sessions are paused until then, or until it is raised in Settings.',
+    );
+    expect(line.querySelector('.budget-spent')?.textContent).toBe('Spent today $5.20 of $5.00');
+  });
+
+  it('says so when the project has no budget', async () => {
+    service.on('GET', '/api/projects/p1', { body: project({ budget_daily_usd: null }) });
+    renderAt('/projects/p1', routes);
+    const line = await screen.findByTestId('budget-line');
+    await waitFor(() => expect(line.textContent).toBe('No budget. Spent today $1.20, this month $12.00.'));
+  });
+});
+
+describe("a project's settings", () => {
+  it('shows its budgets, refuses a negative one with a clear message, and clears one with null', async () => {
+    service.on('PUT', '/api/projects/p1', (req) => ({ body: project({ ...(req.body as Partial<Project>) }) }));
+    renderAt('/projects/p1', routes);
+    const form = await screen.findByTestId('project-settings');
+    expect(field(form, 'budget_daily_usd').value).toBe('5');
+    expect(field(form, 'budget_monthly_usd').value).toBe('');
+
+    fireEvent.change(field(form, 'budget_monthly_usd'), { target: { value: '-20' } });
+    fireEvent.click(within(form).getByRole('button', { name: 'Save settings' }));
+    expect(await within(form).findByText('A budget cannot be negative: $0 or more, or empty for none.')).toBeTruthy();
+    expect(field(form, 'budget_monthly_usd').getAttribute('aria-invalid')).toBe('true');
+    expect(service.callsTo('PUT', '/api/projects/p1')).toHaveLength(0);
+
+    fireEvent.change(field(form, 'budget_monthly_usd'), { target: { value: '$150' } });
+    fireEvent.change(field(form, 'budget_daily_usd'), { target: { value: '' } });
+    expect(within(form).queryByText(/cannot be negative/)).toBeNull();
+    fireEvent.click(within(form).getByRole('button', { name: 'Save settings' }));
+    expect(await within(form).findByText('Saved.')).toBeTruthy();
+    const body = service.callsTo('PUT', '/api/projects/p1')[0].body as Record<string, unknown>;
+    expect(body).toMatchObject({ name: 'shop', budget_daily_usd: null, budget_monthly_usd: 150 });
+  });
+
+  it('leaves unchanged budgets out of the update', async () => {
+    service.on('PUT', '/api/projects/p1', (req) => ({ body: project({ ...(req.body as Partial<Project>) }) }));
+    renderAt('/projects/p1', routes);
+    const form = await screen.findByTestId('project-settings');
+    fireEvent.click(within(form).getByRole('button', { name: 'Save settings' }));
+    await within(form).findByText('Saved.');
+    const body = service.callsTo('PUT', '/api/projects/p1')[0].body as Record<string, unknown>;
+    expect(body).not.toHaveProperty('budget_daily_usd');
+    expect(body).not.toHaveProperty('budget_monthly_usd');
+  });
+});
+
+describe('a new session', () => {
+  const launched = { id: 's1', project_id: 'p1', name: 'brave otter', status: 'starting', transport: 'stdio', agent: 'claude',
+    total_cost_usd: 0, total_input_tokens: 0, total_output_tokens: 0, num_turns: 0, created_at: '', last_active_at: '',
+    workspace_mode: 'shared', max_budget_usd: 2.5 };
+
+  it('takes an optional cost cap above $0 and sends it as max_budget_usd', async () => {
+    service.on('POST', '/api/projects/p1/sessions', { status: 201, body: launched });
+    renderAt('/projects/p1', routes);
+    fireEvent.click(await screen.findByRole('button', { name: 'New session' }));
+    const dialog = screen.getByRole('dialog');
+    fireEvent.change(field(dialog, 'max_budget_usd'), { target: { value: '0' } });
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Start session' }));
+    expect(await within(dialog).findByText('A cap must be more than $0, or empty for none.')).toBeTruthy();
+    expect(service.callsTo('POST', '/api/projects/p1/sessions')).toHaveLength(0);
+
+    fireEvent.change(field(dialog, 'max_budget_usd'), { target: { value: '2.50' } });
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Start session' }));
+    await waitFor(() => expect(screen.getByTestId('location').textContent).toBe('/sessions/s1'));
+    expect(service.callsTo('POST', '/api/projects/p1/sessions')[0].body).toEqual({
+      name: null, model: null, permission_mode: null, max_budget_usd: 2.5,
+    });
+  });
+
+  it('sends no cap when the field is empty, and shows a spent budget refusing the launch', async () => {
+    const spent = "The project's daily budget of $5.00 is spent ($5.2000); it resets at 2026-01-02T00:00:00Z, or when it is raised.";
+    service.on('POST', '/api/projects/p1/sessions', { status: 402, body: { error: { code: 'budget_exhausted', message: spent } } });
+    renderAt('/projects/p1', routes);
+    fireEvent.click(await screen.findByRole('button', { name: 'New session' }));
+    const dialog = screen.getByRole('dialog');
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Start session' }));
+    expect((await within(dialog).findByRole('alert')).textContent).toBe(`Could not start the session: ${spent}`);
+    expect(service.callsTo('POST', '/api/projects/p1/sessions')[0].body).not.toHaveProperty('max_budget_usd');
+  });
+});
+
+describe('a new project', () => {
+  it('is created with the budgets set, after a bad one is corrected', async () => {
+    service.on('POST', '/api/projects', (req) => ({ status: 201, body: project({ id: 'p2', ...(req.body as Partial<Project>) }) }));
+    const created = vi.fn();
+    render(
+      <QueryClientProvider client={queryClient}>
+        <CreateProjectDialog onClose={() => {}} onCreated={created} />
+      </QueryClientProvider>,
+    );
+    const dialog = screen.getByRole('dialog');
+    fireEvent.change(within(dialog).getByLabelText('Name'), { target: { value: 'docs' } });
+    fireEvent.change(within(dialog).getByLabelText(/^Folder/), { target: { value: 'code/docs' } });
+    fireEvent.change(field(dialog, 'budget_daily_usd'), { target: { value: 'ten' } });
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Create project' }));
+    expect(await within(dialog).findByText('Enter an amount in USD, like 25 or 7.50, or leave it empty for no budget.')).toBeTruthy();
+    expect(service.callsTo('POST', '/api/projects')).toHaveLength(0);
+
+    fireEvent.change(field(dialog, 'budget_daily_usd'), { target: { value: '10' } });
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Create project' }));
+    await waitFor(() => expect(created).toHaveBeenCalledWith('p2'));
+    expect(service.callsTo('POST', '/api/projects')[0].body).toEqual({
+      name: 'docs', folder_path: 'code/docs', description: null, budget_daily_usd: 10,
+    });
+  });
+});
