@@ -17,5 +17,6 @@ pub mod registry;
 pub mod session;
 pub mod subscriber;
 pub mod terminal;
+pub mod turn_gate;
 pub mod webhooks;
 pub mod workbench;

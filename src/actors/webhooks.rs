@@ -25,7 +25,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 /// The event types a webhook may ask for (or `*`).
-pub const EVENT_TYPES: [&str; 36] = [
+pub const EVENT_TYPES: [&str; 37] = [
     "session.created",
     "session.status",
     "session.message",
@@ -66,6 +66,8 @@ pub const EVENT_TYPES: [&str; 36] = [
     // Budgets (actors::budgets).
     "budget.exhausted",
     "budget.resumed",
+    // The work-in-progress limit (actors::session::wip).
+    "session.turn_waiting",
 ];
 const TIMEOUT: Duration = Duration::from_secs(10);
 const RETRIES: u32 = 3;

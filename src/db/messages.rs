@@ -91,8 +91,8 @@ pub fn insert_returning_id(conn: &mut DbConnection, row: &NewMessage) -> Result<
     }
 }
 
-/// Records that a user turn was written to the CLI.
-pub fn mark_delivered(conn: &mut DbConnection, id: i64, at: &str) -> Result<(), StoreError> {
+/// Records that a user turn was written to the CLI (or, with `None`, that it waits again).
+pub fn mark_delivered(conn: &mut DbConnection, id: i64, at: Option<&str>) -> Result<(), StoreError> {
     diesel::update(messages::table.find(id)).set(messages::delivered_at.eq(at)).execute(conn)?;
     Ok(())
 }
@@ -161,6 +161,40 @@ pub fn last_seq(conn: &mut DbConnection, session_id: &str) -> Result<u64, StoreE
         .select(max(session_events::seq))
         .first(conn)?;
     Ok(lines.max(others).unwrap_or(0).max(0) as u64)
+}
+
+/// A stored user turn still to be delivered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingTurn {
+    pub message_id: i64,
+    /// Its number on the session's stream.
+    pub seq: u64,
+    /// What the user said.
+    pub content: String,
+}
+
+/// The user turns of session `session_id` from stream number `from` on, oldest first: what a
+/// session parked at a usage limit still has to deliver. A stored line that is not a user turn
+/// Conduit wrote is skipped with a warning (it cannot be sent again as it was).
+pub fn turns_from(conn: &mut DbConnection, session_id: &str, from: i64) -> Result<Vec<PendingTurn>, StoreError> {
+    let rows: Vec<(i64, Option<i64>, String)> = messages::table
+        .filter(messages::session_id.eq(session_id))
+        .filter(messages::direction.eq("to_cli"))
+        .filter(messages::message_type.eq("user"))
+        .filter(messages::seq.ge(from))
+        .order(messages::seq.asc())
+        .select((messages::id, messages::seq, messages::content))
+        .load(conn)?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(message_id, seq, line)| {
+            let content = crate::protocol::outgoing::user_turn_content(&line);
+            if content.is_none() {
+                tracing::warn!(session = session_id, message_id, "a stored user turn could not be read back; skipped");
+            }
+            Some(PendingTurn { message_id, seq: seq?.max(0) as u64, content: content? })
+        })
+        .collect())
 }
 
 /// One stored event of a session's stream.

@@ -53,11 +53,23 @@ pub struct Project {
     pub budget_daily_usd: Option<f64>,
     /// The same per UTC month.
     pub budget_monthly_usd: Option<f64>,
+    /// How many turns its sessions may run at once; `null`: no limit. Beyond it, turns wait
+    /// first come, first served (`GET /api/projects/{id}/turns` shows the line).
+    pub max_running_turns: Option<i32>,
 }
 
 pub fn insert(conn: &mut DbConnection, project: &Project) -> Result<(), StoreError> {
     diesel::insert_into(projects::table).values(project).execute(conn)?;
     Ok(())
+}
+
+/// Projects with a limit of running turns, and the limit.
+pub fn turn_caps(conn: &mut DbConnection) -> Result<Vec<(ProjectId, i32)>, StoreError> {
+    let rows: Vec<(ProjectId, Option<i32>)> = projects::table
+        .filter(projects::max_running_turns.is_not_null())
+        .select((projects::id, projects::max_running_turns))
+        .load(conn)?;
+    Ok(rows.into_iter().filter_map(|(id, max)| Some((id, max?))).collect())
 }
 
 /// Projects with a daily or monthly budget.

@@ -23,6 +23,7 @@ diesel::table! {
         default_agent -> Nullable<Text>,
         budget_daily_usd -> Nullable<Double>,
         budget_monthly_usd -> Nullable<Double>,
+        max_running_turns -> Nullable<Integer>,
     }
 }
 
@@ -76,6 +77,7 @@ diesel::table! {
         resumes_at -> Nullable<Text>,
         status_reason -> Nullable<Text>,
         max_budget_usd -> Nullable<Double>,
+        parked_from_seq -> Nullable<BigInt>,
     }
 }
 

@@ -103,6 +103,9 @@ pub struct SessionPatch {
     pub base_commit: Option<Option<String>>,
     pub resumes_at: Option<Option<String>>,
     pub status_reason: Option<Option<String>>,
+    /// While parked at a usage limit: the stream number of the first user turn to deliver
+    /// again. Not part of [`Session`]: only a revival after a restart reads it.
+    pub parked_from_seq: Option<Option<i64>>,
 }
 
 impl SessionPatch {
@@ -191,6 +194,25 @@ pub fn fail_interrupted(conn: &mut DbConnection, now: &str) -> Result<Vec<Sessio
         Ok::<_, diesel::result::Error>(rows)
     })
     .map_err(StoreError::from)
+}
+
+/// Sessions that were parked at a usage limit when the service stopped or crashed: they are
+/// brought back at the next start.
+pub fn parked_before_restart(conn: &mut DbConnection) -> Result<Vec<SessionId>, StoreError> {
+    Ok(sessions::table
+        .filter(sessions::resumes_at.is_not_null())
+        .filter(sessions::status.eq_any([SessionStatus::Closed, SessionStatus::Error]))
+        .filter(
+            sessions::closed_reason.assume_not_null().eq_any([ClosedReason::Shutdown, ClosedReason::ServiceRestarted]),
+        )
+        .order(sessions::resumes_at.asc())
+        .select(sessions::id)
+        .load(conn)?)
+}
+
+/// Where a parked session's turns still to deliver start (see [`SessionPatch::parked_from_seq`]).
+pub fn parked_from(conn: &mut DbConnection, id: &SessionId) -> Result<Option<i64>, StoreError> {
+    Ok(sessions::table.find(id).select(sessions::parked_from_seq).first::<Option<i64>>(conn).optional()?.flatten())
 }
 
 /// Where a session's commands, processes and terminals run: its workspace, and the project it

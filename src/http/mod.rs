@@ -67,6 +67,8 @@ pub struct AppState {
     pub workbench: Addr<crate::actors::workbench::Workbench>,
     pub limits: Addr<crate::actors::limits::LimitBoard>,
     pub budgets: Addr<crate::actors::budgets::BudgetKeeper>,
+    /// The work-in-progress limit: turns running and waiting per project.
+    pub turn_gate: Addr<crate::actors::turn_gate::TurnGate>,
 }
 
 /// One row of the route table.
@@ -99,6 +101,7 @@ pub fn route_table() -> Vec<RouteSpec> {
         route!(GET, "/api/folders/browse", folders::browse),
         route!(POST, "/api/projects/{id}/sessions", sessions::launch::launch),
         route!(GET, "/api/projects/{id}/sessions", sessions::read::list_for_project),
+        route!(GET, "/api/projects/{id}/turns", projects::read::turns),
         route!(GET, "/api/sessions/active", sessions::read::list_active),
         route!(GET, "/api/sessions/{id}", sessions::read::get),
         route!(DELETE, "/api/sessions/{id}", sessions::control::close),

@@ -37,6 +37,7 @@ impl Modify for BearerToken {
         projects::read::list,
         projects::create::create,
         projects::read::get,
+        projects::read::turns,
         projects::update::update,
         projects::delete::delete,
         folders::browse,
@@ -131,6 +132,7 @@ impl Modify for BearerToken {
         sessions::review::CommitRequest, sessions::review::Committed, sessions::review::MergeRequest,
         sessions::review::MergeResult, sessions::review::MergeConflict, crate::workspace::review::MergeStrategy,
         usage::UsageReport, usage::UsageGroup, crate::db::usage::Figures, crate::actors::limits::LimitView, crate::actors::limits::LimitStatus,
+        crate::actors::turn_gate::TurnQueue, crate::actors::turn_gate::TurnSlot,
     )),
     modifiers(&BearerToken),
     tags(

@@ -15,6 +15,12 @@ pub fn user_turn(content: &str) -> String {
     .to_string()
 }
 
+/// What the user said in a line [`user_turn`] made (`None` for any other line).
+pub fn user_turn_content(line: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(line).ok()?;
+    Some(value.get("message")?.get("content")?.as_str()?.to_string())
+}
+
 /// A control request; `request` must hold its `subtype`.
 pub fn control_request(request_id: &str, request: Value) -> String {
     json!({"type": "control_request", "request_id": request_id, "request": request}).to_string()
@@ -91,6 +97,9 @@ mod tests {
         let u = parsed(&user_turn("- hi\nthere"));
         assert_eq!(u["message"]["content"], "- hi\nthere");
         assert_eq!(u["type"], "user");
+        assert_eq!(user_turn_content(&user_turn("- hi\nthere")).as_deref(), Some("- hi\nthere"));
+        assert_eq!(user_turn_content(r#"{"type":"user","message":{"content":[]}}"#), None);
+        assert_eq!(user_turn_content("not json"), None);
 
         let i = parsed(&initialize("init1"));
         assert_eq!(i["request"]["hooks"]["PreToolUse"][0]["hookCallbackIds"][0], PRE_TOOL_USE_CALLBACK);

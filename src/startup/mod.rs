@@ -139,6 +139,11 @@ impl Application {
             crate::domain::budget::Caps { daily: settings.budget_daily_usd, monthly: settings.budget_monthly_usd };
         let budgets =
             crate::actors::budgets::BudgetKeeper::new(store.clone(), global_caps, bus.clone().recipient()).start();
+        let caps = store.run(crate::db::projects::turn_caps).await?;
+        let turn_gate = crate::actors::turn_gate::TurnGate::new(
+            caps.into_iter().filter_map(|(project, max)| Some((project, u32::try_from(max).ok()?))),
+        )
+        .start();
         let registry = SessionRegistry::new(
             settings.clone(),
             store.clone(),
@@ -147,7 +152,10 @@ impl Application {
             bus.clone().recipient(),
             options.subreaper,
             encloser.clone(),
-            limits.clone().recipient(),
+            crate::actors::registry::TurnPeers {
+                limit_board: limits.clone().recipient(),
+                gate: turn_gate.clone().recipient(),
+            },
             &budgets,
         )
         .start();
@@ -198,6 +206,11 @@ impl Application {
             budgets: budgets.clone().recipient(),
         };
         let agents = AgentRegistry::new(run_deps, settings.max_agents).start();
+        // Sessions parked at a usage limit when the service stopped wait out their reset again.
+        let revived = crate::actors::registry::revive_parked(&store, &registry).await;
+        if revived > 0 {
+            tracing::info!(sessions = revived, "sessions parked at a usage limit were brought back");
+        }
         let restored = agents
             .send(Restore)
             .await
@@ -238,6 +251,7 @@ impl Application {
             workbench: workbench.clone(),
             limits,
             budgets,
+            turn_gate,
         });
 
         let server = HttpServer::new(move || {

@@ -97,3 +97,80 @@ async fn a_session_at_a_usage_limit_waits_for_the_reset_and_delivers_its_turns_i
     let limits = service.get_json("/api/usage/limits").await;
     assert_eq!(limits[0]["status"], "allowed", "{limits}");
 }
+
+/// The results' texts of session `id`, in order.
+async fn results(service: &TestService, id: &str) -> Vec<String> {
+    let lines = service.get_json(&format!("/api/sessions/{id}/messages?limit=1000&partial=false")).await;
+    lines
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter(|m| m["message_type"] == "result")
+        .filter_map(|m| serde_json::from_str::<Value>(m["content"].as_str()?).ok())
+        .map(|r| r["result"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// Parks a session at a limit resetting 20 s ahead (room for a restart under load), with one more turn accepted while
+/// parked; then stops the service (cleanly or by a crash) and starts it again on the same
+/// database. The session comes back parked, waits out the same reset, and delivers both turns.
+async fn parked_across_a_restart(clean_stop: bool) {
+    let api = FakeApi::start().await;
+    let mut service = TestService::start(config(&api));
+    let project = service.project("limits").await;
+    let session = service.launch(&project, json!({})).await;
+    let id = session["id"].as_str().expect("id").to_string();
+    service.wait_status(&id, "idle", READY).await;
+
+    api.on("the question before the restart", Reply::UsageLimit { resets_in: Duration::from_secs(20) });
+    api.on("the question before the restart", Reply::Text("answered after the restart".into()));
+    api.on("queued before the restart", Reply::Text("the queued one, answered too".into()));
+    say(&service, &id, "the question before the restart").await;
+    let parked = service.wait_status(&id, "waiting_for_limit", READY).await;
+    let resumes_at = at(&parked["resumes_at"]);
+    assert_eq!(say(&service, &id, "queued before the restart").await["queued"], true);
+
+    if clean_stop {
+        let (_, status) = service.terminate();
+        assert!(status.success(), "{status:?}");
+    }
+    let service = TestService::start_in(service.into_dir(), config(&api));
+    // Back, parked until the same moment, before the reset.
+    let back = service.wait_status(&id, "waiting_for_limit", READY).await;
+    assert_eq!(at(&back["resumes_at"]), resumes_at, "{back}");
+    assert!(back["status_reason"].as_str().unwrap_or_default().contains("usage limit"), "{back}");
+
+    // After the reset: the stopped turn, then the queued one, each answered once.
+    let done = service.wait_for(&id, READY, |r| r["status"] == "idle" && r["resumes_at"].is_null()).await;
+    assert!(Utc::now() >= resumes_at, "not before the reset: {done}");
+    let wanted = ["answered after the restart", "the queued one, answered too"];
+    let deadline = Instant::now() + READY;
+    let mut seen = results(&service, &id).await;
+    while seen.len() < 3 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        seen = results(&service, &id).await;
+    }
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert!(seen[0].contains("hit your"), "{seen:?}");
+    assert_eq!(seen[1..], wanted.map(String::from), "{seen:?}");
+    // Both turns read as delivered, each stored once.
+    let lines = service.get_json(&format!("/api/sessions/{id}/messages?limit=1000&partial=false")).await;
+    let turns: Vec<&Value> = lines
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter(|m| m["direction"] == "to_cli" && m["message_type"] == "user")
+        .collect();
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    assert!(turns.iter().all(|t| t["delivered_at"].is_string()), "{turns:?}");
+}
+
+#[actix_web::test]
+async fn a_session_parked_at_a_limit_carries_on_after_a_clean_restart() {
+    parked_across_a_restart(true).await;
+}
+
+#[actix_web::test]
+async fn a_session_parked_at_a_limit_carries_on_after_a_crash() {
+    parked_across_a_restart(false).await;
+}

@@ -45,6 +45,7 @@ mod support;
 mod terminals;
 mod terminals_end;
 mod transcript;
+mod turns_real;
 mod usage_real;
 mod webhooks;
 mod workspaces_api;

@@ -137,7 +137,7 @@ async fn a_user_turn_gets_its_id_and_its_delivery_is_recorded() {
     let store = store_with_session(dir.path()).await;
     let (writer, _thread) = Writer::start(store.clone());
     let id = writer.persist_returning_id(row("s", 0)).await.expect("stored");
-    writer.persist(WriteOp::Delivered { message_id: id, at: "2026-11-22T00:00:00.000Z".into() });
+    writer.persist(WriteOp::Delivered { message_id: id, at: Some("2026-11-22T00:00:00.000Z".into()) });
     writer.flush().await.expect("flush");
     let rows = stored(&store).await;
     assert_eq!(rows[0].id, id);

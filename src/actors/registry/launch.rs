@@ -8,7 +8,7 @@ use actix::prelude::*;
 use crate::actors::bus::{Event, Publish};
 use crate::actors::session::{self, SessionDeps, Snapshot, Started};
 use crate::db::backlog::Backlog;
-use crate::db::messages::NewSessionEvent;
+use crate::db::messages::{NewSessionEvent, PendingTurn};
 use crate::db::projects::Project;
 use crate::db::sessions::{self, Session, SessionPatch};
 use crate::db::writer::{WriteError, WriteOp};
@@ -156,6 +156,7 @@ impl SessionRegistry {
                 board: self.limit_board.clone(),
             },
             budgets: self.budget_link.clone(),
+            gate: self.gate.clone(),
         };
         let addr = session::start(started, &deps);
         self.preparing.remove(&row.id);
@@ -209,7 +210,7 @@ impl SessionRegistry {
         launch: SessionLaunch,
         announce: bool,
     ) -> std::pin::Pin<Box<dyn ActorFuture<Self, Output = Result<Session, LaunchError>>>> {
-        let SessionLaunch { mut row, folder, options, bridge, resumed, last_seq, enclosure } = launch;
+        let SessionLaunch { mut row, folder, options, bridge, resumed, last_seq, enclosure, carried } = launch;
         let backlog = Backlog::new(self.settings.session_backlog_bytes);
         let settings = self.settings.clone();
         let spawned = enclosure.and_then(|Enclosed { enclosure: Enclosure { cgroup, fence }, program }| {
@@ -256,7 +257,7 @@ impl SessionRegistry {
         };
         let (writer, id) = (self.writer.clone(), row.id.clone());
         let stored = async move { writer.persist_acked(WriteOp::Session { id, patch }).await };
-        let started = Started { row, spawned, adapter, last_seq, backlog, resumed };
+        let started = Started { row, spawned, adapter, last_seq, backlog, resumed, carried };
         Box::pin(stored.into_actor(self).map(move |stored, act, ctx| match stored {
             Ok(()) => Ok(act.start_session(started, ctx)),
             Err(e) => {
@@ -285,6 +286,8 @@ pub(super) struct SessionLaunch {
     pub(super) last_seq: u64,
     /// Its cgroup, sandbox and program, or why they could not be prepared.
     pub(super) enclosure: Result<Enclosed, String>,
+    /// User turns it takes over from before a restart (a session parked at a usage limit).
+    pub(super) carried: Vec<PendingTurn>,
 }
 
 type LaunchFuture = std::pin::Pin<Box<dyn ActorFuture<SessionRegistry, Output = Result<Launched, LaunchError>>>>;
@@ -397,7 +400,16 @@ impl Handler<Launch> for SessionRegistry {
                     Ok(prepared) => prepared,
                     Err(e) => return Box::pin(actix::fut::ready(Err(e.into()))) as LaunchFuture,
                 };
-                let req = SessionLaunch { row, folder, options, bridge, resumed: false, last_seq: 0, enclosure };
+                let req = SessionLaunch {
+                    row,
+                    folder,
+                    options,
+                    bridge,
+                    resumed: false,
+                    last_seq: 0,
+                    enclosure,
+                    carried: Vec::new(),
+                };
                 Box::pin(
                     act.launch_cli(req, true)
                         .map(|launched, _, _| launched.map(|session| Launched { session, created: true, pending: None })),

@@ -19,6 +19,7 @@ mod enclose;
 mod launch;
 mod reaper;
 mod resume;
+mod revive;
 mod runs;
 mod workspace;
 
@@ -26,6 +27,7 @@ pub use self::commands::SpawnCommand;
 pub use self::deliver::{Deliver, DeliverError};
 pub use self::launch::{Launch, LaunchError, Launched};
 pub use self::resume::{Resume, ResumeError};
+pub use self::revive::{revive_parked, Revive};
 pub use self::runs::StartRun;
 pub use self::workspace::worktree_folder;
 
@@ -109,6 +111,12 @@ struct Preparing {
     row: crate::db::sessions::Session,
 }
 
+/// Who sessions tell about their turns: the limits they meet, and the gate they ask.
+pub struct TurnPeers {
+    pub limit_board: Recipient<crate::actors::limits::LimitSeen>,
+    pub gate: Recipient<crate::actors::turn_gate::Slot>,
+}
+
 pub struct SessionRegistry {
     settings: Arc<Settings>,
     store: Store,
@@ -136,6 +144,8 @@ pub struct SessionRegistry {
     end_watchers: Vec<Recipient<SessionEnded>>,
     /// Where sessions report the limits their CLIs meet.
     limit_board: Recipient<crate::actors::limits::LimitSeen>,
+    /// The work-in-progress limit's gate, asked before every turn.
+    gate: Recipient<crate::actors::turn_gate::Slot>,
     /// Which budgets are spent.
     budgets: Recipient<crate::actors::budgets::CheckBudget>,
     budget_link: crate::actors::session::holds::BudgetLink,
@@ -150,9 +160,10 @@ impl SessionRegistry {
         bus: Recipient<Publish>,
         reap_orphans: bool,
         encloser: Encloser,
-        limit_board: Recipient<crate::actors::limits::LimitSeen>,
+        turns: TurnPeers,
         budgets: &Addr<crate::actors::budgets::BudgetKeeper>,
     ) -> Self {
+        let TurnPeers { limit_board, gate } = turns;
         let budget_link = crate::actors::session::holds::BudgetLink {
             keeper: budgets.clone().recipient(),
             interrupts: settings.budget_interrupts,
@@ -174,6 +185,7 @@ impl SessionRegistry {
             encloser,
             end_watchers: Vec::new(),
             limit_board,
+            gate,
             budgets: budgets.clone().recipient(),
             budget_link,
         }

@@ -47,9 +47,9 @@ impl From<StoreError> for ResumeError {
     }
 }
 
-/// The janitor's request: close session `id` if it has been truly idle for `timeout`. Answers
-/// `Err(Busy::NotLive)` when it is not live.
-type ResumeFuture = std::pin::Pin<Box<dyn ActorFuture<SessionRegistry, Output = Result<Session, ResumeError>>>>;
+/// A resume under way, answering with the session's row.
+pub(super) type ResumeFuture =
+    std::pin::Pin<Box<dyn ActorFuture<SessionRegistry, Output = Result<Session, ResumeError>>>>;
 
 /// A resume that passed its checks, ready to start its CLI.
 struct Relaunch {
@@ -63,14 +63,23 @@ struct Relaunch {
 }
 
 impl SessionRegistry {
-    /// Checks a stored row can be resumed now, and marks it starting again.
-    fn relaunch(&mut self, row: Option<Session>, project: Option<Project>) -> Result<Relaunch, ResumeError> {
+    /// Checks a stored row can be resumed now, and marks it starting again. A revival (of a
+    /// session parked at a usage limit when the service stopped) keeps its wait.
+    fn relaunch(
+        &mut self,
+        row: Option<Session>,
+        project: Option<Project>,
+        revive: bool,
+    ) -> Result<Relaunch, ResumeError> {
         let mut row = row.ok_or_else(|| ResumeError::NotFound("No such session.".to_string()))?;
         if self.live.contains_key(&row.id) || !row.status.has_ended() {
             return Err(ResumeError::Conflict(format!(
                 "The session is {}; only a closed or errored session can be resumed.",
                 row.status
             )));
+        }
+        if revive && row.resumes_at.is_none() {
+            return Err(ResumeError::Conflict("The session was not waiting for a usage limit.".to_string()));
         }
         let Some(cli_session) = row.session_id.clone() else {
             return Err(ResumeError::NotResumable(
@@ -114,8 +123,10 @@ impl SessionRegistry {
         row.error_message = None;
         row.closed_at = None;
         row.closed_reason = None;
-        row.resumes_at = None;
-        row.status_reason = None;
+        if !revive {
+            row.resumes_at = None;
+            row.status_reason = None;
+        }
         row.cli_pid = None;
         row.cli_started_at = None;
         row.ws_port = bridge.as_ref().map(|(_, port)| i32::from(*port));
@@ -128,13 +139,14 @@ impl SessionRegistry {
                 error_message: Some(None),
                 closed_at: Some(None),
                 closed_reason: Some(None),
-                resumes_at: Some(None),
-                status_reason: Some(None),
+                resumes_at: Some(row.resumes_at.clone()),
+                status_reason: Some(row.status_reason.clone()),
+                parked_from_seq: if revive { None } else { Some(None) },
                 last_active_at: Some(now),
                 ..Default::default()
             },
         });
-        tracing::info!(session = %row.id, transport = %row.transport, "resuming a session");
+        tracing::info!(session = %row.id, transport = %row.transport, revive, "resuming a session");
         Ok(Relaunch { row, folder, options, bridge, fence, worktree })
     }
 }
@@ -143,8 +155,16 @@ impl Handler<Resume> for SessionRegistry {
     type Result = AtomicResponse<Self, Result<Session, ResumeError>>;
 
     fn handle(&mut self, msg: Resume, _ctx: &mut Context<Self>) -> Self::Result {
+        // Atomic: two resumes of one session cannot both start a CLI; the second sees it live.
+        AtomicResponse::new(self.resume(msg.0, false))
+    }
+}
+
+impl SessionRegistry {
+    /// Loads, checks and relaunches session `id`; a revival also takes over the user turns it
+    /// still had to deliver.
+    pub(super) fn resume(&mut self, id: SessionId, revive: bool) -> ResumeFuture {
         let store = self.store.clone();
-        let id = msg.0;
         let load = async move {
             store
                 .run(move |conn| {
@@ -154,16 +174,19 @@ impl Handler<Resume> for SessionRegistry {
                         None => None,
                     };
                     let last_seq = messages::last_seq(conn, id.as_str())?;
-                    Ok((row, project, last_seq))
+                    let carried = match sessions::parked_from(conn, &id)? {
+                        Some(from) if revive => messages::turns_from(conn, id.as_str(), from)?,
+                        _ => Vec::new(),
+                    };
+                    Ok((row, project, last_seq, carried))
                 })
                 .await
         };
-        // Atomic: two resumes of one session cannot both start a CLI; the second sees it live.
-        AtomicResponse::new(Box::pin(load.into_actor(self).then(|loaded, act, _ctx| {
-            let checked = loaded
-                .map_err(ResumeError::from)
-                .and_then(|(row, project, last_seq)| act.relaunch(row, project).map(|relaunch| (relaunch, last_seq)));
-            let (relaunch, last_seq) = match checked {
+        Box::pin(load.into_actor(self).then(move |loaded, act, _ctx| {
+            let checked = loaded.map_err(ResumeError::from).and_then(|(row, project, last_seq, carried)| {
+                act.relaunch(row, project, revive).map(|relaunch| (relaunch, last_seq, carried))
+            });
+            let (relaunch, last_seq, carried) = match checked {
                 Ok(checked) => checked,
                 Err(e) => return Box::pin(actix::fut::ready(Err(e))) as ResumeFuture,
             };
@@ -181,9 +204,9 @@ impl Handler<Resume> for SessionRegistry {
                 async move { enclose?.await }.into_actor(act)
             });
             Box::pin(enclose.then(move |enclosure, act, _ctx| {
-                let req = SessionLaunch { row, folder, options, bridge, resumed: true, last_seq, enclosure };
+                let req = SessionLaunch { row, folder, options, bridge, resumed: true, last_seq, enclosure, carried };
                 act.launch_cli(req, false).map(|launched, _, _| launched.map_err(ResumeError::from))
             })) as ResumeFuture
-        })))
+        }))
     }
 }

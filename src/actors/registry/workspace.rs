@@ -226,6 +226,7 @@ impl super::SessionRegistry {
                 let id = row.id.clone();
                 let folder = row.worktree_path.clone().unwrap_or_default();
                 let req = super::launch::SessionLaunch {
+                    carried: Vec::new(),
                     row,
                     folder,
                     options,

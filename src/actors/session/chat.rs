@@ -68,6 +68,10 @@ pub struct Chat {
     /// The CLI said the session's cap was spent (`error_max_budget_usd`).
     pub(super) cap_reported: bool,
     pub(super) budgets: super::holds::BudgetLink,
+    /// The work-in-progress limit's gate, and this session as the gate answers it.
+    pub(super) gate: Recipient<crate::actors::turn_gate::Slot>,
+    pub(super) me: Option<Recipient<crate::actors::turn_gate::SlotAnswer>>,
+    pub(super) slot: super::wip::SlotState,
 }
 
 impl Chat {
@@ -90,6 +94,11 @@ impl Chat {
     /// The final row, from how the process ended.
     fn conclude(&mut self, end: &ProcessEnd<ClosedReason>) {
         let now = time::now();
+        // A session parked at a limit when the service stops stays parked: the next start
+        // brings it back, waits out the reset and delivers its turns.
+        let stays_parked = self.row.status == SessionStatus::WaitingForLimit
+            && end.asked == Some(ClosedReason::Shutdown)
+            && end.survivors.is_empty();
         if !end.survivors.is_empty() {
             self.row.status = SessionStatus::Error;
             self.row.error_message = Some(format!("could not end processes {:?} of this session", end.survivors));
@@ -109,9 +118,11 @@ impl Chat {
             self.row.closed_reason = Some(ClosedReason::CliExited);
         }
         self.row.last_active_at = now;
-        // An ended session waits for nothing (a wake-up still scheduled finds it ended).
-        self.row.resumes_at = None;
-        self.row.status_reason = None;
+        // Otherwise an ended session waits for nothing (a wake-up still scheduled finds it ended).
+        if !stays_parked {
+            self.row.resumes_at = None;
+            self.row.status_reason = None;
+        }
         self.turn_running = false;
         self.background_tasks.clear();
     }
@@ -124,6 +135,10 @@ pub(super) fn pump(p: &mut CliSession) {
         return;
     }
     let Some(message_id) = p.conv.queue.front().and_then(|t| t.message_id) else { return };
+    // Within its project's limit of running turns (the gate's grant calls this again).
+    if !p.conv.has_slot() {
+        return;
+    }
     let line = match p.cli.user_turn(&p.conv.queue.front().map(|t| t.content.clone()).unwrap_or_default()) {
         Ok(line) => line,
         Err(e) => {
@@ -142,7 +157,7 @@ pub(super) fn pump(p: &mut CliSession) {
             let writer = p.conv.writer.clone();
             actix::spawn(async move {
                 if heard.await.is_ok() {
-                    writer.persist(WriteOp::Delivered { message_id, at: time::now() });
+                    writer.persist(WriteOp::Delivered { message_id, at: Some(time::now()) });
                 }
             });
         }
@@ -157,7 +172,8 @@ impl Conversation for Chat {
         (Some(self.row.project_id.clone()), Some(self.row.id.clone()))
     }
 
-    fn started(p: &mut CliSession, _ctx: &mut Ctx<Self>) {
+    fn started(p: &mut CliSession, ctx: &mut Ctx<Self>) {
+        p.conv.me = Some(ctx.address().recipient());
         // The first event of this process on the session's stream: a new session, or the
         // resumed one starting again.
         if p.conv.resumed {
@@ -167,7 +183,12 @@ impl Conversation for Chat {
         }
     }
 
-    fn ready(p: &mut CliSession, _ctx: &mut Ctx<Self>) {
+    fn ready(p: &mut CliSession, ctx: &mut Ctx<Self>) {
+        // Revived after a restart while parked at a limit: it waits out the same reset.
+        if p.conv.row.status == SessionStatus::Starting && p.conv.row.resumes_at.is_some() {
+            super::limits::reparked(p, ctx);
+            return;
+        }
         p.conv.set_status(SessionStatus::Idle);
         pump(p);
     }
@@ -260,6 +281,7 @@ impl Conversation for Chat {
     }
 
     fn ended(p: &mut CliSession, end: ProcessEnd<ClosedReason>) -> Step<Self> {
+        p.conv.give_slot();
         p.conv.conclude(&end);
         let row = &p.conv.row;
         let patch = SessionPatch {
@@ -268,8 +290,9 @@ impl Conversation for Chat {
             closed_at: Some(row.closed_at.clone()),
             closed_reason: Some(row.closed_reason),
             last_active_at: Some(row.last_active_at.clone()),
-            resumes_at: Some(None),
-            status_reason: Some(None),
+            resumes_at: Some(row.resumes_at.clone()),
+            status_reason: Some(row.status_reason.clone()),
+            parked_from_seq: if row.resumes_at.is_some() { None } else { Some(None) },
             ..Default::default()
         };
         let (id, writer) = (row.id.clone(), p.conv.writer.clone());

@@ -47,10 +47,10 @@ impl Handler<SendUser> for CliSession {
         let seq = chat.next_turn;
         let position = chat.queue.len() + usize::from(chat.turn_running);
         let queued = position > 0 || chat.row.status != SessionStatus::Idle;
-        chat.queue.push_back(QueuedTurn { seq, content: msg.content, message_id: None });
         // Relayed as it is accepted, so every client sees the turn whoever sent it; the stored
         // line carries the event's number, as the CLI's lines do.
         let (event_seq, timestamp) = chat.publish_numbered("session.message", "user", line.clone());
+        chat.queue.push_back(QueuedTurn { seq, event_seq, content: msg.content, message_id: None });
         let row = NewMessage {
             session_id: chat.row.id.to_string(),
             direction: "to_cli",

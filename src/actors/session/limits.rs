@@ -13,6 +13,7 @@ use super::chat::pump;
 use super::{CliSession, QueuedTurn};
 use crate::actors::limits::{LimitSeen, LimitStatus};
 use crate::db::sessions::SessionPatch;
+use crate::db::writer::WriteOp;
 use crate::domain::session::SessionStatus;
 use crate::domain::time;
 use crate::domain::usage::stamp;
@@ -73,8 +74,16 @@ impl Chat {
         };
         let reason = format!("the CLI met {what}: {}", hit.message);
         if let Some(turn) = self.in_flight.take() {
+            // Not taken by the model: it waits again (and says so when read).
+            if let Some(message_id) = turn.message_id {
+                self.writer.persist(WriteOp::Delivered { message_id, at: None });
+            }
             self.queue.push_front(turn);
         }
+        // Every user turn from here on is still to deliver, also by a new process after a
+        // restart; with none queued, the next one sent.
+        let from = self.queue.front().map_or(self.seq + 1, |t| t.event_seq);
+        patch.parked_from_seq = Some(Some(from as i64));
         self.row.status = SessionStatus::WaitingForLimit;
         self.row.resumes_at = Some(stamp(&resumes_at));
         self.row.status_reason = Some(reason);
@@ -102,6 +111,14 @@ impl Chat {
     }
 }
 
+/// A session revived after a restart while it was parked: it waits again, until the same
+/// `resumes_at`, with the turns it took over.
+pub(super) fn reparked(p: &mut CliSession, ctx: &mut Ctx<Chat>) {
+    p.conv.hold_generation += 1;
+    p.conv.set_status(SessionStatus::WaitingForLimit);
+    wake_at_reset(p, ctx);
+}
+
 /// After the parked row is stored and shown: the event, the board, and the wake-up.
 pub(super) fn parked(p: &mut CliSession, hit: LimitHit, ctx: &mut Ctx<Chat>) {
     let chat = &mut p.conv;
@@ -116,6 +133,12 @@ pub(super) fn parked(p: &mut CliSession, hit: LimitHit, ctx: &mut Ctx<Chat>) {
         message: Some(hit.message.clone()),
         session_id: Some(chat.row.id.to_string()),
     });
+    wake_at_reset(p, ctx);
+}
+
+/// Lifts the wait at `resumes_at`.
+fn wake_at_reset(p: &mut CliSession, ctx: &mut Ctx<Chat>) {
+    let chat = &mut p.conv;
     let at = chat.row.resumes_at.as_deref().and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
     let wait = at.map(|t| (t.with_timezone(&Utc) - Utc::now()).to_std().unwrap_or_default()).unwrap_or_default();
     let generation = chat.hold_generation;
@@ -136,6 +159,7 @@ fn lift(p: &mut CliSession, generation: u64) {
     chat.patch(SessionPatch {
         status: Some(chat.row.status),
         resumes_at: Some(None),
+        parked_from_seq: Some(None),
         status_reason: Some(chat.row.status_reason.clone()),
         last_active_at: Some(chat.row.last_active_at.clone()),
         ..Default::default()

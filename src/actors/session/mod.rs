@@ -15,6 +15,7 @@ pub mod holds;
 pub mod limits;
 mod record;
 mod turn_end;
+mod wip;
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
@@ -162,6 +163,8 @@ pub struct SessionDeps {
     pub registry: Recipient<crate::supervisor::process::ProcessGone>,
     pub limits: limits::LimitPolicy,
     pub budgets: holds::BudgetLink,
+    /// The work-in-progress limit's gate, asked before every turn.
+    pub gate: Recipient<crate::actors::turn_gate::Slot>,
 }
 
 /// A spawned CLI for `row`, with what the chat continues from.
@@ -176,10 +179,19 @@ pub struct Started {
     pub backlog: Arc<Backlog>,
     /// The CLI was started with `--resume` to bring back an ended session.
     pub resumed: bool,
+    /// User turns stored before a restart and still to deliver (a session that was parked at
+    /// a usage limit): they are queued first, in order.
+    pub carried: Vec<crate::db::messages::PendingTurn>,
 }
 
 pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
-    let Started { row, spawned, adapter, last_seq, backlog, resumed } = started;
+    let Started { row, spawned, adapter, last_seq, backlog, resumed, carried } = started;
+    let next_turn = carried.len() as u64;
+    let queue: VecDeque<QueuedTurn> = carried
+        .into_iter()
+        .zip(1..)
+        .map(|(t, seq)| QueuedTurn { seq, event_seq: t.seq, content: t.content, message_id: Some(t.message_id) })
+        .collect();
     let peers = Peers { engine: deps.engine.clone(), registry: deps.registry.clone() };
     let id = row.id.to_string();
     let chat = Chat {
@@ -189,8 +201,8 @@ pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
         bus: deps.bus.clone(),
         seq: last_seq,
         backlog,
-        queue: VecDeque::new(),
-        next_turn: 0,
+        queue,
+        next_turn,
         turn_running: false,
         closers: Vec::new(),
         background_tasks: HashSet::new(),
@@ -202,6 +214,9 @@ pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
         budget_hold: None,
         cap_reported: false,
         budgets: deps.budgets.clone(),
+        gate: deps.gate.clone(),
+        me: None,
+        slot: wip::SlotState::Free,
     };
     CliProcess::start(&id, spawned, adapter, peers, CLOSE_GRACE, chat)
 }
@@ -209,6 +224,8 @@ pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
 /// A user turn stored (or being stored) and waiting for the CLI.
 struct QueuedTurn {
     seq: u64,
+    /// Its number on the session's stream (and on its stored line).
+    event_seq: u64,
     /// What the user said; the agent's line for it is built when it is sent.
     content: String,
     /// The stored row's id, once stored (only then may the turn be sent).

@@ -110,6 +110,9 @@ pub(super) fn ended(p: &mut CliSession, result: TurnResult, ctx: &mut Ctx<Chat>)
         if !act.conv.set_hold(spent.map(|e| e.message())) {
             act.conv.publish_row("session.status", "session_status");
         }
+        // The turn is over: its slot goes to the next in line (this session's next turn asks
+        // again, behind those already waiting).
+        act.conv.give_slot();
         match hit {
             Some(hit) if act.conv.row.status == SessionStatus::WaitingForLimit => super::limits::parked(act, hit, ctx),
             _ => pump(act),

@@ -15,10 +15,11 @@ pub enum WriteOp {
     Message(NewMessage),
     /// A session event that is not a line (status, decision, created, closed).
     Event(NewSessionEvent),
-    /// A user turn was written to the CLI.
+    /// A user turn was written to the CLI (`Some(when)`), or must be delivered again (`None`:
+    /// a usage limit stopped it before the model took it).
     Delivered {
         message_id: i64,
-        at: String,
+        at: Option<String>,
     },
     /// A permission decision for the audit log.
     Decision(NewDecision),

@@ -66,7 +66,7 @@ fn write_batch(conn: &mut DbConnection, jobs: &[Job]) -> Result<Vec<Option<i64>>
         match &job.op {
             WriteOp::Message(_) | WriteOp::Flush => {}
             WriteOp::Event(e) => messages::insert_event(conn, e)?,
-            WriteOp::Delivered { message_id, at } => messages::mark_delivered(conn, *message_id, at)?,
+            WriteOp::Delivered { message_id, at } => messages::mark_delivered(conn, *message_id, at.as_deref())?,
             WriteOp::Session { id, patch } => sessions::apply(conn, id, patch)?,
             WriteOp::TurnResult { id, patch, usage: cost } => {
                 sessions::apply(conn, id, patch)?;

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::{check_agent, check_defaults, conflict_on_folder, copy_list, resolve_folder, workspace_mode_for, Defaults};
+use crate::actors::turn_gate::SetTurnCap;
 use crate::db::{self, projects::Project, StoreError};
 use crate::domain::agent_kind::AgentKind;
 use crate::domain::ids::ProjectId;
@@ -64,6 +65,10 @@ pub struct CreateProject {
     /// The same per UTC month.
     #[schema(minimum = 0.0, maximum = 1000000.0)]
     pub budget_monthly_usd: Option<f64>,
+    /// How many turns its sessions may run at once, 1-1000 (absent or `null`: no limit).
+    /// Beyond it, turns wait first come, first served across its sessions.
+    #[schema(minimum = 1, maximum = 1000)]
+    pub max_running_turns: Option<i32>,
 }
 
 /// Like creating a project, but the name defaults to the folder's name and `source` is `imported`.
@@ -110,6 +115,10 @@ pub struct ImportProject {
     /// The same per UTC month.
     #[schema(minimum = 0.0, maximum = 1000000.0)]
     pub budget_monthly_usd: Option<f64>,
+    /// How many turns its sessions may run at once, 1-1000 (absent or `null`: no limit).
+    /// Beyond it, turns wait first come, first served across its sessions.
+    #[schema(minimum = 1, maximum = 1000)]
+    pub max_running_turns: Option<i32>,
 }
 
 /// Create a project.
@@ -137,6 +146,7 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateProject>) 
         setup_script: b.setup_script.as_deref(),
         default_agent: b.default_agent.as_ref(),
         budgets: (b.budget_daily_usd, b.budget_monthly_usd),
+        max_running_turns: b.max_running_turns,
     };
     check_defaults(&defaults)?;
     check_agent(&state, defaults.default_agent)?;
@@ -170,6 +180,7 @@ pub async fn import(state: web::Data<AppState>, body: web::Json<ImportProject>) 
         setup_script: b.setup_script.as_deref(),
         default_agent: b.default_agent.as_ref(),
         budgets: (b.budget_daily_usd, b.budget_monthly_usd),
+        max_running_turns: b.max_running_turns,
     };
     check_defaults(&defaults)?;
     check_agent(&state, defaults.default_agent)?;
@@ -204,6 +215,7 @@ async fn insert_project(state: &AppState, project: Project) -> AppResult<HttpRes
     if project.budget_daily_usd.is_some() || project.budget_monthly_usd.is_some() {
         crate::http::usage::reevaluate(state, project.id.clone()).await;
     }
+    state.turn_gate.do_send(SetTurnCap::of(&project));
     announce(state, Entity::Project, Change::Created, &project);
     Ok(HttpResponse::Created().insert_header((header::LOCATION, format!("/api/projects/{}", project.id))).json(project))
 }
@@ -239,5 +251,6 @@ fn new_project(
         default_agent: d.default_agent.cloned(),
         budget_daily_usd: d.budgets.0,
         budget_monthly_usd: d.budgets.1,
+        max_running_turns: d.max_running_turns,
     }
 }

@@ -48,6 +48,7 @@ pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppRes
     match state.store.run(move |conn| db::projects::delete_listing_agents(conn, &project)).await {
         Ok(agents) => {
             retire(&state, agents).await;
+            state.turn_gate.do_send(crate::actors::turn_gate::SetTurnCap { project: id.clone(), max: None });
             announce_deleted(&state, Entity::Project, id.as_str());
             Ok(HttpResponse::NoContent().finish())
         }

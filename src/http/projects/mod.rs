@@ -34,6 +34,7 @@ struct Defaults<'a> {
     default_agent: Option<&'a AgentKind>,
     /// Daily and monthly caps in USD.
     budgets: (Option<f64>, Option<f64>),
+    max_running_turns: Option<i32>,
 }
 
 /// A budget is a sum of money: 0 (nothing may be spent) to 1000000 USD.
@@ -75,6 +76,11 @@ fn check_defaults(d: &Defaults<'_>) -> Result<(), AppError> {
     if let Some(n) = d.max_sessions {
         if !(1..=1000).contains(&n) {
             return Err(AppError::validation(format!("`max_sessions` must be from 1 to 1000, got {n}")));
+        }
+    }
+    if let Some(n) = d.max_running_turns {
+        if !(1..=1000).contains(&n) {
+            return Err(AppError::validation(format!("`max_running_turns` must be from 1 to 1000, got {n}")));
         }
     }
     check_budget("budget_daily_usd", d.budgets.0)?;

@@ -3,9 +3,10 @@
 use actix_web::{web, HttpResponse};
 
 use super::load;
+use crate::actors::turn_gate::{ReadTurnQueue, TurnQueue};
 use crate::db::{self, projects::Project};
 use crate::domain::ids::ProjectId;
-use crate::error::{AppResult, ErrorBody};
+use crate::error::{AppError, AppResult, ErrorBody};
 use crate::http::pagination::Page;
 use crate::http::AppState;
 
@@ -32,4 +33,24 @@ pub async fn list(state: web::Data<AppState>, page: web::Query<Page>) -> AppResu
 pub async fn get(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
     let id: ProjectId = id.parse()?;
     Ok(HttpResponse::Ok().json(load(&state, id).await?))
+}
+
+/// The project's turns: its limit of turns running at once (`max_running_turns`), the
+/// sessions running one, and those waiting to start one, first in line first.
+#[utoipa::path(get, path = "/api/projects/{id}/turns", tag = "projects",
+    params(("id" = String, Path, description = "Project id (UUID)")),
+    responses(
+        (status = 200, description = "Running and waiting turns", body = TurnQueue),
+        (status = 404, description = "No such project", body = ErrorBody),
+        (status = 503, description = "The service is shutting down, or storage is failing", body = ErrorBody),
+    ))]
+pub async fn turns(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
+    let id: ProjectId = id.parse()?;
+    let project = load(&state, id).await?;
+    let queue = state
+        .turn_gate
+        .send(ReadTurnQueue(project.id))
+        .await
+        .map_err(|_| AppError::unavailable("shutting_down", "the service is shutting down"))?;
+    Ok(HttpResponse::Ok().json(queue))
 }

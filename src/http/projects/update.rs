@@ -78,6 +78,11 @@ pub struct UpdateProject {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<f64>, minimum = 0.0, maximum = 1000000.0)]
     pub budget_monthly_usd: Option<Option<f64>>,
+    /// How many turns its sessions may run at once, 1-1000; `null`: no limit. A raise lets
+    /// waiting turns start at once; a cut stops no running turn.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i32>, minimum = 1, maximum = 1000)]
+    pub max_running_turns: Option<Option<i32>>,
 }
 
 /// Update a project (partial: absent fields keep their value, `null` clears).
@@ -119,6 +124,7 @@ pub async fn update(
     project.updated_at = time::now();
     save(&state, &project).await?;
     crate::http::usage::reevaluate(&state, project.id.clone()).await;
+    state.turn_gate.do_send(crate::actors::turn_gate::SetTurnCap::of(&project));
     announce(&state, Entity::Project, Change::Updated, &project);
     Ok(HttpResponse::Ok().json(project))
 }
@@ -166,6 +172,7 @@ impl Checked {
             setup_script: script.as_deref(),
             default_agent: None,
             budgets: (b.budget_daily_usd.flatten(), b.budget_monthly_usd.flatten()),
+            max_running_turns: b.max_running_turns.flatten(),
         })?;
         Ok(Checked { name, folder_path, max_sessions, workspace_mode, workspace_copy, rest: b })
     }
@@ -204,6 +211,9 @@ impl Checked {
         }
         if let Some(usd) = b.budget_monthly_usd {
             project.budget_monthly_usd = usd;
+        }
+        if let Some(max) = b.max_running_turns {
+            project.max_running_turns = max;
         }
     }
 }
