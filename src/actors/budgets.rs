@@ -127,7 +127,7 @@ impl BudgetKeeper {
     fn apply(&mut self, r: Reading) {
         let project = r.scope.as_ref().map(ToString::to_string);
         let now = exhausted(r.caps, r.spent, project.as_deref(), &Utc::now());
-        match (self.spent.get(&r.scope).is_some(), now) {
+        match (self.spent.contains_key(&r.scope), now) {
             (false, Some(spent)) => {
                 tracing::warn!(budget = ?spent.budget, project = ?project, "a budget is spent");
                 self.announce("budget.exhausted", "budget_exhausted", &spent);

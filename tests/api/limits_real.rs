@@ -70,15 +70,7 @@ async fn a_session_at_a_usage_limit_waits_for_the_reset_and_delivers_its_turns_i
     assert!(Utc::now() >= resumes_at, "not before the reset");
     assert!(parked_at.elapsed() >= Duration::from_millis(1500), "it waited");
     assert!(done["resumes_at"].is_null() && done["status_reason"].is_null(), "{done}");
-    let lines = service.get_json(&format!("/api/sessions/{id}/messages?limit=1000&partial=false")).await;
-    let results: Vec<String> = lines
-        .as_array()
-        .expect("lines")
-        .iter()
-        .filter(|m| m["message_type"] == "result")
-        .filter_map(|m| serde_json::from_str::<Value>(m["content"].as_str()?).ok())
-        .map(|r| r["result"].as_str().unwrap_or_default().to_string())
-        .collect();
+    let results = results(&service, &id).await;
     assert_eq!(results.len(), 3, "{results:?}");
     assert!(results[0].contains("hit your"), "{results:?}");
     assert_eq!(results[1..], ["the answer after the reset".to_string(), "the queued answer".to_string()]);
