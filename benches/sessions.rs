@@ -15,7 +15,10 @@
 //!    (bytes read and not yet stored, and the process's RSS growth);
 //! 5. the crash window: a session writing 20,000 lines/s (then one flooding) with a WebSocket
 //!    client counting what it was shown; kill -9 mid-turn; the lines shown but not in the
-//!    database afterwards, and how many milliseconds of that traffic they are.
+//!    database afterwards, and how many milliseconds of that traffic they are;
+//! 6. the per-result bookkeeping (totals, ledger row and rollup in one transaction): the flood
+//!    with every 10th line a result against the same flood without, alternated
+//!    (sessions/results.rs; BENCH_RESULT_ROUNDS, default 2).
 //!
 //! The service runs in this process (so its RSS is this process's), on a real loopback port.
 //! Sizes can be reduced for a quick look: BENCH_LAUNCHES (default 50), BENCH_IDLE_SESSIONS
@@ -24,6 +27,8 @@
 mod common;
 #[path = "sessions/crash.rs"]
 mod crash;
+#[path = "sessions/results.rs"]
+mod results;
 #[path = "sessions/sandbox.rs"]
 mod sandbox;
 
@@ -371,6 +376,7 @@ fn main() {
         }
         idle_memory(&bench, idle).await;
         persistence(&bench, flood).await;
+        results::result_bookkeeping(&bench, flood, env_usize("BENCH_RESULT_ROUNDS", 2)).await;
         crash::crash_window().await;
     });
 }

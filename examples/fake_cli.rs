@@ -9,6 +9,8 @@
 //! - `fake-huge`          a turn also writes one 16 MiB line
 //! - `fake-huge-N-M`      a turn also writes N lines of M MiB each
 //! - `fake-flood-N`       a turn also writes N `stream_event` lines as fast as it can
+//! - `fake-results-N-K`   the same N lines, but every K-th of them a `result` (each adding
+//!   0.001 USD and 3+2 tokens to the process's cumulative figures, as the turn's own result does)
 //! - `fake-rate-R-N`      a turn also writes N `stream_event` lines at R lines per second
 //! - `fake-exit-mid-turn` a turn writes an assistant line, then the CLI exits 3
 //! - `fake-ignore-term`   ignores SIGTERM/SIGINT and stdin EOF (must be SIGKILLed)
@@ -28,6 +30,7 @@ macro_rules! note {
 }
 
 use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -118,6 +121,20 @@ fn emit(out: &mut impl Write, v: Value) {
     let _ = writeln!(out, "{v}");
 }
 
+/// Results the `results-N-K` scenario wrote so far in this process: its figures grow with each.
+static RESULTS: AtomicU32 = AtomicU32::new(0);
+
+/// A `result` line whose cumulative figures are `n` results' worth (0.001 USD, 3 input and 2
+/// output tokens each).
+fn result(out: &mut impl Write, session_id: &str, model: &str, text: &str, n: u32) {
+    emit(
+        out,
+        json!({"type": "result", "subtype": "success", "is_error": false, "num_turns": 1, "result": text,
+            "session_id": session_id, "total_cost_usd": 0.001 * f64::from(n), "usage": {"input_tokens": 3, "output_tokens": 2},
+            "modelUsage": {model: {"inputTokens": 3 * n, "outputTokens": 2 * n}}}),
+    );
+}
+
 fn turn(out: &mut impl Write, scenario: &str, session_id: &str, model: &str, turns: u32, text: &str) {
     emit(
         out,
@@ -154,6 +171,21 @@ fn turn(out: &mut impl Write, scenario: &str, session_id: &str, model: &str, tur
                     out,
                     r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"t{i}"}}}},"session_id":"{session_id}"}}"#
                 );
+            }
+        }
+        s if s.starts_with("results-") => {
+            let mut parts = s["results-".len()..].split('-').map(|p| p.parse::<u64>().unwrap_or(1000));
+            let (n, every) = (parts.next().unwrap_or(1000), parts.next().unwrap_or(10).max(1));
+            for i in 0..n {
+                if (i + 1) % every == 0 {
+                    let count = RESULTS.fetch_add(1, Ordering::Relaxed) + 1;
+                    result(out, session_id, model, &format!("part {i}"), count);
+                } else {
+                    let _ = writeln!(
+                        out,
+                        r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"t{i}"}}}},"session_id":"{session_id}"}}"#
+                    );
+                }
             }
         }
         s if s.starts_with("rate-") => {
@@ -195,13 +227,8 @@ fn turn(out: &mut impl Write, scenario: &str, session_id: &str, model: &str, tur
         out,
         json!({"type": "assistant", "message": {"model": model, "content": [{"type": "text", "text": format!("echo: {text}")}]}}),
     );
-    let cost = 0.001 * f64::from(turns);
-    emit(
-        out,
-        json!({"type": "result", "subtype": "success", "is_error": false, "num_turns": 1, "result": format!("echo: {text}"),
-            "session_id": session_id, "total_cost_usd": cost, "usage": {"input_tokens": 3, "output_tokens": 2},
-            "modelUsage": {model: {"inputTokens": 3 * turns, "outputTokens": 2 * turns}}}),
-    );
+    let n = if scenario.starts_with("results-") { RESULTS.fetch_add(1, Ordering::Relaxed) + 1 } else { turns };
+    result(out, session_id, model, &format!("echo: {text}"), n);
     if scenario == "background" {
         // The task outlives the turn, as the CLI's background tasks do.
         let _ = out.flush();

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs a benchmark in the release profile: scripts/bench.sh sessions (or permissions, streams,
-# terminals, exec, workspaces, agents; agents needs the CLIs scripts/test-setup.sh installs)
+# terminals, exec, workspaces, agents, usage; agents needs the CLIs scripts/test-setup.sh installs)
 # Builds the fake CLI it drives first. Figures are printed as ratios against baselines
 # measured in the same run.
 # scripts/bench.sh dashboard: the dashboard in headless Chromium against the old one
