@@ -114,6 +114,58 @@ describe("a project's settings", () => {
   });
 });
 
+describe("a project's turns at once", () => {
+  it('shows the stored limit, refuses 0 with a clear message, clears it with null and leaves it out when unchanged', async () => {
+    service
+      .on('GET', '/api/projects/p1', { body: project({ max_running_turns: 3 }) })
+      .on('GET', '/api/projects/p1/turns', { body: { max_running_turns: 3, running: [], waiting: [] } })
+      .on('PUT', '/api/projects/p1', (req) => ({ body: project({ max_running_turns: 3, ...(req.body as Partial<Project>) }) }));
+    renderAt('/projects/p1', routes);
+    const form = await screen.findByTestId('project-settings');
+    expect(field(form, 'max_running_turns').value).toBe('3');
+
+    fireEvent.click(within(form).getByRole('button', { name: 'Save settings' }));
+    await within(form).findByText('Saved.');
+    expect(service.callsTo('PUT', '/api/projects/p1')[0].body).not.toHaveProperty('max_running_turns');
+
+    fireEvent.change(field(form, 'max_running_turns'), { target: { value: '0' } });
+    fireEvent.click(within(form).getByRole('button', { name: 'Save settings' }));
+    expect(await within(form).findByText('At least 1 turn at once, or leave it empty for no limit.')).toBeTruthy();
+    expect(field(form, 'max_running_turns').getAttribute('aria-invalid')).toBe('true');
+    expect(service.callsTo('PUT', '/api/projects/p1')).toHaveLength(1);
+
+    fireEvent.change(field(form, 'max_running_turns'), { target: { value: '' } });
+    expect(within(form).queryByText(/At least 1 turn/)).toBeNull();
+    fireEvent.click(within(form).getByRole('button', { name: 'Save settings' }));
+    await waitFor(() => expect(service.callsTo('PUT', '/api/projects/p1')).toHaveLength(2));
+    expect(service.callsTo('PUT', '/api/projects/p1')[1].body).toMatchObject({ max_running_turns: null });
+  });
+
+  it('is set on a new project, after a bad one is corrected', async () => {
+    service.on('POST', '/api/projects', (req) => ({ status: 201, body: project({ id: 'p2', ...(req.body as Partial<Project>) }) }));
+    const created = vi.fn();
+    render(
+      <QueryClientProvider client={queryClient}>
+        <CreateProjectDialog onClose={() => {}} onCreated={created} />
+      </QueryClientProvider>,
+    );
+    const dialog = screen.getByRole('dialog');
+    fireEvent.change(within(dialog).getByLabelText('Name'), { target: { value: 'docs' } });
+    fireEvent.change(within(dialog).getByLabelText(/^Folder/), { target: { value: 'code/docs' } });
+    fireEvent.change(field(dialog, 'max_running_turns'), { target: { value: '2.5' } });
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Create project' }));
+    expect(await within(dialog).findByText('Enter a whole number of turns from 1 to 1000, or leave it empty for no limit.')).toBeTruthy();
+    expect(service.callsTo('POST', '/api/projects')).toHaveLength(0);
+
+    fireEvent.change(field(dialog, 'max_running_turns'), { target: { value: '2' } });
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Create project' }));
+    await waitFor(() => expect(created).toHaveBeenCalledWith('p2'));
+    expect(service.callsTo('POST', '/api/projects')[0].body).toEqual({
+      name: 'docs', folder_path: 'code/docs', description: null, max_running_turns: 2,
+    });
+  });
+});
+
 describe('a new session', () => {
   const launched = { id: 's1', project_id: 'p1', name: 'brave otter', status: 'starting', transport: 'stdio', agent: 'claude',
     total_cost_usd: 0, total_input_tokens: 0, total_output_tokens: 0, num_turns: 0, created_at: '', last_active_at: '',
