@@ -7,6 +7,7 @@ import { BudgetFields, UsdField } from '../components/BudgetFields';
 import { ProjectBudget } from '../components/ProjectBudget';
 import { RulesEditor } from '../components/RulesEditor';
 import { TurnLimitField } from '../components/TurnLimitField';
+import { TurnQueueCard } from '../components/TurnQueueCard';
 import { SessionsTable } from '../components/SessionsTable';
 import { budgetChanges, budgetValuesOf, checkBudgets, hasErrors, parseUsd, type BudgetErrors } from '../lib/budgets';
 import { messageOf } from '../lib/errors';
@@ -36,6 +37,7 @@ export function ProjectPage() {
         </button>
       </div>
       <ProjectBudget project={p} />
+      <TurnQueueCard project={p} sessions={sessions.data} />
       <Card title="Sessions" testId="project-sessions">
         {sessions.isPending && <Loading />}
         <ErrorNote error={sessions.error?.message} what="load sessions" />
