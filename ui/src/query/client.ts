@@ -75,6 +75,11 @@ export const keys = {
    * (store/usageRefresh.ts), and no patch of `['projects', ...]` may meet it.
    */
   projectTurns: (projectId: string) => ['turns', projectId] as const,
+  /**
+   * The last `session.turn_waiting` of a session (its place in its project's line), written by
+   * the session page's frame listener until the turn starts; never fetched.
+   */
+  turnWaiting: (sessionId: string) => ['turn-waiting', sessionId] as const,
   browse: (path: string) => ['folders', 'browse', path] as const,
   discover: (path: string) => ['folders', 'discover', path] as const,
 };
