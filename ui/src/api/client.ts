@@ -24,6 +24,8 @@ export type UsageReport = Schemas['UsageReport'];
 export type UsageGroup = Schemas['UsageGroup'];
 export type Figures = Schemas['Figures'];
 export type LimitView = Schemas['LimitView'];
+export type TurnQueue = Schemas['TurnQueue'];
+export type TurnSlot = Schemas['TurnSlot'];
 
 type Method = 'get' | 'post' | 'put' | 'delete';
 type Op<P extends keyof paths, M extends Method> = NonNullable<paths[P][M]>;

@@ -1,8 +1,10 @@
 // Why a live session is not answering: it waits for a usage limit to reset (its turns are kept
-// and sent by the service itself), or it is paused because a budget is spent.
+// and sent by the service itself), it is paused because a budget is spent, or its turn waits
+// for a slot under its project's limit of turns at once.
 import { skipToken, useQuery } from '@tanstack/react-query';
 import type { Session } from '../api/client';
 import { resumesIn } from '../lib/format';
+import type { TurnWaitingEvent } from '../lib/turnWaiting';
 import type { LimitEvent } from '../lib/usageLimits';
 import { useNow } from '../lib/useNow';
 import { keys } from '../query/client';
@@ -39,6 +41,22 @@ export function LimitNotice({ session }: { session: Session }) {
           {queued} turn{queued === 1 ? '' : 's'} queued
         </span>
       )}
+    </div>
+  );
+}
+
+/** A turn waiting for its project's `max_running_turns`: the session stays `idle` until it starts. */
+export function TurnWaitNotice({ session }: { session: Session }) {
+  // Written by the page's frame listener (lib/useSessionData.ts) on `session.turn_waiting`, and
+  // emptied when the session goes another status than idle; never fetched.
+  const event = useQuery<TurnWaitingEvent | null>({ queryKey: keys.turnWaiting(session.id), queryFn: skipToken }).data;
+  if (!event || session.status !== 'idle') return null;
+  return (
+    <div className="limit-notice" role="status" data-testid="turn-notice">
+      {/* Spaces between the parts: the flex layout ignores them, a screen reader does not. */}
+      <strong>Waiting for a turn slot:</strong>{' '}
+      <span>position {event.position} in the project&apos;s line.</span>{' '}
+      <span className="muted">It starts when one of the project&apos;s running turns ends.</span>
     </div>
   );
 }

@@ -3,9 +3,11 @@ import { useQuery } from '@tanstack/react-query';
 import { api } from '../api/client';
 import { budgetChanges, checkBudgets, hasErrors, NO_BUDGETS, type BudgetErrors, type BudgetValues } from '../lib/budgets';
 import { messageOf } from '../lib/errors';
+import { parseTurnLimit, turnLimitChanges } from '../lib/turnLimit';
 import { changed } from '../query/localChanges';
 import { browseQuery, discoverQuery } from '../query/queries';
 import { BudgetFields } from './BudgetFields';
+import { TurnLimitField } from './TurnLimitField';
 import { Empty, ErrorNote, Field, Modal } from './ui';
 
 interface DialogProps {
@@ -19,16 +21,25 @@ export function CreateProjectDialog({ onClose, onCreated }: DialogProps) {
   const [description, setDescription] = useState('');
   const [budgets, setBudgets] = useState<BudgetValues>(NO_BUDGETS);
   const [budgetErrors, setBudgetErrors] = useState<BudgetErrors>({});
+  const [turnLimit, setTurnLimit] = useState('');
+  const [turnLimitError, setTurnLimitError] = useState<string>();
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     const found = checkBudgets(budgets);
     setBudgetErrors(found);
-    if (hasErrors(found)) return;
+    const limitError = parseTurnLimit(turnLimit).error;
+    setTurnLimitError(limitError);
+    if (hasErrors(found) || limitError) return;
     setBusy(true);
     try {
-      const p = await api.createProject({ name, folder_path: folder, description: description || null, ...budgetChanges(budgets, {}) });
+      const p = await api.createProject({
+        name,
+        folder_path: folder,
+        description: description || null, ...budgetChanges(budgets, {}),
+        ...turnLimitChanges(turnLimit, {}),
+      });
       changed.project(p, true);
       onCreated(p.id);
     } catch (err) {
@@ -56,6 +67,14 @@ export function CreateProjectDialog({ onClose, onCreated }: DialogProps) {
             setBudgets((b) => ({ ...b, [field]: value }));
             setBudgetErrors((errors) => ({ ...errors, [field]: undefined }));
           }}
+        />
+        <TurnLimitField
+          value={turnLimit}
+          onChange={(v) => {
+            setTurnLimit(v);
+            setTurnLimitError(undefined);
+          }}
+          error={turnLimitError}
         />
         <ErrorNote error={error} />
         <div className="form-buttons">

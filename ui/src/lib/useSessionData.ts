@@ -15,6 +15,7 @@ import {
   addDecision, appendLive, emptyFeed, firstStored, lineFromFrame, lineSeq, mergeTail, prependOlder, type Feed, type LiveLine,
 } from './sessionFeed';
 import type { Frame } from './sse';
+import { turnWaitingOf } from './turnWaiting';
 import { limitEventOf } from './usageLimits';
 
 /** Agents whose turn's end is relayed as a raw line (Claude Code's `result`, Codex's `turn/completed`). */
@@ -159,6 +160,12 @@ class FrameRouter {
       this.qc.setQueryData(keys.limitEvent(this.sessionId), frame.type === 'usage.limit_reached' ? limit : null);
       return;
     }
+    const waiting = turnWaitingOf(frame);
+    if (waiting) {
+      // Kept for the notice of its place in the project's line, until the turn starts.
+      if (waiting.session_id === this.sessionId) this.qc.setQueryData(keys.turnWaiting(this.sessionId), waiting);
+      return;
+    }
     if (frame.session_id !== this.sessionId) return;
     const data = frame.data;
     switch (frame.type) {
@@ -168,6 +175,8 @@ class FrameRouter {
       case 'session.error':
         if (isRow(data, this.sessionId)) {
           this.qc.setQueryData<Session>(keys.session(this.sessionId), data);
+          // The session stays idle while its turn waits: any other status ends the wait.
+          if (data.status !== 'idle') this.qc.setQueryData(keys.turnWaiting(this.sessionId), null);
         }
         return;
       case 'session.message':

@@ -3,6 +3,7 @@ import { QueryClientProvider } from '@tanstack/react-query';
 import type { Project } from '../api/client';
 import { CreateProjectDialog } from '../components/ProjectDialogs';
 import { keys, queryClient } from '../query/client';
+import { applyFrameToCache } from '../store/cacheSync';
 import { FakeService, renderAt } from './pageTestKit';
 import { ProjectPage } from './ProjectPage';
 
@@ -111,6 +112,95 @@ describe("a project's settings", () => {
     const body = service.callsTo('PUT', '/api/projects/p1')[0].body as Record<string, unknown>;
     expect(body).not.toHaveProperty('budget_daily_usd');
     expect(body).not.toHaveProperty('budget_monthly_usd');
+  });
+});
+
+describe("a project's turns at once", () => {
+  it('shows the stored limit, refuses 0 with a clear message, clears it with null and leaves it out when unchanged', async () => {
+    service
+      .on('GET', '/api/projects/p1', { body: project({ max_running_turns: 3 }) })
+      .on('GET', '/api/projects/p1/turns', { body: { max_running_turns: 3, running: [], waiting: [] } })
+      .on('PUT', '/api/projects/p1', (req) => ({ body: project({ max_running_turns: 3, ...(req.body as Partial<Project>) }) }));
+    renderAt('/projects/p1', routes);
+    const form = await screen.findByTestId('project-settings');
+    expect(field(form, 'max_running_turns').value).toBe('3');
+
+    fireEvent.click(within(form).getByRole('button', { name: 'Save settings' }));
+    await within(form).findByText('Saved.');
+    expect(service.callsTo('PUT', '/api/projects/p1')[0].body).not.toHaveProperty('max_running_turns');
+
+    fireEvent.change(field(form, 'max_running_turns'), { target: { value: '0' } });
+    fireEvent.click(within(form).getByRole('button', { name: 'Save settings' }));
+    expect(await within(form).findByText('At least 1 turn at once, or leave it empty for no limit.')).toBeTruthy();
+    expect(field(form, 'max_running_turns').getAttribute('aria-invalid')).toBe('true');
+    expect(service.callsTo('PUT', '/api/projects/p1')).toHaveLength(1);
+
+    fireEvent.change(field(form, 'max_running_turns'), { target: { value: '' } });
+    expect(within(form).queryByText(/At least 1 turn/)).toBeNull();
+    fireEvent.click(within(form).getByRole('button', { name: 'Save settings' }));
+    await waitFor(() => expect(service.callsTo('PUT', '/api/projects/p1')).toHaveLength(2));
+    expect(service.callsTo('PUT', '/api/projects/p1')[1].body).toMatchObject({ max_running_turns: null });
+  });
+
+  it('is set on a new project, after a bad one is corrected', async () => {
+    service.on('POST', '/api/projects', (req) => ({ status: 201, body: project({ id: 'p2', ...(req.body as Partial<Project>) }) }));
+    const created = vi.fn();
+    render(
+      <QueryClientProvider client={queryClient}>
+        <CreateProjectDialog onClose={() => {}} onCreated={created} />
+      </QueryClientProvider>,
+    );
+    const dialog = screen.getByRole('dialog');
+    fireEvent.change(within(dialog).getByLabelText('Name'), { target: { value: 'docs' } });
+    fireEvent.change(within(dialog).getByLabelText(/^Folder/), { target: { value: 'code/docs' } });
+    fireEvent.change(field(dialog, 'max_running_turns'), { target: { value: '2.5' } });
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Create project' }));
+    expect(await within(dialog).findByText('Enter a whole number of turns from 1 to 1000, or leave it empty for no limit.')).toBeTruthy();
+    expect(service.callsTo('POST', '/api/projects')).toHaveLength(0);
+
+    fireEvent.change(field(dialog, 'max_running_turns'), { target: { value: '2' } });
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Create project' }));
+    await waitFor(() => expect(created).toHaveBeenCalledWith('p2'));
+    expect(service.callsTo('POST', '/api/projects')[0].body).toEqual({
+      name: 'docs', folder_path: 'code/docs', description: null, max_running_turns: 2,
+    });
+  });
+});
+
+describe("a project's line of turns", () => {
+  const slot = (session_id: string, position: number) => ({ session_id, position, since: '2026-06-15T09:59:00Z' });
+  const sessionRow = (id: string, name: string, status = 'idle') => ({
+    id, project_id: 'p1', name, status, transport: 'stdio', agent: 'claude', total_cost_usd: 0, total_input_tokens: 0,
+    total_output_tokens: 0, num_turns: 0, created_at: '', last_active_at: '', workspace_mode: 'shared',
+  });
+
+  it('is not shown, nor read, while the project has no limit', async () => {
+    renderAt('/projects/p1', routes);
+    await screen.findByTestId('project-settings');
+    expect(screen.queryByTestId('turn-queue')).toBeNull();
+    expect(service.callsTo('GET', '/api/projects/p1/turns')).toHaveLength(0);
+  });
+
+  it('says how many run of the limit and how many wait, names the waiting in order, and is read again on status frames', async () => {
+    let queue = { max_running_turns: 1, running: [slot('s1', 1)], waiting: [slot('s3', 2), slot('s2', 1)] };
+    service
+      .on('GET', '/api/projects/p1', { body: project({ max_running_turns: 1 }) })
+      .on('GET', '/api/projects/p1/sessions', { body: [sessionRow('s1', 'brave otter', 'active'), sessionRow('s2', 'calm heron'), sessionRow('s3', 'quick lynx')] })
+      .on('GET', '/api/projects/p1/turns', () => ({ body: queue }));
+    renderAt('/projects/p1', routes);
+    const card = await screen.findByTestId('turn-queue');
+    await waitFor(() => expect(within(card).getByRole('heading').textContent).toBe('Turns: 1 running of 1, 2 waiting'));
+    expect(within(card).getAllByTestId('turn-waiting').map((li) => li.textContent)).toEqual(['#1 calm heron', '#2 quick lynx']);
+
+    // s1's turn ended, s2's started: the line is read again after the status frames.
+    queue = { max_running_turns: 1, running: [slot('s2', 1)], waiting: [slot('s3', 1)] };
+    act(() => {
+      applyFrameToCache(queryClient, { event: 'session_status', type: 'session.status', session_id: 's1', data: sessionRow('s1', 'brave otter') });
+      applyFrameToCache(queryClient, { event: 'session_status', type: 'session.status', session_id: 's2', data: sessionRow('s2', 'calm heron', 'active') });
+    });
+    await waitFor(() => expect(within(card).getAllByTestId('turn-waiting').map((li) => li.textContent)).toEqual(['#1 quick lynx']));
+    expect(within(card).getByRole('heading').textContent).toBe('Turns: 1 running of 1, 1 waiting');
+    expect(service.callsTo('GET', '/api/projects/p1/turns')).toHaveLength(2);
   });
 });
 

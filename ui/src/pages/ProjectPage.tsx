@@ -6,9 +6,12 @@ import { Card, Empty, ErrorNote, Field, Loading, MODELS, Modal, PERMISSION_MODES
 import { BudgetFields, UsdField } from '../components/BudgetFields';
 import { ProjectBudget } from '../components/ProjectBudget';
 import { RulesEditor } from '../components/RulesEditor';
+import { TurnLimitField } from '../components/TurnLimitField';
+import { TurnQueueCard } from '../components/TurnQueueCard';
 import { SessionsTable } from '../components/SessionsTable';
 import { budgetChanges, budgetValuesOf, checkBudgets, hasErrors, parseUsd, type BudgetErrors } from '../lib/budgets';
 import { messageOf } from '../lib/errors';
+import { parseTurnLimit, turnLimitChanges, turnLimitInput } from '../lib/turnLimit';
 import { changed } from '../query/localChanges';
 import { projectQuery, projectSessionsQuery } from '../query/queries';
 
@@ -34,6 +37,7 @@ export function ProjectPage() {
         </button>
       </div>
       <ProjectBudget project={p} />
+      <TurnQueueCard project={p} sessions={sessions.data} />
       <Card title="Sessions" testId="project-sessions">
         {sessions.isPending && <Loading />}
         <ErrorNote error={sessions.error?.message} what="load sessions" />
@@ -150,13 +154,17 @@ function SettingsForm({ project }: { project: Project }) {
   const [systemPrompt, setSystemPrompt] = useState(project.default_append_system_prompt ?? '');
   const [budgets, setBudgets] = useState(() => budgetValuesOf(project));
   const [budgetErrors, setBudgetErrors] = useState<BudgetErrors>({});
+  const [turnLimit, setTurnLimit] = useState(() => turnLimitInput(project));
+  const [turnLimitError, setTurnLimitError] = useState<string>();
   const [note, setNote] = useState<string>();
   const [error, setError] = useState<string>();
   const save = async (e: FormEvent) => {
     e.preventDefault();
     const found = checkBudgets(budgets);
     setBudgetErrors(found);
-    if (hasErrors(found)) {
+    const limitError = parseTurnLimit(turnLimit).error;
+    setTurnLimitError(limitError);
+    if (hasErrors(found) || limitError) {
       setNote(undefined);
       return;
     }
@@ -169,6 +177,7 @@ function SettingsForm({ project }: { project: Project }) {
         max_sessions: Number(maxSessions),
         default_append_system_prompt: systemPrompt || null,
         ...budgetChanges(budgets, project),
+        ...turnLimitChanges(turnLimit, project),
       });
       changed.project(saved);
       setError(undefined);
@@ -222,6 +231,14 @@ function SettingsForm({ project }: { project: Project }) {
           setBudgets((b) => ({ ...b, [field]: value }));
           setBudgetErrors((errors) => ({ ...errors, [field]: undefined }));
         }}
+      />
+      <TurnLimitField
+        value={turnLimit}
+        onChange={(v) => {
+          setTurnLimit(v);
+          setTurnLimitError(undefined);
+        }}
+        error={turnLimitError}
       />
       <ErrorNote error={error} what="save" />
       <div className="form-buttons">

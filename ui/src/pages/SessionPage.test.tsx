@@ -252,6 +252,30 @@ describe('SessionPage', () => {
     await waitFor(() => expect(screen.queryByTestId('limit-notice')).toBeNull());
   });
 
+  it("waiting for a turn slot: its place in the project's line, until the turn starts", async () => {
+    renderPage();
+    await screen.findByTestId('session-totals');
+    expect(screen.queryByTestId('turn-notice')).toBeNull();
+    // Another session's wait is not this one's.
+    emit({ type: 'session.turn_waiting', event: 'turn_waiting', session_id: 'other', data: { session_id: 'other', project_id: 'p1', position: 1, queued_turns: 1 } });
+    emit({ type: 'session.turn_waiting', event: 'turn_waiting', data: { session_id: SID, project_id: 'p1', position: 2, queued_turns: 1 } });
+    const notice = await screen.findByTestId('turn-notice');
+    expect(notice.textContent).toContain("Waiting for a turn slot: position 2 in the project's line.");
+    expect(screen.getByText('idle')).toBeTruthy();
+
+    // Moving up the line; an idle row heard meanwhile keeps the notice.
+    emit({ type: 'session.turn_waiting', event: 'turn_waiting', data: { session_id: SID, project_id: 'p1', position: 1, queued_turns: 1 } });
+    emit({ type: 'session.status', event: 'session_status', data: row({ status: 'idle' }) });
+    await within(notice).findByText("position 1 in the project's line.");
+
+    emit({ type: 'session.status', event: 'session_status', data: row({ status: 'active' }) });
+    await waitFor(() => expect(screen.queryByTestId('turn-notice')).toBeNull());
+    // Its turn over, the session is idle again: the wait is not shown again.
+    emit({ type: 'session.status', event: 'session_status', data: row({ status: 'idle', num_turns: 2 }) });
+    await waitFor(() => expect(screen.getByText('idle')).toBeTruthy());
+    expect(screen.queryByTestId('turn-notice')).toBeNull();
+  });
+
   it("shows the session's own cost cap when it has one, marked once its cost reached it", async () => {
     renderPage();
     await screen.findByTestId('session-totals');

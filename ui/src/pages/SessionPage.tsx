@@ -7,7 +7,7 @@ import type { Session } from '../api/client';
 import { sessionApi } from '../api/sessions';
 import { keys } from '../query/client';
 import { Card, ErrorNote, Loading, StatusBadge } from '../components/ui';
-import { LimitNotice } from '../components/LimitNotice';
+import { LimitNotice, TurnWaitNotice } from '../components/LimitNotice';
 import { Transcript } from '../components/Transcript';
 import { closedIdle, Controls, describeFailure, MessageBox, SurvivalButtons, type Act } from '../components/SessionControls';
 import { ago, count, isLive, statusLabel, usd } from '../lib/format';
@@ -98,6 +98,7 @@ export function SessionPage() {
       </div>
       {s.error_message && <ErrorNote error={s.error_message} what="keep the CLI running" />}
       <LimitNotice session={s} />
+      <TurnWaitNotice session={s} />
       {/* Keyed on the model too: the field shows the model the CLI reports once it is known. */}
       {live && (
         <Controls key={`${s.id}:${s.model ?? ''}`} session={s} options={options.data} act={act}>

@@ -69,6 +69,17 @@ export const keys = {
    * page's frame listener; never fetched. Not under `['sessions']`: no refetch may touch it.
    */
   limitEvent: (sessionId: string) => ['limit-event', sessionId] as const,
+  /**
+   * A project's turns running and waiting for its `max_running_turns` (`GET /api/projects/{id}/turns`).
+   * A root of its own: no event carries the line, it is read again on sessions' status frames
+   * (store/usageRefresh.ts), and no patch of `['projects', ...]` may meet it.
+   */
+  projectTurns: (projectId: string) => ['turns', projectId] as const,
+  /**
+   * The last `session.turn_waiting` of a session (its place in its project's line), written by
+   * the session page's frame listener until the turn starts; never fetched.
+   */
+  turnWaiting: (sessionId: string) => ['turn-waiting', sessionId] as const,
   browse: (path: string) => ['folders', 'browse', path] as const,
   discover: (path: string) => ['folders', 'discover', path] as const,
 };

@@ -2,7 +2,7 @@
 // read whole (page after page), since the figures computed from them must be complete, and
 // every answer gets the frames that arrived during its request replayed over it.
 import { queryOptions } from '@tanstack/react-query';
-import { api, call, type Decision, type LimitView, type Project, type Rule, type Session, type UsageQuery, type UsageReport } from '../api/client';
+import { api, call, type TurnQueue, type Decision, type LimitView, type Project, type Rule, type Session, type UsageQuery, type UsageReport } from '../api/client';
 import { liveFetch } from '../store/cacheSync';
 import { keys } from './client';
 
@@ -89,6 +89,16 @@ export const usageLimitsQuery = () =>
     queryKey: keys.usageLimits,
     queryFn: liveFetch(keys.usageLimits, () => api.usageLimits()),
     refetchInterval: 60_000,
+  });
+
+/**
+ * A project's turns running and waiting for its limit. No event carries the line:
+ * store/usageRefresh.ts has it read again when a session's status changes or a turn waits.
+ */
+export const projectTurnsQuery = (projectId: string) =>
+  queryOptions<TurnQueue>({
+    queryKey: keys.projectTurns(projectId),
+    queryFn: liveFetch(keys.projectTurns(projectId), () => call('get', '/api/projects/{id}/turns', { params: { id: projectId } })),
   });
 
 /** Health has no events: read on first use, on reconnect, and once a minute while shown. */

@@ -9,7 +9,9 @@
 import type { QueryClient, QueryKey } from '@tanstack/react-query';
 import type { Frame } from '../lib/sse';
 import { effectsOf, type CacheEffects } from './framePatches';
-import { cancelUsageRefresh, changesLimits, refreshLimitsSoon, refreshUsageSoon, storesUsage } from './usageRefresh';
+import {
+  cancelUsageRefresh, changesLimits, changesTurnsOf, refreshLimitsSoon, refreshTurnsSoon, refreshUsageSoon, storesUsage,
+} from './usageRefresh';
 
 interface Entry {
   n: number;
@@ -36,6 +38,8 @@ export function applyFrameToCache(client: QueryClient, frame: Frame, now: number
   // Before the patches below: the rule compares the frame's row with the cached one.
   if (storesUsage(client, frame)) refreshUsageSoon(client);
   if (changesLimits(frame)) refreshLimitsSoon(client);
+  const turnsOf = changesTurnsOf(frame);
+  if (turnsOf) refreshTurnsSoon(client, turnsOf);
   const effects = effectsOf(frame);
   if (effects.invalidateAll) {
     refetchEverything(client);

@@ -3,7 +3,7 @@ import type { Session } from '../api/client';
 import type { Frame } from '../lib/sse';
 import { keys } from '../query/client';
 import { applyFrameToCache, resetJournal } from './cacheSync';
-import { changesLimits, storesUsage, USAGE_REFRESH_MS } from './usageRefresh';
+import { changesLimits, changesTurnsOf, storesUsage, USAGE_REFRESH_MS } from './usageRefresh';
 
 const session = (over: Partial<Session>): Session => ({
   id: 's1', project_id: 'p1', name: 'brave otter', status: 'idle', transport: 'stdio', total_cost_usd: 0.5,
@@ -147,5 +147,28 @@ describe('reading the usage-limit board again', () => {
     await vi.waitFor(() => expect(client.getQueryData(keys.usageLimits)).toEqual([{ agent: 'claude', status: 'limited' }]));
     expect([limits.mock.calls.length, costs.mock.calls.length]).toEqual([2, 1]);
     stops.forEach((stop) => stop());
+  });
+});
+
+describe("reading a project's line of turns again", () => {
+  it('on a session status change or a waiting turn, for its project; not on messages or costs alone', () => {
+    expect(changesTurnsOf(frame('session.status', session({ status: 'active' })))).toBe('p1');
+    expect(changesTurnsOf(frame('session.closed', session({ project_id: 'p2', status: 'closed' })))).toBe('p2');
+    expect(changesTurnsOf(frame('session.turn_waiting', { session_id: 's1', project_id: 'p3', position: 1, queued_turns: 1 }))).toBe('p3');
+    expect(changesTurnsOf(frame('session.message', { id: 1 }))).toBeNull();
+    expect(changesTurnsOf(frame('usage.limit_reached', { session_id: 's1', project_id: 'p1' }))).toBeNull();
+  });
+
+  it('once for a burst, per project whose line was read', async () => {
+    for (const p of ['p1', 'p2']) client.setQueryData(keys.projectTurns(p), { running: [], waiting: [] });
+    vi.useFakeTimers();
+    const invalidate = vi.spyOn(client, 'invalidateQueries');
+    applyFrameToCache(client, frame('session.status', session({ status: 'active' })));
+    applyFrameToCache(client, frame('session.turn_waiting', { session_id: 's2', project_id: 'p1', position: 1 }));
+    applyFrameToCache(client, frame('session.status', session({ id: 's3', project_id: 'p2', status: 'active' })));
+    applyFrameToCache(client, frame('session.status', session({ id: 's4', project_id: 'p9', status: 'active' })));
+    await vi.advanceTimersByTimeAsync(USAGE_REFRESH_MS);
+    const turnKeys = invalidate.mock.calls.map(([filter]) => filter?.queryKey).filter((k) => k?.[0] === 'turns');
+    expect(turnKeys).toEqual([keys.projectTurns('p1'), keys.projectTurns('p2')]);
   });
 });

@@ -2,7 +2,9 @@
 // again when the stream says the ledger grew: a session row whose totals changed (a turn's
 // result was stored) or a scheduled agent's run that finished. A burst of such frames costs one
 // read per query, and token-by-token frames none. The usage-limit board (`GET /api/usage/limits`)
-// is read again the same way when a session meets a limit or its wait ends.
+// is read again the same way when a session meets a limit or its wait ends, and a project's
+// line of turns (`GET /api/projects/{id}/turns`) when one of its sessions changes status or a
+// turn starts waiting.
 import { hashKey, type QueryClient, type QueryKey } from '@tanstack/react-query';
 import type { Session } from '../api/client';
 import type { Frame } from '../lib/sse';
@@ -51,6 +53,18 @@ export function changesLimits(frame: Frame): boolean {
   return frame.type === 'usage.limit_reached' || frame.type === 'usage.limit_reset';
 }
 
+/** Frames that move a project's line of turns: a session started or ended one, or one waits. */
+const TURN_FRAMES = ['session.created', 'session.status', 'session.closed', 'session.error', 'session.turn_waiting'];
+
+/** The project whose line of turns `frame` changes, if any. */
+export function changesTurnsOf(frame: Frame): string | null {
+  if (!TURN_FRAMES.includes(frame.type ?? '')) return null;
+  const data = frame.data;
+  if (isSessionRow(data)) return data.project_id;
+  const projectId = data && typeof data === 'object' ? (data as { project_id?: unknown }).project_id : undefined;
+  return typeof projectId === 'string' ? projectId : null;
+}
+
 /** Reads due, one per query root. */
 const pending = new Map<string, ReturnType<typeof setTimeout>>();
 
@@ -78,6 +92,15 @@ export function refreshUsageSoon(client: QueryClient, delayMs = USAGE_REFRESH_MS
 /** Reads the usage-limit board again soon (several sessions of one account park at once). */
 export function refreshLimitsSoon(client: QueryClient, delayMs = USAGE_REFRESH_MS): void {
   invalidateSoon(client, keys.usageLimits, delayMs);
+}
+
+/**
+ * Reads a project's line of turns again soon (a burst of status frames costs one read), if it
+ * was read at all: only a project with a limit shows it.
+ */
+export function refreshTurnsSoon(client: QueryClient, projectId: string, delayMs = USAGE_REFRESH_MS): void {
+  if (!client.getQueryCache().find({ queryKey: keys.projectTurns(projectId), exact: true })) return;
+  invalidateSoon(client, keys.projectTurns(projectId), delayMs);
 }
 
 /** For tests: forgets the reads that are due. */
