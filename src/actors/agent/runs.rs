@@ -73,6 +73,7 @@ impl ProactiveAgent {
             raw_output: String::new(),
             error: Some(format!("skipped: {}", spent.message())),
             created_at: now,
+            resumes_at: None,
         };
         tracing::info!(agent = %self.agent.id, "a spent budget skips this fire");
         let (store, stored) = (self.deps.store.clone(), exec.clone());
@@ -99,6 +100,7 @@ impl ProactiveAgent {
             raw_output: String::new(),
             error: None,
             created_at: time::now(),
+            resumes_at: None,
         };
         let (store, stored) = (self.deps.store.clone(), exec.clone());
         let insert = async move { store.run(move |conn| agents::insert_execution(conn, &stored)).await };
