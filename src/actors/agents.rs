@@ -179,7 +179,7 @@ impl Handler<Delete> for AgentRegistry {
         let store = self.deps.store.clone();
         Box::pin(
             async move {
-                let _ = addr.send(Retire { reason: "the agent was deleted".to_string() }).await;
+                let _ = addr.send(Retire { reason: "the agent was deleted".to_string(), keep_waiting: false }).await;
                 store.run(move |conn| agents::delete(conn, &msg.0)).await?;
                 Ok(())
             }
@@ -220,7 +220,7 @@ impl Handler<ShutdownAgents> for AgentRegistry {
         let retiring: Vec<_> = self
             .agents
             .drain()
-            .map(|(_, addr)| addr.send(Retire { reason: "the service shut down".to_string() }))
+            .map(|(_, addr)| addr.send(Retire { reason: "the service shut down".to_string(), keep_waiting: true }))
             .collect();
         Box::pin(async move {
             futures_util::future::join_all(retiring).await;

@@ -6,14 +6,68 @@
 //! reported; a limit whose reset has passed reads as `allowed`.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use actix::prelude::*;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::config::Settings;
 use crate::domain::agent_kind::AgentKind;
 use crate::domain::usage::stamp;
+use crate::protocol::incoming::{LimitHit, LimitKind};
+
+/// How a session or an agent run waits at a limit.
+#[derive(Clone)]
+pub struct LimitPolicy {
+    /// Up to this much random delay after the reset.
+    pub jitter: Duration,
+    /// The wait when the CLI named no reset.
+    pub retry: Duration,
+    pub board: Recipient<LimitSeen>,
+}
+
+impl LimitPolicy {
+    /// `CONDUIT_LIMIT_JITTER_MS` and `CONDUIT_LIMIT_RETRY_MS`, reporting to `board`.
+    pub fn new(settings: &Settings, board: Recipient<LimitSeen>) -> LimitPolicy {
+        LimitPolicy {
+            jitter: Duration::from_millis(settings.limit_jitter_ms),
+            retry: Duration::from_millis(settings.limit_retry_ms),
+            board,
+        }
+    }
+
+    /// When to go again after `hit`, seen at `now`: its reset (or `retry` from now when it
+    /// named none), plus a random delay up to `jitter`, so the waiting work does not all
+    /// start at once.
+    pub fn resumes_at(&self, hit: &LimitHit, now: DateTime<Utc>) -> DateTime<Utc> {
+        let wait = match hit.resets_at {
+            Some(reset) if reset > now => (reset - now).to_std().unwrap_or_default(),
+            Some(_) => Duration::ZERO,
+            None => self.retry,
+        };
+        now + chrono::Duration::from_std(wait + jitter(self.jitter)).unwrap_or_default()
+    }
+}
+
+/// What stopped the work, in words: "the CLI met a usage limit: <the CLI's words>".
+pub fn limit_reason(hit: &LimitHit) -> String {
+    let what = match hit.kind {
+        LimitKind::UsageLimit => "a usage limit",
+        LimitKind::RateLimit => "the API's rate limit",
+    };
+    format!("the CLI met {what}: {}", hit.message)
+}
+
+/// A random delay in `[0, max]`.
+fn jitter(max: Duration) -> Duration {
+    let span = max.as_millis() as u64;
+    if span == 0 {
+        return Duration::ZERO;
+    }
+    Duration::from_millis((uuid::Uuid::new_v4().as_u128() % u128::from(span + 1)) as u64)
+}
 
 /// Where an account stands with its limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
@@ -117,5 +171,36 @@ impl Handler<ListLimits> for LimitBoard {
                 })
                 .collect(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(jitter_ms: u64, retry_ms: u64) -> LimitPolicy {
+        let board = LimitBoard::default().start().recipient();
+        LimitPolicy { jitter: Duration::from_millis(jitter_ms), retry: Duration::from_millis(retry_ms), board }
+    }
+
+    fn hit(resets_at: Option<DateTime<Utc>>) -> LimitHit {
+        LimitHit { kind: LimitKind::UsageLimit, resets_at, limit_type: None, message: "You've hit your limit".into() }
+    }
+
+    #[actix::test]
+    async fn the_wait_ends_at_the_reset_plus_jitter_or_after_the_retry() {
+        let now = Utc::now();
+        let p = policy(500, 60_000);
+        let reset = now + chrono::Duration::seconds(30);
+        for _ in 0..20 {
+            let at = p.resumes_at(&hit(Some(reset)), now);
+            assert!(at >= reset && at <= reset + chrono::Duration::milliseconds(500), "{at} vs {reset}");
+        }
+        // A reset already passed: now (plus jitter); none named: the retry.
+        let past = p.resumes_at(&hit(Some(now - chrono::Duration::seconds(5))), now);
+        assert!(past >= now && past <= now + chrono::Duration::milliseconds(500));
+        let none = policy(0, 60_000).resumes_at(&hit(None), now);
+        assert_eq!(none, now + chrono::Duration::seconds(60));
+        assert_eq!(limit_reason(&hit(None)), "the CLI met a usage limit: You've hit your limit");
     }
 }

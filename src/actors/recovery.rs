@@ -2,8 +2,9 @@
 //! while holding the database's lock (so no other live service's processes can be touched).
 //!
 //! After a crash, what the database still shows as live is marked ended (sessions `error`,
-//! "service restarted"; runs `failure`), and every process left over is ended, even when the CLI
-//! itself had already exited:
+//! "service restarted"; runs left queued or running `failure`; a run waiting for a usage limit
+//! has no process and stays waiting, for its agent to take up), and every process left over is
+//! ended, even when the CLI itself had already exited:
 //! - every cgroup under this database's cgroup folder, and under the previous holder's (read
 //!   from the lock file), is killed and removed: with the lock held, all of them are leftovers;
 //! - every process carrying the marker of an interrupted session or run is killed (the

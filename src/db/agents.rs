@@ -62,7 +62,7 @@ pub struct Execution {
     /// `cron` or `manual`.
     #[serde(rename = "trigger")]
     pub trigger_kind: TriggerKind,
-    /// queued, running, success, failure, timeout or cancelled.
+    /// queued, running, success, failure, timeout, cancelled, skipped or waiting_for_limit.
     pub status: ExecutionStatus,
     pub exit_code: Option<i32>,
     pub started_at: Option<String>,
@@ -76,6 +76,9 @@ pub struct Execution {
     pub raw_output: String,
     pub error: Option<String>,
     pub created_at: String,
+    /// While `waiting_for_limit`: when it goes back to `queued` (the limit's reset plus a
+    /// little jitter); null otherwise.
+    pub resumes_at: Option<String>,
 }
 
 /// An execution without its (possibly large) output, for listings.
@@ -97,6 +100,8 @@ pub struct ExecutionSummary {
     pub output_tokens: Option<i64>,
     pub error: Option<String>,
     pub created_at: String,
+    /// While `waiting_for_limit`: when it goes back to `queued`.
+    pub resumes_at: Option<String>,
 }
 
 pub fn insert(conn: &mut DbConnection, agent: &Agent) -> Result<(), StoreError> {
@@ -175,13 +180,14 @@ pub fn prune_history(conn: &mut DbConnection, agent_id: &AgentId) -> Result<usiz
         agent_executions::table
             .filter(agent_executions::agent_id.eq(agent_id))
             .filter(agent_executions::id.ne_all(keep))
-            .filter(agent_executions::status.ne_all(ExecutionStatus::LIVE)),
+            .filter(agent_executions::status.ne_all(ExecutionStatus::UNENDED)),
     )
     .execute(conn)?)
 }
 
 /// After a crash of the service: executions it left queued or running can never finish.
-/// Returns their ids (their processes may still be running).
+/// Returns their ids (their processes may still be running). A run waiting for a limit is left
+/// as it is: its agent takes it up again when it starts.
 pub fn fail_interrupted(conn: &mut DbConnection, now: &str) -> Result<Vec<ExecutionId>, StoreError> {
     conn.transaction(|conn| {
         let live = agent_executions::table.filter(agent_executions::status.eq_any(ExecutionStatus::LIVE));
@@ -196,6 +202,17 @@ pub fn fail_interrupted(conn: &mut DbConnection, now: &str) -> Result<Vec<Execut
         Ok::<_, diesel::result::Error>(ids)
     })
     .map_err(StoreError::from)
+}
+
+/// An agent's executions waiting for a limit, oldest first (its actor schedules them when it
+/// starts).
+pub fn waiting(conn: &mut DbConnection, agent_id: &AgentId) -> Result<Vec<Execution>, StoreError> {
+    Ok(agent_executions::table
+        .filter(agent_executions::agent_id.eq(agent_id))
+        .filter(agent_executions::status.eq(ExecutionStatus::WaitingForLimit))
+        .order((agent_executions::created_at.asc(), agent_executions::id.asc()))
+        .select(Execution::as_select())
+        .load(conn)?)
 }
 
 /// A running execution, with what the janitor needs to judge whether it is stuck.

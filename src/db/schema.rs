@@ -210,6 +210,7 @@ diesel::table! {
         raw_output -> Text,
         error -> Nullable<Text>,
         created_at -> Text,
+        resumes_at -> Nullable<Text>,
     }
 }
 

@@ -74,6 +74,7 @@ fn execution(id: &str, agent: &AgentId, started_at: String) -> Execution {
         raw_output: String::new(),
         error: None,
         created_at: started_at,
+        resumes_at: None,
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod agent_limits_real;
 mod agents_api;
 mod agents_other;
 mod agents_real;

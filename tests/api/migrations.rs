@@ -109,3 +109,52 @@ async fn a_panic_inside_a_query_is_an_error_not_a_crash() {
     assert!(result.is_err());
     assert!(store.ping().await, "the store still works afterwards");
 }
+
+#[derive(QueryableByName)]
+struct Run {
+    #[diesel(sql_type = Text)]
+    status: String,
+    #[diesel(sql_type = diesel::sql_types::Nullable<Text>)]
+    resumes_at: Option<String>,
+}
+
+#[test]
+fn a_run_waiting_for_a_limit_keeps_its_reset_and_is_failed_on_the_way_down() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut conn = db::open_sqlite(&dir.path().join("c.db"), 5000).expect("open");
+    db::run_migrations(&mut conn).expect("up");
+    conn.batch_execute(
+        "INSERT INTO agents (id, name, objective, schedule, cwd, created_at, updated_at) \
+         VALUES ('a', 'n', 'o', '0 3 * * *', '/tmp', 'now', 'now'); \
+         INSERT INTO agent_executions (id, agent_id, trigger_kind, status, created_at, resumes_at) \
+         VALUES ('e', 'a', 'cron', 'waiting_for_limit', 'now', '2030-01-01T00:00:00.000Z');",
+    )
+    .expect("a waiting run");
+    let read = |conn: &mut diesel::SqliteConnection| {
+        diesel::sql_query("SELECT status, resumes_at FROM agent_executions WHERE id = 'e'")
+            .get_result::<Run>(conn)
+            .expect("the run")
+    };
+    let run = read(&mut conn);
+    assert_eq!(
+        (run.status.as_str(), run.resumes_at.as_deref()),
+        ("waiting_for_limit", Some("2030-01-01T00:00:00.000Z"))
+    );
+    // Down to before the status existed (later migrations first): the run is a failure there.
+    loop {
+        let version = conn.revert_last_migration(db::SQLITE_MIGRATIONS).expect("down").to_string();
+        if version == "20261128000002" {
+            break;
+        }
+    }
+    assert_eq!(read_status(&mut conn), "failure");
+    db::run_migrations(&mut conn).expect("up again");
+    assert_eq!(read(&mut conn).status, "failure");
+}
+
+fn read_status(conn: &mut diesel::SqliteConnection) -> String {
+    diesel::sql_query("SELECT status AS name FROM agent_executions WHERE id = 'e'")
+        .get_result::<Name>(conn)
+        .expect("the run")
+        .name
+}

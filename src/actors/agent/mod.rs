@@ -5,7 +5,8 @@
 //! failures: after [`MAX_CONSECUTIVE_FAILURES`] in a row the agent goes to `error` and stops
 //! firing until resumed. A fire that comes while the previous scheduled run is still going is
 //! skipped. A fire time missed while the service was down runs once when the actor starts, not
-//! once per miss.
+//! once per miss. A run that meets a usage limit is not a failure: it waits for the reset and
+//! runs again ([`limits`]), also after a restart.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use chrono::{DateTime, Utc};
 
+mod limits;
 mod runs;
 
 use self::runs::Run;
@@ -83,6 +85,9 @@ pub struct CancelRun {
 #[rtype(result = "()")]
 pub struct Retire {
     pub reason: String,
+    /// Runs waiting for a limit are left stored as they are (the service shuts down: the next
+    /// start takes them up), not cancelled (the agent is deleted).
+    pub keep_waiting: bool,
 }
 
 #[derive(Message)]
@@ -98,7 +103,14 @@ pub struct ProactiveAgent {
     deps: RunDeps,
     timer: Option<SpawnHandle>,
     runs: HashMap<ExecutionId, Run>,
-    retiring: Option<Vec<tokio::sync::oneshot::Sender<()>>>,
+    retiring: Option<Retiring>,
+}
+
+/// The agent is going away once its runs have ended.
+struct Retiring {
+    waiters: Vec<tokio::sync::oneshot::Sender<()>>,
+    reason: String,
+    keep_waiting: bool,
 }
 
 fn parse_time(s: &str) -> Option<DateTime<Utc>> {
@@ -214,6 +226,9 @@ impl Actor for ProactiveAgent {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        // Runs a limit stopped before a restart first (nothing else is handled meanwhile), so a
+        // missed fire sees a waiting scheduled run as still going.
+        self.restore_waiting(ctx);
         let missed = self.agent.status == AgentStatus::Active
             && self.agent.next_run_at.as_deref().and_then(parse_time).is_some_and(|at| at <= Utc::now());
         if missed {

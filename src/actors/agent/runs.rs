@@ -1,12 +1,12 @@
 //! An agent's runs: each waits for its folder's lock, then the registry starts its CLI (a
 //! one-turn conversation holding the lock), and its end comes back as [`RunEnded`]. A run
-//! cancelled while it waits for the folder ends at once, without a process.
+//! cancelled while it waits for the folder (or for a limit) ends at once, without a process.
 
 use std::path::PathBuf;
 
 use actix::prelude::*;
 
-use super::{CancelRun, ProactiveAgent, Retire, MAX_CONSECUTIVE_FAILURES};
+use super::{CancelRun, ProactiveAgent, Retire, Retiring, MAX_CONSECUTIVE_FAILURES};
 use crate::actors::agent_run::{Cancel, RunEnded, RunRecords};
 use crate::actors::bus::Publish;
 use crate::actors::locks::{self, Acquire, DirLock, LockGone};
@@ -30,13 +30,13 @@ pub struct RunDeps {
 }
 
 impl RunDeps {
-    fn records(&self) -> RunRecords {
+    pub(super) fn records(&self) -> RunRecords {
         RunRecords { store: self.store.clone(), bus: self.bus.clone(), budgets: None }
     }
 }
 
 /// Where one run is.
-enum Stage {
+pub(super) enum Stage {
     /// Waiting for the folder's lock: a cancel ends it at once.
     Queued(SpawnHandle),
     /// The lock is held and the registry starts the CLI; a cancel waits for it.
@@ -44,14 +44,23 @@ enum Stage {
         cancel: Option<String>,
     },
     Running(Recipient<Cancel>),
+    /// A usage limit stopped it: it sleeps until `resumes_at` (a cancel ends it at once).
+    Waiting(SpawnHandle),
+    /// Going back to `queued` after a limit (the budget is checked, the row stored); a cancel
+    /// waits for it.
+    Requeueing {
+        cancel: Option<String>,
+    },
     /// Ended without a process; its record is being stored.
     Ending,
 }
 
 pub(super) struct Run {
-    stage: Stage,
+    pub(super) stage: Stage,
     pub(super) trigger: TriggerKind,
-    exec: Execution,
+    pub(super) exec: Execution,
+    /// A usage limit stopped an earlier attempt.
+    pub(super) again: bool,
 }
 
 impl ProactiveAgent {
@@ -73,6 +82,7 @@ impl ProactiveAgent {
             raw_output: String::new(),
             error: Some(format!("skipped: {}", spent.message())),
             created_at: now,
+            resumes_at: None,
         };
         tracing::info!(agent = %self.agent.id, "a spent budget skips this fire");
         let (store, stored) = (self.deps.store.clone(), exec.clone());
@@ -99,6 +109,7 @@ impl ProactiveAgent {
             raw_output: String::new(),
             error: None,
             created_at: time::now(),
+            resumes_at: None,
         };
         let (store, stored) = (self.deps.store.clone(), exec.clone());
         let insert = async move { store.run(move |conn| agents::insert_execution(conn, &stored)).await };
@@ -106,13 +117,14 @@ impl ProactiveAgent {
             inserted?;
             act.deps.records().publish("agent.execution.queued", "execution_queued", &act.agent, &exec);
             let waiting = act.wait_for_folder(exec.id.clone(), ctx);
-            let run = Run { stage: Stage::Queued(waiting), trigger: exec.trigger_kind, exec: exec.clone() };
+            let run =
+                Run { stage: Stage::Queued(waiting), trigger: exec.trigger_kind, exec: exec.clone(), again: false };
             act.runs.insert(exec.id.clone(), run);
             Ok(exec)
         }))
     }
 
-    fn wait_for_folder(&mut self, id: ExecutionId, ctx: &mut Context<Self>) -> SpawnHandle {
+    pub(super) fn wait_for_folder(&mut self, id: ExecutionId, ctx: &mut Context<Self>) -> SpawnHandle {
         let holder = format!("agent {} (execution {id})", self.agent.name);
         let (queue, path) = (self.deps.locks.clone(), PathBuf::from(&self.agent.cwd));
         let waiting = async move { locks::acquire(&queue, path, holder).await };
@@ -132,7 +144,8 @@ impl ProactiveAgent {
         let exec = run.exec.clone();
         let records = self.deps.records();
         records.publish("agent.execution.started", "execution_started", &self.agent, &exec);
-        let start = StartRun { agent: self.agent.clone(), exec: exec.clone(), lock, parent: ctx.address().recipient() };
+        let parent = ctx.address().recipient();
+        let start = StartRun { agent: self.agent.clone(), exec: exec.clone(), lock, parent, again: run.again };
         let registry = self.deps.registry.clone();
         let started = async move {
             records.save(exec).await;
@@ -150,8 +163,15 @@ impl ProactiveAgent {
         }));
     }
 
-    /// Ends a run that never got a process (cancelled while queued, no lock, spawn failure).
-    fn end_unstarted(&mut self, id: &ExecutionId, status: ExecutionStatus, error: String, ctx: &mut Context<Self>) {
+    /// Ends a run that never got a process (cancelled while queued, no lock, spawn failure; or
+    /// one waiting for a limit).
+    pub(super) fn end_unstarted(
+        &mut self,
+        id: &ExecutionId,
+        status: ExecutionStatus,
+        error: String,
+        ctx: &mut Context<Self>,
+    ) {
         let Some(run) = self.runs.get_mut(id) else { return };
         if matches!(run.stage, Stage::Ending) {
             return;
@@ -159,6 +179,7 @@ impl ProactiveAgent {
         run.stage = Stage::Ending;
         run.exec.status = status;
         run.exec.error = Some(error);
+        run.exec.resumes_at = None;
         run.exec.finished_at = Some(time::now());
         let (records, exec) = (self.deps.records(), run.exec.clone());
         let stored = async move {
@@ -173,14 +194,14 @@ impl ProactiveAgent {
     }
 
     /// Asks run `id` to end; false when there is no such run.
-    fn cancel(&mut self, id: &ExecutionId, reason: String, ctx: &mut Context<Self>) -> bool {
+    pub(super) fn cancel(&mut self, id: &ExecutionId, reason: String, ctx: &mut Context<Self>) -> bool {
         let Some(run) = self.runs.get_mut(id) else { return false };
         match &mut run.stage {
-            Stage::Queued(waiting) => {
+            Stage::Queued(waiting) | Stage::Waiting(waiting) => {
                 ctx.cancel_future(*waiting);
                 self.end_unstarted(id, ExecutionStatus::Cancelled, reason, ctx);
             }
-            Stage::Starting { cancel } => *cancel = Some(reason),
+            Stage::Starting { cancel } | Stage::Requeueing { cancel } => *cancel = Some(reason),
             Stage::Running(to) => to.do_send(Cancel { reason }),
             Stage::Ending => {}
         }
@@ -210,9 +231,14 @@ impl ProactiveAgent {
             }
             .into_actor(self),
         );
+        self.settle_retiring(ctx);
+    }
+
+    /// Retiring, and no run left: tell whoever waits, and stop.
+    pub(super) fn settle_retiring(&mut self, ctx: &mut Context<Self>) {
         if self.runs.is_empty() {
-            if let Some(waiters) = self.retiring.take() {
-                for w in waiters {
+            if let Some(retiring) = self.retiring.take() {
+                for w in retiring.waiters {
                     let _ = w.send(());
                 }
                 ctx.stop();
@@ -233,7 +259,11 @@ impl Handler<RunEnded> for ProactiveAgent {
     type Result = ();
 
     fn handle(&mut self, msg: RunEnded, ctx: &mut Context<Self>) {
-        self.run_ended(msg.execution, ctx);
+        if msg.execution.status == ExecutionStatus::WaitingForLimit {
+            self.wait_for_limit(msg.execution, ctx);
+        } else {
+            self.run_ended(msg.execution, ctx);
+        }
     }
 }
 
@@ -242,16 +272,21 @@ impl Handler<Retire> for ProactiveAgent {
 
     fn handle(&mut self, msg: Retire, ctx: &mut Context<Self>) -> Self::Result {
         self.disarm(ctx);
-        if self.runs.is_empty() {
-            ctx.stop();
-            return Box::pin(async {});
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let retiring = self.retiring.get_or_insert_with(|| Retiring {
+            waiters: Vec::new(),
+            reason: msg.reason.clone(),
+            keep_waiting: msg.keep_waiting,
+        });
+        retiring.waiters.push(tx);
+        if msg.keep_waiting {
+            self.shelve_waiting(ctx);
         }
         let ids: Vec<ExecutionId> = self.runs.keys().cloned().collect();
         for id in ids {
             self.cancel(&id, msg.reason.clone(), ctx);
         }
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        self.retiring.get_or_insert_with(Vec::new).push(tx);
+        self.settle_retiring(ctx);
         Box::pin(async move {
             let _ = rx.await;
         })

@@ -150,11 +150,7 @@ impl SessionRegistry {
             bus: self.bus.clone(),
             engine: self.engine.clone(),
             registry: ctx.address().recipient(),
-            limits: LimitPolicy {
-                jitter: std::time::Duration::from_millis(self.settings.limit_jitter_ms),
-                retry: std::time::Duration::from_millis(self.settings.limit_retry_ms),
-                board: self.limit_board.clone(),
-            },
+            limits: LimitPolicy::new(&self.settings, self.limit_board.clone()),
             budgets: self.budget_link.clone(),
             gate: self.gate.clone(),
         };

@@ -11,6 +11,7 @@ use super::enclose::Enclosed;
 use super::workspace::share_repository;
 use super::{worktree_folder, SessionRegistry};
 use crate::actors::agent_run::{AgentRunProcess, Cancel, OneTurn, RunEnded, RunRecords};
+use crate::actors::limits::LimitPolicy;
 use crate::actors::locks::DirLock;
 use crate::db::agents::{Agent, Execution};
 use crate::db::projects;
@@ -21,7 +22,8 @@ use crate::supervisor::catalog;
 use crate::supervisor::process::{CliProcess, Peers};
 use crate::supervisor::spawn::{spawn, SpawnRequest};
 use crate::workspace::prune::RUN_PREFIX;
-use crate::workspace::worktree::{self, WorktreePlan};
+use crate::workspace::worktree::{self, Worktree, WorktreePlan};
+use crate::workspace::WorkspaceError;
 
 /// Starts the CLI of an agent run that holds its folder's lock. Answers where to send a
 /// cancel, or why the CLI could not start (the lock is released then).
@@ -33,6 +35,9 @@ pub struct StartRun {
     pub exec: Execution,
     pub lock: DirLock,
     pub parent: Recipient<RunEnded>,
+    /// An attempt after a usage limit stopped an earlier one: a run in its own worktree
+    /// carries on in the earlier attempt's branch.
+    pub again: bool,
 }
 
 impl Handler<StartRun> for SessionRegistry {
@@ -65,9 +70,10 @@ impl Handler<StartRun> for SessionRegistry {
                 None => Ok(None),
             }
         };
+        let again = msg.again;
         let made = async move {
             match run_worktree {
-                Some(plan) => worktree::create(plan)
+                Some(plan) => run_worktree_for(plan, again)
                     .await
                     .map(Some)
                     .map_err(|e| format!("the run's git worktree could not be made: {e}")),
@@ -117,7 +123,7 @@ impl SessionRegistry {
         folder: String,
         ctx: &mut Context<Self>,
     ) -> Result<Recipient<Cancel>, String> {
-        let StartRun { agent, exec, lock, parent } = msg;
+        let StartRun { agent, exec, lock, parent, .. } = msg;
         let Enclosed { enclosure: Enclosure { cgroup, fence }, program } = enclosed;
         let options =
             CliOptions { model: agent.model.clone(), max_budget_usd: agent.max_budget_usd, ..Default::default() };
@@ -145,7 +151,8 @@ impl SessionRegistry {
             budgets: Some(self.budget_link.keeper.clone()),
         };
         let id = exec.id.clone();
-        let run = OneTurn::new(agent, exec, records, parent, lock);
+        let limits = LimitPolicy::new(&self.settings, self.limit_board.clone());
+        let run = OneTurn::new(agent, exec, records, parent, lock, limits);
         let grace = Duration::from_millis(self.settings.agent_kill_grace_ms);
         let addr: Addr<AgentRunProcess> = CliProcess::start(id.as_str(), spawned, adapter, peers, grace, run);
         Ok(addr.recipient())
@@ -164,4 +171,20 @@ impl SessionRegistry {
             });
         }
     }
+}
+
+/// The run's worktree: a new one, or for another attempt of the same run, the earlier
+/// attempt's branch checked out again (its name is this run's, or with the run's short id when
+/// that name was taken).
+async fn run_worktree_for(plan: WorktreePlan, again: bool) -> Result<Worktree, WorkspaceError> {
+    if again {
+        for branch in [format!("{}-{}", plan.branch, plan.suffix), plan.branch.clone()] {
+            if worktree::branch_exists(&plan.repo, &branch).await? {
+                worktree::restore(&plan.repo, &plan.path, &branch).await?;
+                let path = plan.path.to_string_lossy().into_owned();
+                return Ok(Worktree { path, branch, base_ref: String::new(), base_commit: String::new() });
+            }
+        }
+    }
+    worktree::create(plan).await
 }

@@ -4,42 +4,22 @@
 //! delivers them again in order, by itself. The CLI stays up meanwhile: it takes the next turn
 //! once the limit has passed.
 
-use std::time::Duration;
-
 use actix::prelude::*;
 use chrono::Utc;
 
 use super::chat::pump;
 use super::{CliSession, QueuedTurn};
-use crate::actors::limits::{LimitSeen, LimitStatus};
+pub use crate::actors::limits::LimitPolicy;
+use crate::actors::limits::{limit_reason, LimitSeen, LimitStatus};
 use crate::db::sessions::SessionPatch;
 use crate::db::writer::WriteOp;
 use crate::domain::session::SessionStatus;
 use crate::domain::time;
 use crate::domain::usage::stamp;
-use crate::protocol::incoming::{LimitHit, LimitInfo, LimitKind};
+use crate::protocol::incoming::{LimitHit, LimitInfo};
 use crate::supervisor::conversation::Ctx;
 
 use super::Chat;
-
-/// How a session waits at a limit.
-#[derive(Clone)]
-pub struct LimitPolicy {
-    /// Up to this much random delay after the reset.
-    pub jitter: Duration,
-    /// The wait when the CLI named no reset.
-    pub retry: Duration,
-    pub board: Recipient<LimitSeen>,
-}
-
-/// A random delay in `[0, max]`, so sessions parked together do not all start at once.
-fn jitter(max: Duration) -> Duration {
-    let span = max.as_millis() as u64;
-    if span == 0 {
-        return Duration::ZERO;
-    }
-    Duration::from_millis((uuid::Uuid::new_v4().as_u128() % u128::from(span + 1)) as u64)
-}
 
 impl Chat {
     /// The CLI's latest limit state (a `rate_limit_event`): kept for the result that may
@@ -61,18 +41,8 @@ impl Chat {
     /// front of the queue. Called before the result's row change is stored, so it is stored
     /// with it.
     pub(super) fn park(&mut self, hit: &LimitHit, patch: &mut SessionPatch) {
-        let now = Utc::now();
-        let wait = match hit.resets_at {
-            Some(reset) if reset > now => (reset - now).to_std().unwrap_or_default(),
-            Some(_) => Duration::ZERO,
-            None => self.limits.retry,
-        };
-        let resumes_at = now + chrono::Duration::from_std(wait + jitter(self.limits.jitter)).unwrap_or_default();
-        let what = match hit.kind {
-            LimitKind::UsageLimit => "a usage limit",
-            LimitKind::RateLimit => "the API's rate limit",
-        };
-        let reason = format!("the CLI met {what}: {}", hit.message);
+        let resumes_at = self.limits.resumes_at(hit, Utc::now());
+        let reason = limit_reason(hit);
         if let Some(turn) = self.in_flight.take() {
             // Not taken by the model: it waits again (and says so when read).
             if let Some(message_id) = turn.message_id {
@@ -103,7 +73,7 @@ impl Chat {
             "resumes_at": self.row.resumes_at,
             "resets_at": hit.and_then(|h| h.resets_at).as_ref().map(stamp),
             "limit_type": hit.and_then(|h| h.limit_type.clone()),
-            "kind": hit.map(|h| match h.kind { LimitKind::UsageLimit => "usage_limit", LimitKind::RateLimit => "rate_limit" }),
+            "kind": hit.map(|h| h.kind.as_str()),
             "message": hit.map(|h| h.message.clone()),
             "queued_turns": self.queue.len(),
         })

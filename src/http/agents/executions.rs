@@ -54,6 +54,7 @@ fn summary(e: Execution) -> ExecutionSummary {
         output_tokens: e.output_tokens,
         error: e.error,
         created_at: e.created_at,
+        resumes_at: e.resumes_at,
     }
 }
 
@@ -127,8 +128,8 @@ pub async fn execution_stream(
     streams::topic_stream(&state, exec.id.into(), &req, &query).await
 }
 
-/// Cancel a queued or running execution (SIGTERM to its process group, SIGKILL after the
-/// grace); it is recorded as `cancelled`.
+/// Cancel a queued, running or waiting (`waiting_for_limit`) execution (SIGTERM to its process
+/// group, SIGKILL after the grace); it is recorded as `cancelled`.
 #[utoipa::path(post, path = "/api/executions/{id}/cancel", tag = "agents",
     params(("id" = String, Path, description = "Execution id (UUID)")),
     responses(

@@ -21,6 +21,16 @@ pub enum LimitKind {
     RateLimit,
 }
 
+impl LimitKind {
+    /// As events name it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LimitKind::UsageLimit => "usage_limit",
+            LimitKind::RateLimit => "rate_limit",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct LimitHit {
     pub kind: LimitKind,

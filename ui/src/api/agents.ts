@@ -5,9 +5,13 @@ import { call, type Schemas } from './client';
 export type Agent = Schemas['AgentView'];
 export type CreateAgent = Schemas['CreateAgent'];
 export type UpdateAgent = Schemas['UpdateAgent'];
-export type ExecutionSummary = Schemas['ExecutionSummary'];
-export type Execution = Schemas['Execution'];
-export type ExecutionStatus = Schemas['ExecutionStatus'];
+// A run a usage limit stopped (`waiting_for_limit`, until `resumes_at`) is written here as
+// well as in the generated types, so this builds with an openapi.json from before the service
+// had it; once the copy is refreshed both say the same and this adds nothing.
+export type ExecutionStatus = Schemas['ExecutionStatus'] | 'waiting_for_limit';
+type LimitFields = { status: ExecutionStatus; resumes_at?: string | null };
+export type ExecutionSummary = Omit<Schemas['ExecutionSummary'], 'status'> & LimitFields;
+export type Execution = Omit<Schemas['Execution'], 'status'> & LimitFields;
 export type WorkspaceMode = Schemas['WorkspaceMode'];
 
 const id = (value: string) => ({ id: value });
@@ -28,8 +32,8 @@ export const agentsApi = {
   cancel: (executionId: string) => call('post', '/api/executions/{id}/cancel', { params: id(executionId) }),
 };
 
-/** Statuses of a run that has not ended yet. */
-export const LIVE_EXECUTION: readonly ExecutionStatus[] = ['queued', 'running'];
+/** Statuses of a run that has not ended yet (one waiting for a limit runs again by itself). */
+export const LIVE_EXECUTION: readonly ExecutionStatus[] = ['queued', 'running', 'waiting_for_limit'];
 
 export function isRunning(status: ExecutionStatus): boolean {
   return LIVE_EXECUTION.includes(status);

@@ -9,7 +9,7 @@ import { useRunStream } from '../lib/useRunStream';
 import { keys, queryClient } from '../query/client';
 import { putExecution } from '../query/agentFrames';
 import { ErrorNote, Loading } from './ui';
-import { ExecutionStatusBadge, runTook } from './ExecutionsTable';
+import { ExecutionStatusBadge, LimitWait, runTook } from './ExecutionsTable';
 
 /**
  * `follow`: the run was started here a moment ago. Its stream is then followed from its first
@@ -17,7 +17,7 @@ import { ExecutionStatusBadge, runTook } from './ExecutionsTable';
  * read, and its topic still holds its events); otherwise only a run seen queued or running is.
  */
 export function ExecutionOutput({ executionId, follow, onClose }: { executionId: string; follow?: boolean; onClose?: () => void }) {
-  const query = useQuery({ queryKey: keys.execution(executionId), queryFn: () => agentsApi.execution(executionId) });
+  const query = useQuery<Execution>({ queryKey: keys.execution(executionId), queryFn: () => agentsApi.execution(executionId) });
   const exec = query.data;
   const running = exec ? isRunning(exec.status) : false;
   // Once followed, a run's stream stays shown after it ends (its lines are not in the answer
@@ -85,7 +85,7 @@ export function ExecutionOutput({ executionId, follow, onClose }: { executionId:
               {stream.entries.map((e) => (
                 <RunLine key={e.key} entry={e} />
               ))}
-              {running && stream.entries.length === 0 && <li className="muted">{exec?.status === 'queued' ? 'Waiting for its folder…' : 'Waiting for output…'}</li>}
+              {running && stream.entries.length === 0 && <li className="muted">{waitingFor(exec?.status)}</li>}
             </ol>
           </>
         )}
@@ -106,8 +106,17 @@ function RunFacts({ exec }: { exec: Execution }) {
       <div><dt>Cost</dt><dd>{exec.cost_usd == null ? '—' : usd(exec.cost_usd)}</dd></div>
       <div><dt>Tokens</dt><dd>{exec.input_tokens == null ? '—' : `${count(exec.input_tokens)} in · ${count(exec.output_tokens)} out`}</dd></div>
       {exec.exit_code != null && <div><dt>Exit code</dt><dd>{exec.exit_code}</dd></div>}
+      {exec.status === 'waiting_for_limit' && (
+        <div><dt>Usage limit</dt><dd><LimitWait resumesAt={exec.resumes_at} /></dd></div>
+      )}
     </dl>
   );
+}
+
+function waitingFor(status: Execution['status'] | undefined): string {
+  if (status === 'queued') return 'Waiting for its folder…';
+  if (status === 'waiting_for_limit') return 'Waiting for a usage limit to reset…';
+  return 'Waiting for output…';
 }
 
 function RunLine({ entry }: { entry: OutputEntry }) {

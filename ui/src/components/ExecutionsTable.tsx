@@ -1,15 +1,15 @@
 // An agent's run history, newest first; a row opens the run's output.
 import type { Execution, ExecutionStatus, ExecutionSummary } from '../api/agents';
-import { ago, count, usd } from '../lib/format';
+import { ago, count, resumesIn, statusLabel, usd } from '../lib/format';
 import { Empty } from './ui';
 
 export function ExecutionStatusBadge({ status }: { status: ExecutionStatus }) {
-  return <span className={`badge run-${status}`}>{status}</span>;
+  return <span className={`badge run-${status}`}>{statusLabel(status)}</span>;
 }
 
-/** How long a run took (or has been running). */
+/** How long a run took (or has been running); a run waiting for a limit is not running. */
 export function runTook(e: ExecutionSummary | Execution, now = Date.now()): string {
-  if (!e.started_at) return '—';
+  if (!e.started_at || e.status === 'waiting_for_limit') return '—';
   const end = e.finished_at ? Date.parse(e.finished_at) : now;
   const ms = Math.max(0, end - Date.parse(e.started_at));
   const s = ms / 1000;
@@ -44,6 +44,7 @@ export function ExecutionsTable(props: {
             <tr key={e.id} className={e.id === props.selected ? 'row-selected' : ''} data-testid="execution-row" data-status={e.status}>
               <td>
                 <ExecutionStatusBadge status={e.status} />
+                {e.status === 'waiting_for_limit' && <LimitWait resumesAt={e.resumes_at} />}
                 {e.error && <div className="small tool-error clamp cell-text" title={e.error}>{e.error}</div>}
               </td>
               <td>{e.trigger}</td>
@@ -60,6 +61,15 @@ export function ExecutionsTable(props: {
           ))}
         </tbody>
       </table>
+    </div>
+  );
+}
+
+/** When a run a usage limit stopped goes again (the service runs it by itself). */
+export function LimitWait({ resumesAt }: { resumesAt?: string | null }) {
+  return (
+    <div className="small muted" data-testid="execution-resumes" title={resumesAt ? new Date(resumesAt).toLocaleString() : undefined}>
+      {resumesIn(resumesAt)}
     </div>
   );
 }

@@ -4,6 +4,7 @@ import type { Decision, Session } from '../api/client';
 import { applyFrame, useLive } from '../store/live';
 import { CostChart } from './CostChart';
 import { DecisionsList } from './DecisionsList';
+import { ExecutionsTable } from './ExecutionsTable';
 import { SessionsTable } from './SessionsTable';
 import { Transcript } from './Transcript';
 
@@ -98,6 +99,31 @@ describe('SessionsTable', () => {
       ['waiting for limit', 'badge status-waiting_for_limit'],
       ['paused', 'badge status-paused'],
     ]);
+  });
+});
+
+describe('ExecutionsTable', () => {
+  it('shows a run waiting for a usage limit in words, with when it goes again', () => {
+    const resumes = new Date(Date.now() + 90_000).toISOString();
+    render(
+      <ExecutionsTable
+        onOpen={() => undefined}
+        executions={[
+          { id: 'e2', agent_id: 'a1', trigger: 'cron', status: 'waiting_for_limit', created_at: '2026-01-02T00:00:00Z',
+            started_at: '2026-01-02T00:00:01Z', resumes_at: resumes, error: "the CLI met a usage limit: You've hit your limit" },
+          { id: 'e1', agent_id: 'a1', trigger: 'cron', status: 'success', created_at: '2026-01-01T00:00:00Z' },
+        ]}
+      />,
+    );
+    const [waiting, done] = screen.getAllByTestId('execution-row');
+    expect([waiting.querySelector('.badge')?.textContent, waiting.querySelector('.badge')?.className]).toEqual([
+      'waiting for limit',
+      'badge run-waiting_for_limit',
+    ]);
+    expect(within(waiting).getByTestId('execution-resumes').textContent).toMatch(/^resumes in 1m \d+s$/);
+    expect(within(waiting).getByText(/met a usage limit/)).toBeTruthy();
+    expect(waiting.textContent).not.toContain('so far');
+    expect(within(done).queryByTestId('execution-resumes')).toBeNull();
   });
 });
 

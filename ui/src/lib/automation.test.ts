@@ -72,6 +72,20 @@ describe("a run's output", () => {
     expect(out.entries.map((e) => e.kind)).toEqual(['note', 'tool']);
     expect(out.finished).toBe(true);
   });
+
+  it('notes a usage limit without ending: the same run goes again on this stream', () => {
+    const out = feed([
+      { event: 'r', type: 'turn.result', data: { status: 'failed', is_error: true, text: "You've hit your limit" } },
+      { event: 'l', type: 'agent.execution.limit_reached', data: { status: 'waiting_for_limit', resumes_at: '2026-01-02T03:04:05Z' } },
+      { event: 's', type: 'agent.execution.started', data: { status: 'running' } },
+    ]);
+    expect(out.finished).toBe(false);
+    const notes = out.entries.filter((e) => e.kind === 'note');
+    expect(notes.map((e) => e.kind === 'note' && [e.text.startsWith('Stopped by a usage limit; the run goes again at '), e.bad])).toEqual([
+      [true, true],
+      [false, undefined],
+    ]);
+  });
 });
 
 describe('small readings', () => {

@@ -60,6 +60,13 @@ export function applyRunFrame(state: RunOutput, frame: Frame, id: number | null)
       return { ...state, lastSeq, entries: [...entries, { kind: 'note', key, text: 'Run started.' }] };
     case 'agent.execution.finished':
       return { ...state, lastSeq, finished: true };
+    case 'agent.execution.limit_reached': {
+      // Not an end: the same run goes again after the reset, on this stream.
+      const at = str(data.resumes_at);
+      const when = at ? ` at ${new Date(at).toLocaleString()}` : ' after the reset';
+      const text = `Stopped by a usage limit; the run goes again${when}.`;
+      return { ...state, lastSeq, entries: [...entries, { kind: 'note', key, text, bad: true }] };
+    }
     case 'assistant.delta': {
       const itemId = str(data.item_id);
       const last = entries[entries.length - 1];

@@ -106,8 +106,9 @@ describe('reading the usage-limit board again', () => {
     resets_at: '2026-01-01T05:00:00Z', limit_type: 'five_hour', kind: 'usage_limit', message: 'limit', queued_turns: 2, ...over,
   });
 
-  it('a session meeting a limit or ending its wait changes it; nothing else does', () => {
+  it('a session or a run meeting a limit, or a session ending its wait, changes it; nothing else does', () => {
     expect(changesLimits(frame('usage.limit_reached', limitData()))).toBe(true);
+    expect(changesLimits(frame('agent.execution.limit_reached', { id: 'e1', status: 'waiting_for_limit' }))).toBe(true);
     expect(changesLimits(frame('usage.limit_reset', limitData({ status: 'idle' })))).toBe(true);
     expect(changesLimits(frame('session.status', session({ status: 'waiting_for_limit' })))).toBe(false);
     expect(changesLimits(frame('agent.execution.finished', { id: 'e1' }))).toBe(false);

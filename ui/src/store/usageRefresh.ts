@@ -48,9 +48,9 @@ export function storesUsage(client: QueryClient, frame: Frame): boolean {
   return copies.some((c) => !sameTotals(c, row));
 }
 
-/** Whether `frame` changes the usage-limit board: a session met a limit, or its wait ended. */
+/** Whether `frame` changes the usage-limit board: a session or an agent's run met a limit, or a session's wait ended. */
 export function changesLimits(frame: Frame): boolean {
-  return frame.type === 'usage.limit_reached' || frame.type === 'usage.limit_reset';
+  return frame.type === 'usage.limit_reached' || frame.type === 'usage.limit_reset' || frame.type === 'agent.execution.limit_reached';
 }
 
 /** Frames that move a project's line of turns: a session started or ended one, or one waits. */

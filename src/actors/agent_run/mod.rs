@@ -7,6 +7,9 @@
 //! the clean answer, publishes `agent.execution.*` events on the run's own topic, and records
 //! how the run ended: `success` (exit 0), `failure` (non-zero exit, spawn error, a refused
 //! handshake), `timeout` or `cancelled` (both: SIGTERM to the tree, SIGKILL after the grace).
+//! A run whose turn met a usage limit has not ended: it is stored `waiting_for_limit` with
+//! `resumes_at`, and its agent runs it again then (a new process; the raw lines, cost and
+//! tokens of every attempt add up).
 
 use std::time::Duration;
 
@@ -14,6 +17,7 @@ use actix::prelude::*;
 use serde_json::Value;
 
 use super::bus::{Event, Publish};
+use super::limits::LimitPolicy;
 use super::locks::DirLock;
 use crate::db::agents::{self, Agent, Execution};
 use crate::db::usage::{self, NewUsage};
@@ -22,7 +26,7 @@ use crate::domain::agent::ExecutionStatus;
 use crate::domain::agent_events::AgentEvent;
 use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::time;
-use crate::protocol::incoming::{Incoming, Kind};
+use crate::protocol::incoming::{limit_of, Incoming, Kind, LimitHit, LimitInfo};
 use crate::supervisor::conversation::{Conversation, Ctx, ProcessEnd, Step};
 use crate::supervisor::process::CliProcess;
 use crate::transport::OutLine;
@@ -32,6 +36,10 @@ pub const MAX_RAW_BYTES: usize = 16 * 1024 * 1024;
 
 /// A run's actor: the CLI supervisor running one turn.
 pub type AgentRunProcess = CliProcess<OneTurn>;
+
+mod limits;
+
+use self::limits::{add, Spent};
 
 // ---------------------------------------------------------------------------------------------
 // Messages
@@ -98,12 +106,16 @@ impl RunRecords {
 
 /// The execution without its output, as events carry it.
 pub fn summary(agent: &Agent, exec: &Execution) -> String {
+    summary_value(agent, exec).to_string()
+}
+
+fn summary_value(agent: &Agent, exec: &Execution) -> Value {
     let mut row = serde_json::to_value(exec).unwrap_or(Value::Null);
     if let Some(obj) = row.as_object_mut() {
         obj.remove("raw_output");
         obj.insert("agent_name".to_string(), Value::String(agent.name.clone()));
     }
-    row.to_string()
+    row
 }
 
 pub struct OneTurn {
@@ -120,10 +132,27 @@ pub struct OneTurn {
     model: Option<String>,
     /// The turn failed (or could not be sent), whatever the CLI's exit status says.
     turn_failure: Option<String>,
+    /// How to wait at a limit, and where to report one.
+    limits: LimitPolicy,
+    /// The CLI's latest limit state, for the result that may follow.
+    limit_info: Option<LimitInfo>,
+    /// The turn's result was a limit.
+    limit_hit: Option<LimitHit>,
+    /// What earlier attempts of this execution (stopped by a limit) cost.
+    earlier: Spent,
 }
 
 impl OneTurn {
-    pub fn new(agent: Agent, exec: Execution, records: RunRecords, parent: Recipient<RunEnded>, lock: DirLock) -> Self {
+    pub fn new(
+        agent: Agent,
+        exec: Execution,
+        records: RunRecords,
+        parent: Recipient<RunEnded>,
+        lock: DirLock,
+        limits: LimitPolicy,
+    ) -> Self {
+        let earlier =
+            Spent { cost_usd: exec.cost_usd, input_tokens: exec.input_tokens, output_tokens: exec.output_tokens };
         OneTurn {
             agent,
             exec,
@@ -135,6 +164,10 @@ impl OneTurn {
             result_text: None,
             model: None,
             turn_failure: None,
+            limits,
+            limit_info: None,
+            limit_hit: None,
+            earlier,
         }
     }
 
@@ -149,15 +182,20 @@ impl OneTurn {
 
     fn conclude(&mut self, end: &ProcessEnd<RunStop>) {
         self.exec.exit_code = end.exit.code;
-        let (status, error) = match (&end.asked, &end.failure) {
-            (Some(RunStop::Timeout(reason)), _) => (ExecutionStatus::Timeout, Some(reason.clone())),
-            (Some(RunStop::Cancelled(reason)), _) => (ExecutionStatus::Cancelled, Some(reason.clone())),
-            (None, Some(failure)) => (ExecutionStatus::Failure, Some(end.with_stderr(failure.clone()))),
-            (None, None) if end.exit.code == Some(0) => match &self.turn_failure {
+        let hit = self.limit_hit.clone();
+        let (status, error) = match (&end.asked, &end.failure, &hit) {
+            (Some(RunStop::Timeout(reason)), _, _) => (ExecutionStatus::Timeout, Some(reason.clone())),
+            (Some(RunStop::Cancelled(reason)), _, _) => (ExecutionStatus::Cancelled, Some(reason.clone())),
+            // A limit stopped the turn: whatever the exit, it runs again after the reset.
+            (None, _, Some(hit)) => self.wait_for_limit(hit),
+            (None, Some(failure), None) => (ExecutionStatus::Failure, Some(end.with_stderr(failure.clone()))),
+            (None, None, None) if end.exit.code == Some(0) => match &self.turn_failure {
                 None => (ExecutionStatus::Success, None),
                 Some(why) => (ExecutionStatus::Failure, Some(why.clone())),
             },
-            (None, None) => (ExecutionStatus::Failure, Some(end.with_stderr(format!("the CLI {}", end.exit.how)))),
+            (None, None, None) => {
+                (ExecutionStatus::Failure, Some(end.with_stderr(format!("the CLI {}", end.exit.how))))
+            }
         };
         self.exec.status = status;
         self.exec.error = error;
@@ -168,7 +206,9 @@ impl OneTurn {
             ));
         }
         self.exec.output = self.result_text.clone().unwrap_or_else(|| self.assistant_text.join("\n"));
-        self.exec.finished_at = Some(time::now());
+        if status.has_ended() {
+            self.exec.finished_at = Some(time::now());
+        }
     }
 }
 
@@ -226,16 +266,22 @@ impl Conversation for OneTurn {
                 _ => {}
             }
         }
-        if let Kind::SystemInit { model: Some(model), .. } = &msg.kind {
-            run.model = Some(model.clone());
+        match &msg.kind {
+            Kind::SystemInit { model: Some(model), .. } => run.model = Some(model.clone()),
+            Kind::RateLimit(info) => run.limit_reported(info),
+            _ => {}
         }
         if let Kind::Result(result) = msg.kind {
-            run.exec.cost_usd = result.total_cost_usd;
+            if let Some(hit) = limit_of(&result, run.limit_info.as_ref()) {
+                run.limit_met(hit);
+            }
             let (input, output) = result
                 .cumulative_tokens
                 .unwrap_or((result.input_tokens.unwrap_or(0), result.output_tokens.unwrap_or(0)));
-            run.exec.input_tokens = Some(input);
-            run.exec.output_tokens = Some(output);
+            // This process's figures, after those of the attempts a limit stopped.
+            run.exec.cost_usd = add(run.earlier.cost_usd, result.total_cost_usd);
+            run.exec.input_tokens = add(run.earlier.input_tokens, Some(input));
+            run.exec.output_tokens = add(run.earlier.output_tokens, Some(output));
             // One process, one turn: its cumulative figures are what the run cost.
             run.records.record_usage(
                 NewUsage {
@@ -271,7 +317,19 @@ impl Conversation for OneTurn {
         let run = &mut p.conv;
         tracing::info!(execution = %run.exec.id, agent = %run.agent.name, status = %run.exec.status, "agent run ended");
         run.lock = None;
-        run.records.publish("agent.execution.finished", "execution_finished", &run.agent, &run.exec);
+        if run.exec.status == ExecutionStatus::WaitingForLimit {
+            // Not an end: the run's stream goes on when it runs again.
+            let data = run.limit_event();
+            let event = Event::for_execution(
+                "agent.execution.limit_reached",
+                "execution_limit_reached",
+                run.exec.id.as_str(),
+                data,
+            );
+            run.records.bus.do_send(Publish(event));
+        } else {
+            run.records.publish("agent.execution.finished", "execution_finished", &run.agent, &run.exec);
+        }
         run.parent.do_send(RunEnded { execution: run.exec.clone() });
     }
 }
