@@ -226,22 +226,28 @@ struct RollupCheck {
     matching: i64,
 }
 
-/// The rollup against the ledger regrouped by hour and every key: (groups, rollup rows, rollup
-/// rows equal to their group: tokens and turns exactly, cost to 1e-9 relative).
-pub fn check_rollup(conn: &mut diesel::SqliteConnection) -> (i64, i64, i64) {
-    let check: RollupCheck = diesel::sql_query(
-        "WITH g AS (
-            SELECT substr(recorded_at, 1, 13) AS hour, COALESCE(project_id, '') AS project_id,
-                COALESCE(session_id, '') AS session_id, COALESCE(agent_id, '') AS agent_id, agent,
-                COALESCE(model, '') AS model, SUM(cost_usd) AS cost, SUM(input_tokens) AS input,
-                SUM(output_tokens) AS output, COUNT(*) AS turns
-            FROM usage_ledger GROUP BY 1, 2, 3, 4, 5, 6)
-        SELECT (SELECT COUNT(*) FROM g) AS groups, (SELECT COUNT(*) FROM usage_hourly) AS rollup_rows,
-            (SELECT COUNT(*) FROM g JOIN usage_hourly h USING (hour, project_id, session_id, agent_id, agent, model)
-             WHERE h.input_tokens = g.input AND h.output_tokens = g.output AND h.turns = g.turns
-               AND ABS(h.cost_usd - g.cost) <= 1e-9 * MAX(ABS(g.cost), 1e-12)) AS matching",
-    )
-    .get_result(conn)
-    .expect("checking the rollup");
-    (check.groups, check.rollup_rows, check.matching)
+/// The rollups against the ledger regrouped by hour and every key, and by day and every key
+/// but the session: for each, (groups, rollup rows, rollup rows equal to their group: tokens
+/// and turns exactly, cost to 1e-9 relative).
+pub fn check_rollups(conn: &mut diesel::SqliteConnection) -> [(&'static str, i64, i64, i64); 2] {
+    let check = |conn: &mut diesel::SqliteConnection, period: &str, len: usize, table: &str, keys: &str| {
+        let check: RollupCheck = diesel::sql_query(format!(
+            "WITH g AS (
+                SELECT substr(recorded_at, 1, {len}) AS {period}, COALESCE(project_id, '') AS project_id,
+                    COALESCE(session_id, '') AS session_id, COALESCE(agent_id, '') AS agent_id, agent,
+                    COALESCE(model, '') AS model, SUM(cost_usd) AS cost, SUM(input_tokens) AS input,
+                    SUM(output_tokens) AS output, COUNT(*) AS turns
+                FROM usage_ledger GROUP BY {keys})
+            SELECT (SELECT COUNT(*) FROM g) AS groups, (SELECT COUNT(*) FROM {table}) AS rollup_rows,
+                (SELECT COUNT(*) FROM g JOIN {table} r USING ({keys})
+                 WHERE r.input_tokens = g.input AND r.output_tokens = g.output AND r.turns = g.turns
+                   AND ABS(r.cost_usd - g.cost) <= 1e-9 * MAX(ABS(g.cost), 1e-12)) AS matching"
+        ))
+        .get_result(conn)
+        .expect("checking a rollup");
+        (check.groups, check.rollup_rows, check.matching)
+    };
+    let hourly = check(conn, "hour", 13, "usage_hourly", "hour, project_id, session_id, agent_id, agent, model");
+    let daily = check(conn, "day", 10, "usage_daily", "day, project_id, agent_id, agent, model");
+    [("hourly", hourly.0, hourly.1, hourly.2), ("daily", daily.0, daily.1, daily.2)]
 }

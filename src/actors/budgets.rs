@@ -3,7 +3,7 @@
 //!
 //! After every turn result (and agent run) and every change to a project's caps it is told
 //! [`Reevaluate`]; it sums the project's and the service's spending for the day and the month
-//! from the hourly rollup (on the blocking pool) and compares them with the caps. A budget that
+//! from the daily rollup (on the blocking pool) and compares them with the caps. A budget that
 //! runs out is announced (`budget.exhausted`) and the registry holds the sessions it covers
 //! (`paused`); one that is no longer spent (raised, cleared, or its period rolled over, checked
 //! at each UTC midnight) is announced (`budget.resumed`) and they are released. Requests that
@@ -20,7 +20,7 @@ use super::bus::{Event, Publish};
 use crate::db::{projects, usage, Store, StoreError};
 use crate::domain::budget::{exhausted, Caps, Exhaustion, Spent};
 use crate::domain::ids::ProjectId;
-use crate::domain::usage::{day_start, hour_of, month_start, next_day};
+use crate::domain::usage::{day_of, month_start, next_day};
 
 /// May work start in this project (`None`: outside any project)? `Err` names the spent budget.
 #[derive(Message)]
@@ -84,7 +84,7 @@ impl BudgetKeeper {
             store
                 .run(move |conn| {
                     let now = Utc::now();
-                    let (day, month) = (hour_of(&day_start(&now)), hour_of(&month_start(&now)));
+                    let (day, month) = (day_of(&now), day_of(&month_start(&now)));
                     let mut readings = Vec::new();
                     for scope in scopes {
                         let caps = match &scope {

@@ -270,3 +270,17 @@ diesel::table! {
         turns -> BigInt,
     }
 }
+
+diesel::table! {
+    usage_daily (day, project_id, agent_id, agent, model) {
+        day -> Text,
+        project_id -> Text,
+        agent_id -> Text,
+        agent -> Text,
+        model -> Text,
+        cost_usd -> Double,
+        input_tokens -> BigInt,
+        output_tokens -> BigInt,
+        turns -> BigInt,
+    }
+}

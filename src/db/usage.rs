@@ -1,8 +1,10 @@
-//! Queries on the cost ledger (`usage_ledger`) and its hourly rollup (`usage_hourly`).
+//! Queries on the cost ledger (`usage_ledger`) and its rollups per hour and session
+//! (`usage_hourly`) and per day (`usage_daily`, without sessions).
 //!
-//! Every ledger row is added to its hour's rollup row in the same transaction ([`record`]), so
-//! sums over whole hours read the small rollup and never the ledger; only the partial hours
-//! at a window's edges read ledger rows (through the `recorded_at` index).
+//! The database adds every ledger row to its rollup rows in the statement that inserts it (a
+//! trigger), so sums over whole days read the small daily rollup, whole hours around them the
+//! hourly one, and only the partial hours at a window's edges read ledger rows (through the
+//! `recorded_at` index, summed in SQL).
 
 use std::collections::BTreeMap;
 
@@ -12,7 +14,7 @@ use diesel::sql_types::{BigInt, Double};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::schema::{usage_hourly, usage_ledger};
+use super::schema::{usage_daily, usage_hourly, usage_ledger};
 use super::{DbConnection, StoreError};
 use crate::domain::usage::{GroupBy, Split};
 
@@ -30,21 +32,6 @@ pub struct NewUsage {
     pub cost_usd: f64,
     pub input_tokens: i64,
     pub output_tokens: i64,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = usage_hourly)]
-struct HourRow<'a> {
-    hour: &'a str,
-    project_id: &'a str,
-    session_id: &'a str,
-    agent_id: &'a str,
-    agent: &'a str,
-    model: &'a str,
-    cost_usd: f64,
-    input_tokens: i64,
-    output_tokens: i64,
-    turns: i64,
 }
 
 /// Sums over a group of ledger rows.
@@ -66,40 +53,11 @@ impl Figures {
     }
 }
 
-/// Appends a ledger row and adds it to its hour. Call it inside the transaction that stores
-/// the totals it was computed from, so a crash keeps both or neither.
+/// Appends a ledger row; the database adds it to its hour's and its day's rollup rows in the
+/// same statement (a trigger). Call it inside the transaction that stores the totals it was
+/// computed from, so a crash keeps both or neither.
 pub fn record(conn: &mut DbConnection, row: &NewUsage) -> Result<(), StoreError> {
     diesel::insert_into(usage_ledger::table).values(row).execute(conn)?;
-    let hour = row.recorded_at.get(..13).unwrap_or(&row.recorded_at);
-    let rollup = HourRow {
-        hour,
-        project_id: row.project_id.as_deref().unwrap_or(""),
-        session_id: row.session_id.as_deref().unwrap_or(""),
-        agent_id: row.agent_id.as_deref().unwrap_or(""),
-        agent: &row.agent,
-        model: row.model.as_deref().unwrap_or(""),
-        cost_usd: row.cost_usd,
-        input_tokens: row.input_tokens,
-        output_tokens: row.output_tokens,
-        turns: 1,
-    };
-    use usage_hourly::dsl as h;
-    // Upserts are written per backend (the multi-backend type has no ON CONFLICT).
-    match conn {
-        DbConnection::Sqlite(c) => {
-            diesel::insert_into(usage_hourly::table)
-                .values(&rollup)
-                .on_conflict((h::hour, h::project_id, h::session_id, h::agent_id, h::agent, h::model))
-                .do_update()
-                .set((
-                    h::cost_usd.eq(h::cost_usd + row.cost_usd),
-                    h::input_tokens.eq(h::input_tokens + row.input_tokens),
-                    h::output_tokens.eq(h::output_tokens + row.output_tokens),
-                    h::turns.eq(h::turns + 1),
-                ))
-                .execute(c)?;
-        }
-    }
     Ok(())
 }
 
@@ -119,78 +77,100 @@ fn sums() -> (
 }
 
 type Row = (String, f64, i64, i64, i64);
+type EdgeRow = (Option<String>, f64, i64, i64, i64);
 
-/// Whole hours `[first, last)` from the rollup, grouped by one column. Days are grouped by
-/// hour here and folded by the caller.
-fn rollup(
+/// Rollup rows of `$table` with `$period` in `[first, last)`, summed by `$col`.
+macro_rules! summed {
+    ($conn:expr, $table:ident, $period:ident, $col:ident, $range:expr, $project:expr) => {{
+        let (first, last) = $range;
+        use $table::dsl as t;
+        let (cost, input, output, turns) = sums();
+        let query = t::$table.filter(t::$period.ge(first)).filter(t::$period.lt(last)).group_by(t::$col).select((
+            t::$col,
+            cost,
+            input,
+            output,
+            turns,
+        ));
+        match $project {
+            Some(project) => query.filter(t::project_id.eq(project)).load::<Row>($conn)?,
+            None => query.load::<Row>($conn)?,
+        }
+    }};
+}
+
+/// Whole hours `[first, last)` from the hourly rollup, grouped by one column. Days are grouped
+/// by hour here and folded by the caller.
+fn hourly(
     conn: &mut DbConnection,
     group: GroupBy,
-    (first, last): (&str, &str),
+    hours: (&str, &str),
     project: Option<&str>,
 ) -> Result<Vec<Row>, StoreError> {
-    use usage_hourly::dsl as h;
+    Ok(match group {
+        GroupBy::Project => summed!(conn, usage_hourly, hour, project_id, hours, project),
+        GroupBy::Session => summed!(conn, usage_hourly, hour, session_id, hours, project),
+        GroupBy::Agent => summed!(conn, usage_hourly, hour, agent_id, hours, project),
+        GroupBy::AgentKind => summed!(conn, usage_hourly, hour, agent, hours, project),
+        GroupBy::Model => summed!(conn, usage_hourly, hour, model, hours, project),
+        GroupBy::Day => summed!(conn, usage_hourly, hour, hour, hours, project),
+    })
+}
+
+/// Whole days `[first, last)` from the daily rollup, which has no sessions: `None` for
+/// [`GroupBy::Session`].
+fn daily(
+    conn: &mut DbConnection,
+    group: GroupBy,
+    days: (&str, &str),
+    project: Option<&str>,
+) -> Result<Option<Vec<Row>>, StoreError> {
+    Ok(Some(match group {
+        GroupBy::Session => return Ok(None),
+        GroupBy::Project => summed!(conn, usage_daily, day, project_id, days, project),
+        GroupBy::Agent => summed!(conn, usage_daily, day, agent_id, days, project),
+        GroupBy::AgentKind => summed!(conn, usage_daily, day, agent, days, project),
+        GroupBy::Model => summed!(conn, usage_daily, day, model, days, project),
+        GroupBy::Day => summed!(conn, usage_daily, day, day, days, project),
+    }))
+}
+
+/// Ledger rows in `[from, to)` (timestamps, within one hour), summed by `group` in SQL.
+fn edge(
+    conn: &mut DbConnection,
+    group: GroupBy,
+    (from, to): (&str, &str),
+    project: Option<&str>,
+) -> Result<Vec<EdgeRow>, StoreError> {
+    use usage_ledger::dsl as l;
     macro_rules! grouped {
-        ($col:expr) => {{
-            let (cost, input, output, turns) = sums();
-            let query = h::usage_hourly
-                .filter(h::hour.ge(first))
-                .filter(h::hour.lt(last))
+        ($col:expr) => {
+            grouped!($col, $col)
+        };
+        ($col:expr, $key:expr) => {{
+            let (cost, input, output, _) = sums();
+            let query = l::usage_ledger
+                .filter(l::recorded_at.ge(from))
+                .filter(l::recorded_at.lt(to))
                 .group_by($col)
-                .select(($col, cost, input, output, turns));
+                .select(($key, cost, input, output, sql::<BigInt>("COUNT(*)")));
             match project {
-                Some(project) => query.filter(h::project_id.eq(project)).load::<Row>(conn)?,
-                None => query.load::<Row>(conn)?,
+                Some(project) => query.filter(l::project_id.eq(project)).load::<EdgeRow>(conn)?,
+                None => query.load::<EdgeRow>(conn)?,
             }
         }};
     }
     Ok(match group {
-        GroupBy::Project => grouped!(h::project_id),
-        GroupBy::Session => grouped!(h::session_id),
-        GroupBy::Agent => grouped!(h::agent_id),
-        GroupBy::AgentKind => grouped!(h::agent),
-        GroupBy::Model => grouped!(h::model),
-        GroupBy::Day => grouped!(h::hour),
+        GroupBy::Project => grouped!(l::project_id),
+        GroupBy::Session => grouped!(l::session_id),
+        GroupBy::Agent => grouped!(l::agent_id),
+        GroupBy::AgentKind => grouped!(l::agent, l::agent.nullable()),
+        GroupBy::Model => grouped!(l::model),
+        // An edge lies within one hour, so within one day: its key is its day.
+        GroupBy::Day => {
+            grouped!(sql::<diesel::sql_types::Nullable<diesel::sql_types::Text>>("substr(recorded_at, 1, 10)"))
+        }
     })
-}
-
-/// Ledger rows in `[from, to)` (timestamps), for a window's partial hours.
-fn edge(
-    conn: &mut DbConnection,
-    (from, to): (&str, &str),
-    project: Option<&str>,
-) -> Result<Vec<NewUsageRow>, StoreError> {
-    use usage_ledger::dsl as l;
-    let mut query = l::usage_ledger.filter(l::recorded_at.ge(from)).filter(l::recorded_at.lt(to)).into_boxed();
-    if let Some(project) = project {
-        query = query.filter(l::project_id.eq(project));
-    }
-    Ok(query
-        .select((
-            l::recorded_at,
-            l::project_id,
-            l::session_id,
-            l::agent_id,
-            l::agent,
-            l::model,
-            l::cost_usd,
-            l::input_tokens,
-            l::output_tokens,
-        ))
-        .load::<NewUsageRow>(conn)?)
-}
-
-type NewUsageRow = (String, Option<String>, Option<String>, Option<String>, String, Option<String>, f64, i64, i64);
-
-fn edge_key(group: GroupBy, row: &NewUsageRow) -> Option<String> {
-    let (at, project, session, agent_id, agent, model, ..) = row;
-    match group {
-        GroupBy::Project => project.clone(),
-        GroupBy::Session => session.clone(),
-        GroupBy::Agent => agent_id.clone(),
-        GroupBy::AgentKind => Some(agent.clone()),
-        GroupBy::Model => model.clone(),
-        GroupBy::Day => at.get(..10).map(str::to_string),
-    }
 }
 
 /// Sums the ledger over a split window, by `group`, optionally for one project. Keys are
@@ -202,31 +182,46 @@ pub fn sum_by(
     project: Option<&str>,
 ) -> Result<BTreeMap<Option<String>, Figures>, StoreError> {
     let mut out: BTreeMap<Option<String>, Figures> = BTreeMap::new();
-    if let Some((first, last)) = &window.whole {
-        for (key, cost_usd, input_tokens, output_tokens, turns) in rollup(conn, group, (first, last), project)? {
-            let key = match group {
-                GroupBy::Day => key.get(..10).map(str::to_string),
-                _ => Some(key).filter(|k| !k.is_empty()),
-            };
-            out.entry(key).or_default().add(Figures { cost_usd, input_tokens, output_tokens, turns });
+    let mut rolled: Vec<Row> = Vec::new();
+    let by_day = match &window.days {
+        Some((first, last)) => daily(conn, group, (first, last), project)?,
+        None => Some(Vec::new()),
+    };
+    match by_day {
+        Some(rows) => {
+            rolled.extend(rows);
+            for (first, last) in &window.hours {
+                rolled.extend(hourly(conn, group, (first, last), project)?);
+            }
+        }
+        None => {
+            if let Some((first, last)) = &window.whole {
+                rolled.extend(hourly(conn, group, (first, last), project)?);
+            }
         }
     }
+    for (key, cost_usd, input_tokens, output_tokens, turns) in rolled {
+        let key = match group {
+            GroupBy::Day => key.get(..10).map(str::to_string),
+            _ => Some(key).filter(|k| !k.is_empty()),
+        };
+        out.entry(key).or_default().add(Figures { cost_usd, input_tokens, output_tokens, turns });
+    }
     for (from, to) in &window.edges {
-        for row in edge(conn, (from, to), project)? {
-            let figures = Figures { cost_usd: row.6, input_tokens: row.7, output_tokens: row.8, turns: 1 };
-            out.entry(edge_key(group, &row)).or_default().add(figures);
+        for (key, cost_usd, input_tokens, output_tokens, turns) in edge(conn, group, (from, to), project)? {
+            out.entry(key).or_default().add(Figures { cost_usd, input_tokens, output_tokens, turns });
         }
     }
     Ok(out)
 }
 
-/// What a project (or, with `None`, everything) has cost since `hour` (an hour text), for
-/// budgets: periods start on whole hours, so the rollup alone answers.
-pub fn spent_since(conn: &mut DbConnection, hour: &str, project: Option<&str>) -> Result<f64, StoreError> {
-    use usage_hourly::dsl as h;
-    let mut query = h::usage_hourly.filter(h::hour.ge(hour)).into_boxed();
+/// What a project (or, with `None`, everything) has cost since the start of `day` (a day
+/// text), for budgets: their periods start on whole days, so the daily rollup alone answers.
+pub fn spent_since(conn: &mut DbConnection, day: &str, project: Option<&str>) -> Result<f64, StoreError> {
+    use usage_daily::dsl as d;
+    let mut query = d::usage_daily.filter(d::day.ge(day)).into_boxed();
     if let Some(project) = project {
-        query = query.filter(h::project_id.eq(project));
+        query = query.filter(d::project_id.eq(project));
     }
     Ok(query.select(sql::<Double>("CAST(COALESCE(SUM(cost_usd), 0) AS DOUBLE PRECISION)")).first(conn)?)
 }

@@ -1,6 +1,6 @@
 //! The cost ledger's vocabulary: what a turn cost, what a usage query groups by, and how a
-//! time window splits into the whole hours the hourly rollup answers and the partial hours at
-//! its edges the ledger itself answers.
+//! time window splits into the whole days the daily rollup answers, the whole hours the hourly
+//! rollup answers and the partial hours at its edges the ledger itself answers.
 //!
 //! Times are RFC 3339 UTC text (see [`super::time`]); hours are their first 13 characters
 //! (`2026-11-25T18`), days their first 10. Days and months are UTC days and months.
@@ -62,11 +62,15 @@ pub fn stamp(at: &DateTime<Utc>) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// A half-open window `[from, to)` split for the rollup: `whole` is the range of whole hours
+/// A half-open window `[from, to)` split for the rollups: `whole` is the range of whole hours
 /// (`[first, last)` as hour texts) and `edges` the partial ranges left over, as timestamps.
+/// The whole hours split again into whole `days` (`[first, last)` as day texts) and the whole
+/// `hours` around them, for the daily rollup (which has no sessions).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Split {
     pub whole: Option<(String, String)>,
+    pub days: Option<(String, String)>,
+    pub hours: Vec<(String, String)>,
     pub edges: Vec<(String, String)>,
 }
 
@@ -86,7 +90,7 @@ fn ceil_hour(at: &DateTime<Utc>) -> DateTime<Utc> {
 
 /// Splits `[from, to)`; an empty or inverted window splits into nothing.
 pub fn split(from: &DateTime<Utc>, to: &DateTime<Utc>) -> Split {
-    let mut out = Split { whole: None, edges: Vec::new() };
+    let mut out = Split { whole: None, days: None, hours: Vec::new(), edges: Vec::new() };
     if from >= to {
         return out;
     }
@@ -100,6 +104,17 @@ pub fn split(from: &DateTime<Utc>, to: &DateTime<Utc>) -> Split {
         out.edges.push((stamp(from), stamp(&first)));
     }
     out.whole = Some((hour_of(&first), hour_of(&last)));
+    let (first_day, last_day) = (ceil_day(&first), day_start(&last));
+    if first_day < last_day {
+        out.days = Some((day_of(&first_day), day_of(&last_day)));
+        for (a, b) in [(first, first_day), (last_day, last)] {
+            if a < b {
+                out.hours.push((hour_of(&a), hour_of(&b)));
+            }
+        }
+    } else {
+        out.hours.push((hour_of(&first), hour_of(&last)));
+    }
     if last < *to {
         out.edges.push((stamp(&last), stamp(to)));
     }
@@ -109,6 +124,20 @@ pub fn split(from: &DateTime<Utc>, to: &DateTime<Utc>) -> Split {
 /// The start of the UTC day `at` falls in.
 pub fn day_start(at: &DateTime<Utc>) -> DateTime<Utc> {
     Utc.from_utc_datetime(&at.date_naive().and_hms_opt(0, 0, 0).unwrap_or_default())
+}
+
+fn ceil_day(at: &DateTime<Utc>) -> DateTime<Utc> {
+    let floor = day_start(at);
+    if floor == *at {
+        floor
+    } else {
+        floor + Duration::days(1)
+    }
+}
+
+/// The day a timestamp falls in, as the daily rollup names it.
+pub fn day_of(at: &DateTime<Utc>) -> String {
+    at.format("%Y-%m-%d").to_string()
 }
 
 /// The start of the next UTC day.
@@ -146,6 +175,7 @@ mod tests {
     fn a_window_splits_into_whole_hours_and_its_edges() {
         let s = split(&at("2026-11-25T10:15:00Z"), &at("2026-11-25T13:30:00Z"));
         assert_eq!(s.whole, Some(("2026-11-25T11".into(), "2026-11-25T13".into())));
+        assert_eq!((s.days, s.hours), (None, vec![("2026-11-25T11".into(), "2026-11-25T13".into())]));
         assert_eq!(
             s.edges,
             vec![
@@ -159,10 +189,29 @@ mod tests {
     fn aligned_windows_have_no_edges_and_short_ones_no_whole_hours() {
         let s = split(&at("2026-11-01T00:00:00Z"), &at("2026-12-01T00:00:00Z"));
         assert_eq!((s.whole, s.edges.len()), (Some(("2026-11-01T00".into(), "2026-12-01T00".into())), 0));
+        assert_eq!((s.days, s.hours), (Some(("2026-11-01".into(), "2026-12-01".into())), vec![]));
         let s = split(&at("2026-11-25T10:15:00Z"), &at("2026-11-25T11:10:00Z"));
         assert_eq!((s.whole, s.edges.len()), (None, 1));
         let s = split(&at("2026-11-25T11:00:00Z"), &at("2026-11-25T10:00:00Z"));
-        assert_eq!(s, Split { whole: None, edges: vec![] });
+        assert_eq!(s, Split { whole: None, days: None, hours: vec![], edges: vec![] });
+    }
+
+    #[test]
+    fn whole_hours_split_into_whole_days_and_the_hours_around_them() {
+        let s = split(&at("2026-11-24T22:30:00Z"), &at("2026-11-27T01:10:00Z"));
+        assert_eq!(s.whole, Some(("2026-11-24T23".into(), "2026-11-27T01".into())));
+        assert_eq!(s.days, Some(("2026-11-25".into(), "2026-11-27".into())));
+        assert_eq!(
+            s.hours,
+            vec![("2026-11-24T23".into(), "2026-11-25T00".into()), ("2026-11-27T00".into(), "2026-11-27T01".into())]
+        );
+        assert_eq!(s.edges.len(), 2);
+        // Across midnight with no whole day between: hours only.
+        let s = split(&at("2026-11-24T22:00:00Z"), &at("2026-11-25T02:00:00Z"));
+        assert_eq!((s.days, s.hours), (None, vec![("2026-11-24T22".into(), "2026-11-25T02".into())]));
+        // A whole day and nothing else.
+        let s = split(&at("2026-11-24T00:00:00Z"), &at("2026-11-25T00:00:00Z"));
+        assert_eq!((s.days, s.hours, s.edges.len()), (Some(("2026-11-24".into(), "2026-11-25".into())), vec![], 0));
     }
 
     #[test]

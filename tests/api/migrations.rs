@@ -37,6 +37,7 @@ fn migrations_go_up_down_and_up_again() {
         "projects",
         "session_events",
         "sessions",
+        "usage_daily",
         "usage_hourly",
         "usage_ledger",
         "webhook_deliveries",
