@@ -1,13 +1,11 @@
 import { useState, type FormEvent } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { api } from '../api/client';
-import { budgetChanges, checkBudgets, hasErrors, NO_BUDGETS, type BudgetErrors, type BudgetValues } from '../lib/budgets';
 import { messageOf } from '../lib/errors';
-import { parseTurnLimit, turnLimitChanges } from '../lib/turnLimit';
+import { limitChanges, NO_LIMITS } from '../lib/projectLimits';
 import { changed } from '../query/localChanges';
 import { browseQuery, discoverQuery } from '../query/queries';
-import { BudgetFields } from './BudgetFields';
-import { TurnLimitField } from './TurnLimitField';
+import { ProjectLimitFields, useProjectLimits } from './ProjectLimitFields';
 import { Empty, ErrorNote, Field, Modal } from './ui';
 
 interface DialogProps {
@@ -19,26 +17,19 @@ export function CreateProjectDialog({ onClose, onCreated }: DialogProps) {
   const [name, setName] = useState('');
   const [folder, setFolder] = useState('');
   const [description, setDescription] = useState('');
-  const [budgets, setBudgets] = useState<BudgetValues>(NO_BUDGETS);
-  const [budgetErrors, setBudgetErrors] = useState<BudgetErrors>({});
-  const [turnLimit, setTurnLimit] = useState('');
-  const [turnLimitError, setTurnLimitError] = useState<string>();
+  const limits = useProjectLimits(NO_LIMITS);
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const found = checkBudgets(budgets);
-    setBudgetErrors(found);
-    const limitError = parseTurnLimit(turnLimit).error;
-    setTurnLimitError(limitError);
-    if (hasErrors(found) || limitError) return;
+    if (!limits.check()) return;
     setBusy(true);
     try {
       const p = await api.createProject({
         name,
         folder_path: folder,
-        description: description || null, ...budgetChanges(budgets, {}),
-        ...turnLimitChanges(turnLimit, {}),
+        description: description || null,
+        ...limitChanges(limits.values, {}),
       });
       changed.project(p, true);
       onCreated(p.id);
@@ -60,22 +51,7 @@ export function CreateProjectDialog({ onClose, onCreated }: DialogProps) {
         <Field label="Description (optional)">
           <input value={description} onChange={(e) => setDescription(e.target.value)} />
         </Field>
-        <BudgetFields
-          values={budgets}
-          errors={budgetErrors}
-          onChange={(field, value) => {
-            setBudgets((b) => ({ ...b, [field]: value }));
-            setBudgetErrors((errors) => ({ ...errors, [field]: undefined }));
-          }}
-        />
-        <TurnLimitField
-          value={turnLimit}
-          onChange={(v) => {
-            setTurnLimit(v);
-            setTurnLimitError(undefined);
-          }}
-          error={turnLimitError}
-        />
+        <ProjectLimitFields limits={limits} />
         <ErrorNote error={error} />
         <div className="form-buttons">
           <button type="button" className="button ghost" onClick={onClose}>

@@ -167,6 +167,76 @@ describe("a project's turns at once", () => {
   });
 });
 
+describe("a project's limit fields (ProjectLimitFields), in the new-project dialog and in its settings", () => {
+  const limitFields = (root: HTMLElement) => ({
+    daily: within(root).getByLabelText(/^Daily budget \(USD\)/) as HTMLInputElement,
+    monthly: within(root).getByLabelText(/^Monthly budget \(USD\)/) as HTMLInputElement,
+    turns: within(root).getByLabelText(/^Turns at once/) as HTMLInputElement,
+  });
+  const errorsIn = (root: HTMLElement) => [...root.querySelectorAll('.field-error')].map((e) => e.textContent);
+
+  /** Bad values in all three: every problem at once and nothing sent; then good ones, submitted. */
+  async function fillIn(root: HTMLElement, submit: string, sent: () => number) {
+    const f = limitFields(root);
+    fireEvent.change(f.daily, { target: { value: '-1' } });
+    fireEvent.change(f.monthly, { target: { value: 'lots' } });
+    fireEvent.change(f.turns, { target: { value: '0' } });
+    fireEvent.click(within(root).getByRole('button', { name: submit }));
+    await waitFor(() =>
+      expect(errorsIn(root)).toEqual([
+        'A budget cannot be negative: $0 or more, or empty for none.',
+        'Enter an amount in USD, like 25 or 7.50, or leave it empty for no budget.',
+        'At least 1 turn at once, or leave it empty for no limit.',
+      ]),
+    );
+    expect([f.daily, f.monthly, f.turns].map((i) => i.getAttribute('aria-invalid'))).toEqual(['true', 'true', 'true']);
+    expect(sent()).toBe(0);
+    // Editing a field clears its own error only.
+    fireEvent.change(f.turns, { target: { value: '4' } });
+    expect(errorsIn(root)).toHaveLength(2);
+    fireEvent.change(f.daily, { target: { value: '10' } });
+    fireEvent.change(f.monthly, { target: { value: '$150' } });
+    expect(errorsIn(root)).toEqual([]);
+    fireEvent.click(within(root).getByRole('button', { name: submit }));
+    await waitFor(() => expect(sent()).toBe(1));
+  }
+  const limitsOf = (body: unknown) => {
+    const b = body as Record<string, unknown>;
+    return { daily: b.budget_daily_usd, monthly: b.budget_monthly_usd, turns: b.max_running_turns };
+  };
+
+  it('have the same labels and checks in both places, and send the same values', async () => {
+    service
+      .on('POST', '/api/projects', (req) => ({ status: 201, body: project({ id: 'p2', ...(req.body as Partial<Project>) }) }))
+      .on('PUT', '/api/projects/p1', (req) => ({ body: project({ ...(req.body as Partial<Project>) }) }));
+    const created = vi.fn();
+    const dialog = render(
+      <QueryClientProvider client={queryClient}>
+        <CreateProjectDialog onClose={() => {}} onCreated={created} />
+      </QueryClientProvider>,
+    );
+    const form = screen.getByRole('dialog');
+    // A new project starts with no limits.
+    expect(Object.values(limitFields(form)).map((i) => i.value)).toEqual(['', '', '']);
+    fireEvent.change(within(form).getByLabelText('Name'), { target: { value: 'docs' } });
+    fireEvent.change(within(form).getByLabelText(/^Folder/), { target: { value: 'code/docs' } });
+    await fillIn(form, 'Create project', () => service.callsTo('POST', '/api/projects').length);
+    await waitFor(() => expect(created).toHaveBeenCalledWith('p2'));
+    dialog.unmount();
+
+    renderAt('/projects/p1', routes);
+    const settings = await screen.findByTestId('project-settings');
+    // The settings start from the stored limits (a daily budget of 5, no monthly one, no turn limit).
+    expect(Object.values(limitFields(settings)).map((i) => i.value)).toEqual(['5', '', '']);
+    await fillIn(settings, 'Save settings', () => service.callsTo('PUT', '/api/projects/p1').length);
+    await within(settings).findByText('Saved.');
+
+    const createdWith = limitsOf(service.callsTo('POST', '/api/projects')[0].body);
+    expect(createdWith).toEqual({ daily: 10, monthly: 150, turns: 4 });
+    expect(limitsOf(service.callsTo('PUT', '/api/projects/p1')[0].body)).toEqual(createdWith);
+  });
+});
+
 describe("a project's line of turns", () => {
   const slot = (session_id: string, position: number) => ({ session_id, position, since: '2026-06-15T09:59:00Z' });
   const sessionRow = (id: string, name: string, status = 'idle') => ({

@@ -3,15 +3,15 @@ import { useQuery } from '@tanstack/react-query';
 import { useNavigate, useParams } from 'react-router-dom';
 import { api, type PermissionMode, type Project } from '../api/client';
 import { Card, Empty, ErrorNote, Field, Loading, MODELS, Modal, PERMISSION_MODES } from '../components/ui';
-import { BudgetFields, UsdField } from '../components/BudgetFields';
+import { UsdField } from '../components/BudgetFields';
 import { ProjectBudget } from '../components/ProjectBudget';
+import { ProjectLimitFields, useProjectLimits } from '../components/ProjectLimitFields';
 import { RulesEditor } from '../components/RulesEditor';
-import { TurnLimitField } from '../components/TurnLimitField';
 import { TurnQueueCard } from '../components/TurnQueueCard';
 import { SessionsTable } from '../components/SessionsTable';
-import { budgetChanges, budgetValuesOf, checkBudgets, hasErrors, parseUsd, type BudgetErrors } from '../lib/budgets';
+import { parseUsd } from '../lib/budgets';
 import { messageOf } from '../lib/errors';
-import { parseTurnLimit, turnLimitChanges, turnLimitInput } from '../lib/turnLimit';
+import { limitChanges, limitValuesOf } from '../lib/projectLimits';
 import { changed } from '../query/localChanges';
 import { projectQuery, projectSessionsQuery } from '../query/queries';
 
@@ -152,19 +152,12 @@ function SettingsForm({ project }: { project: Project }) {
   const [mode, setMode] = useState(project.default_permission_mode ?? '');
   const [maxSessions, setMaxSessions] = useState(String(project.max_sessions));
   const [systemPrompt, setSystemPrompt] = useState(project.default_append_system_prompt ?? '');
-  const [budgets, setBudgets] = useState(() => budgetValuesOf(project));
-  const [budgetErrors, setBudgetErrors] = useState<BudgetErrors>({});
-  const [turnLimit, setTurnLimit] = useState(() => turnLimitInput(project));
-  const [turnLimitError, setTurnLimitError] = useState<string>();
+  const limits = useProjectLimits(() => limitValuesOf(project));
   const [note, setNote] = useState<string>();
   const [error, setError] = useState<string>();
   const save = async (e: FormEvent) => {
     e.preventDefault();
-    const found = checkBudgets(budgets);
-    setBudgetErrors(found);
-    const limitError = parseTurnLimit(turnLimit).error;
-    setTurnLimitError(limitError);
-    if (hasErrors(found) || limitError) {
+    if (!limits.check()) {
       setNote(undefined);
       return;
     }
@@ -176,8 +169,7 @@ function SettingsForm({ project }: { project: Project }) {
         default_permission_mode: (mode || null) as PermissionMode | null,
         max_sessions: Number(maxSessions),
         default_append_system_prompt: systemPrompt || null,
-        ...budgetChanges(budgets, project),
-        ...turnLimitChanges(turnLimit, project),
+        ...limitChanges(limits.values, project),
       });
       changed.project(saved);
       setError(undefined);
@@ -224,22 +216,7 @@ function SettingsForm({ project }: { project: Project }) {
       <Field label="Appended system prompt" hint="Added to Claude Code's own system prompt in new sessions.">
         <textarea rows={2} value={systemPrompt} onChange={(e) => setSystemPrompt(e.target.value)} />
       </Field>
-      <BudgetFields
-        values={budgets}
-        errors={budgetErrors}
-        onChange={(field, value) => {
-          setBudgets((b) => ({ ...b, [field]: value }));
-          setBudgetErrors((errors) => ({ ...errors, [field]: undefined }));
-        }}
-      />
-      <TurnLimitField
-        value={turnLimit}
-        onChange={(v) => {
-          setTurnLimit(v);
-          setTurnLimitError(undefined);
-        }}
-        error={turnLimitError}
-      />
+      <ProjectLimitFields limits={limits} />
       <ErrorNote error={error} what="save" />
       <div className="form-buttons">
         {note && <span className="saved">{note}</span>}

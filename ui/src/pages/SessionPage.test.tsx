@@ -1,8 +1,10 @@
 import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import { MemoryRouter, Route, Routes } from 'react-router-dom';
-import type { Message, Session } from '../api/client';
+import type { Message, Session, TurnQueue } from '../api/client';
+import { TURNS_POLL_MS } from '../components/LimitNotice';
 import type { Frame } from '../lib/sse';
+import { applyFrameToCache, resetJournal } from '../store/cacheSync';
 import { SessionPage } from './SessionPage';
 
 // The live stream, played by the test: frames are handed to whoever listens.
@@ -36,6 +38,8 @@ const assistantLine = (text: string) => ({ type: 'assistant', message: { id: `m-
 interface Server {
   session: Session;
   messages: Message[];
+  /** The project's line of turns (`GET /api/projects/p1/turns`). */
+  turns: TurnQueue;
   calls: string[];
   answer?: (method: string, path: string) => Response | undefined;
 }
@@ -50,6 +54,7 @@ beforeEach(() => {
   server = {
     session: row(),
     messages: [message(null, 'to_cli', userLine('hello')), message(1, 'from_cli', assistantLine('Hi there.'))],
+    turns: { max_running_turns: null, running: [], waiting: [] },
     calls: [],
   };
   vi.stubGlobal(
@@ -66,14 +71,20 @@ beforeEach(() => {
         return json({ models: [{ value: 'opus', name: 'Opus' }], modes: ['default', 'plan'], source: 'cli' });
       }
       if (path === '/api/permissions/log') return json([]);
+      if (path === '/api/projects/p1/turns') return json(server.turns);
       return json({ error: { code: 'not_found', message: `no ${path}` } }, 404);
     }),
   );
 });
-afterEach(() => vi.unstubAllGlobals());
+afterEach(() => {
+  vi.unstubAllGlobals();
+  vi.useRealTimers();
+  resetJournal();
+});
 
+let client: QueryClient;
 function renderPage() {
-  const client = new QueryClient({ defaultOptions: { queries: { retry: false, staleTime: Infinity } } });
+  client = new QueryClient({ defaultOptions: { queries: { retry: false, staleTime: Infinity } } });
   return render(
     <QueryClientProvider client={client}>
       <MemoryRouter initialEntries={[`/sessions/${SID}`]}>
@@ -92,6 +103,11 @@ const emit = (frame: Partial<Frame>) =>
       listener({ event: 'message', session_id: SID, timestamp: '2026-01-01T00:00:05Z', ...frame } as Frame);
     }
   });
+/** A frame as store/live.ts applies it: to the listeners, then to the query cache (store/cacheSync.ts). */
+const emitLive = (frame: Partial<Frame>) => {
+  emit(frame);
+  act(() => void applyFrameToCache(client, { event: 'message', timestamp: '2026-01-01T00:00:05Z', ...frame } as Frame));
+};
 const calls = (what: string) => server.calls.filter((c) => c.includes(what)).length;
 const transcript = () => screen.getByTestId('transcript');
 
@@ -273,6 +289,44 @@ describe('SessionPage', () => {
     // Its turn over, the session is idle again: the wait is not shown again.
     emit({ type: 'session.status', event: 'session_status', data: row({ status: 'idle', num_turns: 2 }) });
     await waitFor(() => expect(screen.getByText('idle')).toBeTruthy());
+    expect(screen.queryByTestId('turn-notice')).toBeNull();
+  });
+
+  it("waiting for a turn slot, from the project's line alone (no event: the page opened after it), until the line no longer lists it", async () => {
+    // The line's polling on fake time; the rest (the frames' delayed read, React, waitFor) on real time.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const slot = (session_id: string, position: number) => ({ session_id, position, since: '2026-01-01T00:00:00Z' });
+    server.turns = { max_running_turns: 1, running: [slot('s-run', 1)], waiting: [slot('s-first', 1), slot(SID, 2)] };
+    renderPage();
+    const notice = await screen.findByTestId('turn-notice');
+    expect(notice.textContent).toContain("Waiting for a turn slot: position 2 in the project's line.");
+    expect(calls('GET /api/projects/p1/turns')).toBe(1);
+
+    // Another session of the project starts its turn: its frame has the line read again.
+    server.turns = { max_running_turns: 1, running: [slot('s-first', 1)], waiting: [slot(SID, 1)] };
+    emitLive({ type: 'session.status', event: 'session_status', session_id: 's-first', data: row({ id: 's-first', status: 'active' }) });
+    await within(notice).findByText("position 1 in the project's line.");
+    expect(calls('GET /api/projects/p1/turns')).toBe(2);
+
+    // No frame said it, but the line no longer lists this session: read again after a while, the notice goes.
+    server.turns = { max_running_turns: 1, running: [slot('s-first', 1)], waiting: [] };
+    act(() => void vi.advanceTimersByTime(TURNS_POLL_MS));
+    await waitFor(() => expect(screen.queryByTestId('turn-notice')).toBeNull());
+    expect(calls('GET /api/projects/p1/turns')).toBe(3);
+    expect(screen.getByText('idle')).toBeTruthy();
+  });
+
+  it("reads the project's line once, and not again while it has no limit", async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    renderPage();
+    await screen.findByTestId('session-totals');
+    await waitFor(() => expect(calls('GET /api/projects/p1/turns')).toBe(1));
+    // Time for a read to be asked, had one been due.
+    await act(async () => {
+      vi.advanceTimersByTime(3 * TURNS_POLL_MS);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    });
+    expect(calls('GET /api/projects/p1/turns')).toBe(1);
     expect(screen.queryByTestId('turn-notice')).toBeNull();
   });
 

@@ -92,8 +92,9 @@ export const usageLimitsQuery = () =>
   });
 
 /**
- * A project's turns running and waiting for its limit. No event carries the line:
- * store/usageRefresh.ts has it read again when a session's status changes or a turn waits.
+ * A project's turns running and waiting for its limit (its page's card, a session page's notice
+ * of a turn waiting). No event carries the line: store/usageRefresh.ts has it read again when a
+ * session's status changes or a turn waits.
  */
 export const projectTurnsQuery = (projectId: string) =>
   queryOptions<TurnQueue>({

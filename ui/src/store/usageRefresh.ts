@@ -96,7 +96,8 @@ export function refreshLimitsSoon(client: QueryClient, delayMs = USAGE_REFRESH_M
 
 /**
  * Reads a project's line of turns again soon (a burst of status frames costs one read), if it
- * was read at all: only a project with a limit shows it.
+ * was read at all: the page of a project with a limit shows it, a live session's page reads it
+ * for its notice of a turn waiting.
  */
 export function refreshTurnsSoon(client: QueryClient, projectId: string, delayMs = USAGE_REFRESH_MS): void {
   if (!client.getQueryCache().find({ queryKey: keys.projectTurns(projectId), exact: true })) return;
