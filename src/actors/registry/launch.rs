@@ -1,35 +1,26 @@
-//! Launching a session: capacity, the transport, the row, the CLI (spawned here, its pid
-//! stored before anyone hears of the session) and its actor.
-
-use std::time::Duration;
+//! Launching a session: capacity, the transport, the row and its enclosure; the CLI itself is
+//! started in spawn_cli.rs.
 
 use actix::prelude::*;
 
-use crate::actors::bus::{Event, Publish};
-use crate::actors::session::{self, SessionDeps, Snapshot, Started};
-use crate::db::backlog::Backlog;
-use crate::db::messages::{NewSessionEvent, PendingTurn};
+use crate::actors::session::Snapshot;
 use crate::db::projects::Project;
-use crate::db::sessions::{self, Session, SessionPatch};
-use crate::db::writer::{WriteError, WriteOp};
+use crate::db::sessions::{self, Session};
+use crate::db::writer::WriteError;
 use crate::db::StoreError;
 use crate::domain::agent_kind::AgentKind;
 use crate::domain::ids::SessionId;
-use crate::domain::launch::{CliOptions, LaunchSpec};
-use crate::domain::session::{ClosedReason, SessionStatus};
+use crate::domain::launch::LaunchSpec;
+use crate::domain::session::SessionStatus;
 use crate::domain::validate::Transport;
 use crate::domain::workspace::WorkspaceMode;
 use crate::domain::{names, time};
 use crate::process::version::{self};
 use crate::sandbox::{Fence, FenceError};
-use crate::supervisor::catalog;
-use crate::supervisor::spawn::{spawn, SpawnRequest};
 use crate::transport::websocket;
 
-use super::enclose::Enclosed;
-use super::{worktree_folder, Live, SessionRegistry};
-use crate::actors::session::limits::LimitPolicy;
-use crate::sandbox::enclosure::Enclosure;
+use super::spawn_cli::SessionLaunch;
+use super::{worktree_folder, SessionRegistry};
 
 #[derive(Message)]
 #[rtype(result = "Result<Launched, LaunchError>")]
@@ -141,149 +132,6 @@ impl SessionRegistry {
             max_budget_usd: o.max_budget_usd,
         }
     }
-
-    /// Starts the actor of a spawned CLI and records it as live.
-    pub(super) fn start_session(&mut self, started: Started, ctx: &mut Context<Self>) -> Session {
-        let row = started.row.clone();
-        let deps = SessionDeps {
-            writer: self.writer.clone(),
-            bus: self.bus.clone(),
-            engine: self.engine.clone(),
-            registry: ctx.address().recipient(),
-            limits: LimitPolicy::new(&self.settings, self.limit_board.clone()),
-            budgets: self.budget_link.clone(),
-            gate: self.gate.clone(),
-        };
-        let addr = session::start(started, &deps);
-        self.preparing.remove(&row.id);
-        self.live.insert(
-            row.id.clone(),
-            Live { addr, project_id: row.project_id.clone(), external_key: row.external_key.clone() },
-        );
-        row
-    }
-
-    /// The CLI could not be started: the row records why (and a new session's stream says it
-    /// was created, as its first event).
-    pub(super) fn launch_failed(&self, mut row: Session, reason: String, announce: Option<u64>) -> Session {
-        let now = time::now();
-        row.status = SessionStatus::Error;
-        row.error_message = Some(reason);
-        row.closed_at = Some(now);
-        row.closed_reason = Some(ClosedReason::LaunchFailed);
-        self.writer.persist(WriteOp::Session {
-            id: row.id.clone(),
-            patch: SessionPatch {
-                status: Some(row.status),
-                error_message: Some(row.error_message.clone()),
-                closed_at: Some(row.closed_at.clone()),
-                closed_reason: Some(row.closed_reason),
-                ..Default::default()
-            },
-        });
-        if let Some(seq) = announce {
-            let data = serde_json::to_string(&row).unwrap_or_else(|_| "null".to_string());
-            let mut event = Event::new("session.created", "session_created", Some(row.id.to_string()), data.clone());
-            event.topic_seq = Some(seq);
-            self.writer.persist(WriteOp::Event(NewSessionEvent {
-                session_id: row.id.to_string(),
-                seq: seq as i64,
-                kind: event.kind.to_string(),
-                name: event.name.clone(),
-                data,
-                timestamp: event.timestamp.clone(),
-            }));
-            self.bus.do_send(Publish(event));
-        }
-        row
-    }
-
-    /// Spawns the CLI of `launch`, stores its pid and start time (before anyone can hear of
-    /// the session as running, so a crash at any moment leaves a recoverable record), then
-    /// starts its actor. Resolves with the row: running, or `error` when the CLI could not start.
-    pub(super) fn launch_cli(
-        &mut self,
-        launch: SessionLaunch,
-        announce: bool,
-    ) -> std::pin::Pin<Box<dyn ActorFuture<Self, Output = Result<Session, LaunchError>>>> {
-        let SessionLaunch { mut row, folder, options, bridge, resumed, last_seq, enclosure, carried } = launch;
-        let backlog = Backlog::new(self.settings.session_backlog_bytes);
-        let settings = self.settings.clone();
-        let spawned = enclosure.and_then(|Enclosed { enclosure: Enclosure { cgroup, fence }, program }| {
-            let (agent, adapter) =
-                catalog::prepare(&settings, &row.agent, &program, &options, &folder).map_err(|e| e.to_string())?;
-            let spawned = spawn(SpawnRequest {
-                marker: row.id.to_string(),
-                program: agent.program,
-                arguments: agent.arguments,
-                folder,
-                env: agent.env,
-                bridge,
-                cgroup,
-                fence,
-                backlog: Some(backlog.clone()),
-            })?;
-            Ok((spawned, adapter))
-        });
-        let (spawned, adapter) = match spawned {
-            Ok(spawned) => spawned,
-            Err(reason) => {
-                let row = self.launch_failed(row, reason, announce.then_some(last_seq + 1));
-                // A read right after the answer must see the failure: wait for it to be stored.
-                let writer = self.writer.clone();
-                return Box::pin(
-                    async move {
-                        let _ = writer.flush().await;
-                        Ok(row)
-                    }
-                    .into_actor(self),
-                );
-            }
-        };
-        // tokio waits for this child itself: the orphan sweep must leave it alone from now on.
-        self.children.insert(spawned.pid);
-        row.cli_pid = Some(spawned.pid);
-        row.cli_started_at = spawned.started_at.clone();
-        row.ws_port = spawned.bridge.as_ref().map(|(_, port)| i32::from(*port));
-        let patch = SessionPatch {
-            cli_pid: Some(row.cli_pid),
-            cli_started_at: Some(row.cli_started_at.clone()),
-            ws_port: Some(row.ws_port),
-            ..Default::default()
-        };
-        let (writer, id) = (self.writer.clone(), row.id.clone());
-        let stored = async move { writer.persist_acked(WriteOp::Session { id, patch }).await };
-        let started = Started { row, spawned, adapter, last_seq, backlog, resumed, carried };
-        Box::pin(stored.into_actor(self).map(move |stored, act, ctx| match stored {
-            Ok(()) => Ok(act.start_session(started, ctx)),
-            Err(e) => {
-                // Unrecorded, the CLI could outlive a crash unseen: end it, answer 503.
-                tracing::error!(session = %started.row.id, error = %e, "the CLI's pid could not be stored; ending it");
-                act.children.remove(&started.spawned.pid);
-                let tree = started.spawned.tree.clone();
-                tokio::task::spawn_blocking(move || tree.end(Duration::from_secs(2)));
-                let _ = act.launch_failed(started.row, format!("the session could not be recorded: {e}"), None);
-                Err(LaunchError::Storage(e))
-            }
-        }))
-    }
-}
-
-/// A session's CLI to start.
-pub(super) struct SessionLaunch {
-    pub(super) row: Session,
-    pub(super) folder: String,
-    pub(super) options: CliOptions,
-    /// A bound port: the WebSocket transport.
-    pub(super) bridge: Option<(std::net::TcpListener, u16)>,
-    /// It brings back an ended session (`--resume`).
-    pub(super) resumed: bool,
-    /// The last event number stored for the session.
-    pub(super) last_seq: u64,
-    /// Its cgroup, sandbox and program, or why they could not be prepared.
-    pub(super) enclosure: Result<Enclosed, String>,
-    /// User turns it takes over from before a restart (a session parked at a usage limit).
-    pub(super) carried: Vec<PendingTurn>,
 }
 
 type LaunchFuture = std::pin::Pin<Box<dyn ActorFuture<SessionRegistry, Output = Result<Launched, LaunchError>>>>;

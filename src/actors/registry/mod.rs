@@ -21,6 +21,7 @@ mod reaper;
 mod resume;
 mod revive;
 mod runs;
+mod spawn_cli;
 mod workspace;
 
 pub use self::commands::SpawnCommand;

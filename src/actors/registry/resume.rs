@@ -13,7 +13,8 @@ use crate::domain::validate::Transport;
 use crate::sandbox::Fence;
 use crate::transport::websocket;
 
-use super::launch::{LaunchError, SessionLaunch};
+use super::launch::LaunchError;
+use super::spawn_cli::SessionLaunch;
 use super::workspace::reuse;
 use super::SessionRegistry;
 use crate::domain::ids::SessionId;
@@ -174,9 +175,11 @@ impl SessionRegistry {
                         None => None,
                     };
                     let last_seq = messages::last_seq(conn, id.as_str())?;
-                    let carried = match sessions::parked_from(conn, &id)? {
-                        Some(from) if revive => messages::turns_from(conn, id.as_str(), from)?,
-                        _ => Vec::new(),
+                    // Only a revival takes over the turns a park left undelivered.
+                    let parked_from = if revive { sessions::parked_from(conn, &id)? } else { None };
+                    let carried = match parked_from {
+                        Some(from) => messages::turns_from(conn, id.as_str(), from)?,
+                        None => Vec::new(),
                     };
                     Ok((row, project, last_seq, carried))
                 })

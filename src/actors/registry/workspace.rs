@@ -225,7 +225,7 @@ impl super::SessionRegistry {
             Box::pin(enclose.into_actor(act).then(move |enclosure, act, _ctx| {
                 let id = row.id.clone();
                 let folder = row.worktree_path.clone().unwrap_or_default();
-                let req = super::launch::SessionLaunch {
+                let req = super::spawn_cli::SessionLaunch {
                     carried: Vec::new(),
                     row,
                     folder,
