@@ -10,7 +10,7 @@
 //! would start work ask [`CheckBudget`] first and get a 402 while a budget covering them is
 //! spent.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -37,6 +37,17 @@ pub struct Reevaluate {
     pub project_id: Option<ProjectId>,
 }
 
+/// A turn or a run added `cost_usd` to the ledger (committed) for this project (`None`: outside
+/// any project). Answers as [`Reevaluate`] does, but reads the store only when a budget could
+/// have run out: the turn cost something and a cap covers the project. Most turns meet no cap,
+/// and the session waits for this answer before it reads on.
+#[derive(Message, Clone)]
+#[rtype(result = "Option<Exhaustion>")]
+pub struct TurnCost {
+    pub project_id: Option<ProjectId>,
+    pub cost_usd: f64,
+}
+
 /// Hold (`hold: Some(reason)`) or release the live sessions of a project, or of every project
 /// (`project_id: None`) but those in `except` (still held by their own budget).
 #[derive(Message, Clone)]
@@ -59,6 +70,9 @@ pub struct BudgetKeeper {
     holds: Option<Recipient<HoldSessions>>,
     /// Spent budgets by scope: a project, or `None` for the service's own.
     spent: HashMap<Option<ProjectId>, Exhaustion>,
+    /// The projects with a cap, as last read (`None` until the first listing): a project's
+    /// caps are read again whenever they change (the API sends [`Reevaluate`]).
+    capped: Option<HashSet<ProjectId>>,
 }
 
 /// One scope's caps and spending, read together.
@@ -70,7 +84,7 @@ struct Reading {
 
 impl BudgetKeeper {
     pub fn new(store: Store, global: Caps, bus: Recipient<Publish>) -> Self {
-        BudgetKeeper { store, global, bus, holds: None, spent: HashMap::new() }
+        BudgetKeeper { store, global, bus, holds: None, spent: HashMap::new(), capped: None }
     }
 
     /// Reads the scopes' caps and spending on the blocking pool, then applies them.
@@ -116,6 +130,15 @@ impl BudgetKeeper {
         })
     }
 
+    /// The service's and the project's budgets read again; then the spent one covering it.
+    fn reevaluated(&self, project_id: Option<ProjectId>) -> ResponseActFuture<Self, Option<Exhaustion>> {
+        let mut scopes = vec![None];
+        if project_id.is_some() {
+            scopes.push(project_id.clone());
+        }
+        Box::pin(self.evaluation(scopes).map(move |(), act, _ctx| act.covering(project_id.as_ref())))
+    }
+
     /// The spent budget covering a project: the service's first, then its own.
     fn covering(&self, project_id: Option<&ProjectId>) -> Option<Exhaustion> {
         if let Some(spent) = self.spent.get(&None) {
@@ -125,6 +148,13 @@ impl BudgetKeeper {
     }
 
     fn apply(&mut self, r: Reading) {
+        if let (Some(capped), Some(project)) = (self.capped.as_mut(), r.scope.as_ref()) {
+            if r.caps == Caps::default() {
+                capped.remove(project);
+            } else {
+                capped.insert(project.clone());
+            }
+        }
         let project = r.scope.as_ref().map(ToString::to_string);
         let now = exhausted(r.caps, r.spent, project.as_deref(), &Utc::now());
         match (self.spent.contains_key(&r.scope), now) {
@@ -200,7 +230,10 @@ impl Handler<Connect> for BudgetKeeper {
         ctx.spawn(listed.into_actor(self).map(|listed, act, ctx| {
             let mut scopes = vec![None];
             match listed {
-                Ok(ids) => scopes.extend(ids.into_iter().map(Some)),
+                Ok(ids) => {
+                    act.capped = Some(ids.iter().cloned().collect());
+                    scopes.extend(ids.into_iter().map(Some));
+                }
                 Err(e) => tracing::warn!(error = %e, "could not list the projects with budgets"),
             }
             act.evaluate(scopes, ctx);
@@ -212,11 +245,21 @@ impl Handler<Reevaluate> for BudgetKeeper {
     type Result = ResponseActFuture<Self, Option<Exhaustion>>;
 
     fn handle(&mut self, msg: Reevaluate, _ctx: &mut Context<Self>) -> Self::Result {
-        let mut scopes = vec![None];
-        if msg.project_id.is_some() {
-            scopes.push(msg.project_id.clone());
+        self.reevaluated(msg.project_id)
+    }
+}
+
+impl Handler<TurnCost> for BudgetKeeper {
+    type Result = ResponseActFuture<Self, Option<Exhaustion>>;
+
+    fn handle(&mut self, msg: TurnCost, _ctx: &mut Context<Self>) -> Self::Result {
+        let uncapped = |capped: &HashSet<ProjectId>| msg.project_id.as_ref().is_none_or(|p| !capped.contains(p));
+        let nothing_to_read =
+            msg.cost_usd <= 0.0 || (self.global == Caps::default() && self.capped.as_ref().is_some_and(uncapped));
+        if nothing_to_read {
+            return Box::pin(fut::ready(self.covering(msg.project_id.as_ref())));
         }
-        Box::pin(self.evaluation(scopes).map(move |(), act, _ctx| act.covering(msg.project_id.as_ref())))
+        self.reevaluated(msg.project_id)
     }
 }
 

@@ -75,7 +75,7 @@ pub struct RunRecords {
     pub store: Store,
     pub bus: Recipient<Publish>,
     /// Told after a run's cost is in the ledger (only the run's own records carry it).
-    pub budgets: Option<Recipient<crate::actors::budgets::Reevaluate>>,
+    pub budgets: Option<Recipient<crate::actors::budgets::TurnCost>>,
 }
 
 impl RunRecords {
@@ -85,13 +85,13 @@ impl RunRecords {
 
     /// Adds a run's cost to the ledger.
     pub fn record_usage(&self, usage: NewUsage, project_id: Option<ProjectId>) {
-        let (store, budgets) = (self.store.clone(), self.budgets.clone());
+        let (store, budgets, cost_usd) = (self.store.clone(), self.budgets.clone(), usage.cost_usd);
         actix::spawn(async move {
             if let Err(e) = store.run(move |conn| usage::record(conn, &usage)).await {
                 tracing::error!(error = %e, "could not record an agent run's cost in the ledger");
             }
             if let Some(budgets) = budgets {
-                budgets.do_send(crate::actors::budgets::Reevaluate { project_id });
+                budgets.do_send(crate::actors::budgets::TurnCost { project_id, cost_usd });
             }
         });
     }

@@ -8,7 +8,7 @@ use actix::prelude::*;
 
 use super::chat::pump;
 use super::{CliSession, Hold};
-use crate::actors::budgets::Reevaluate;
+use crate::actors::budgets::TurnCost;
 use crate::db::sessions::SessionPatch;
 use crate::domain::budget::{Budget, Exhaustion};
 use crate::domain::session::SessionStatus;
@@ -18,7 +18,7 @@ use crate::supervisor::adapter::Command;
 /// How a session takes part in budgets.
 #[derive(Clone)]
 pub struct BudgetLink {
-    pub keeper: Recipient<Reevaluate>,
+    pub keeper: Recipient<TurnCost>,
     /// Interrupt a running turn when a budget runs out (else it finishes).
     pub interrupts: bool,
 }

@@ -60,7 +60,10 @@ pub struct SendUser {
 
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct SendOutcome {
-    /// True when the turn waits behind a running one (or for the CLI to be ready).
+    /// True when the turn waits in the session's own queue: behind a running one, for the CLI
+    /// to be ready, or while the session is held or waits for a usage limit. A wait for a slot
+    /// under the project's limit of running turns is decided by the gate after this answer:
+    /// `session.turn_waiting` and `GET /api/projects/{id}/turns` tell it.
     pub queued: bool,
     /// Turns ahead of this one, the running turn included.
     pub position: usize,

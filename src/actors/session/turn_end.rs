@@ -5,7 +5,7 @@ use actix::prelude::*;
 
 use super::chat::pump;
 use super::{Chat, CliSession};
-use crate::actors::budgets::Reevaluate;
+use crate::actors::budgets::TurnCost;
 use crate::db::sessions::SessionPatch;
 use crate::db::usage::NewUsage;
 use crate::db::writer::WriteOp;
@@ -93,12 +93,13 @@ pub(super) fn ended(p: &mut CliSession, result: TurnResult, ctx: &mut Ctx<Chat>)
     // fails the wait is bounded: the write stays queued, the session goes on.
     let (writer, id) = (p.conv.writer.clone(), p.conv.row.id.clone());
     let (keeper, project_id) = (p.conv.budgets.keeper.clone(), Some(p.conv.row.project_id.clone()));
+    let cost_usd = usage.cost_usd;
     let stored = async move {
         let acked = writer.persist_acked(WriteOp::TurnResult { id, patch, usage });
         let stored = tokio::time::timeout(RESULT_STORE_WAIT, acked).await;
         // Whether a budget ran out with this turn, before anyone sees the session
         // at rest (so the next message meets the 402, not a race).
-        let asked = tokio::time::timeout(RESULT_STORE_WAIT, keeper.send(Reevaluate { project_id })).await;
+        let asked = tokio::time::timeout(RESULT_STORE_WAIT, keeper.send(TurnCost { project_id, cost_usd })).await;
         (stored, asked.ok().and_then(Result::ok).flatten())
     };
     ctx.wait(stored.into_actor(p).map(move |(stored, spent), act, ctx| {
