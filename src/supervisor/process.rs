@@ -32,6 +32,7 @@ use crate::actors::permissions::Evaluate;
 use crate::domain::decision::{ToolCall, Verdict};
 use crate::domain::session::ClosedReason;
 use crate::protocol::framing::Frame;
+use crate::transport::stdio::{read_ahead, READ_AHEAD_BYTES};
 use crate::transport::{stdio, CliOutput, OutLine};
 
 /// After the process exits, how long its output may stay open before it is no longer waited for.
@@ -82,8 +83,10 @@ impl<C: Conversation> CliProcess<C> {
         let Spawned { pid, tree, stdin, outputs, exited, bridge, .. } = spawned;
         CliProcess::create(move |ctx| {
             let outputs_open = outputs.len();
+            // Read ahead, so a session busy for a moment (waiting for its result's commit) does
+            // not stall its CLI.
             for stream in outputs {
-                ctx.add_stream(stream);
+                ctx.add_stream(read_ahead(stream, READ_AHEAD_BYTES));
             }
             let addr = ctx.address();
             actix::spawn(async move { addr.do_send(Exited(exited.await)) });

@@ -108,6 +108,52 @@ pub fn gated<S: Stream<Item = CliOutput> + Unpin + 'static>(
     })
 }
 
+/// How much of one output stream is read ahead of its session. Enough for a session busy for
+/// a moment (a turn's result waits for its commit) not to stop a flooding CLI; small beside
+/// the session's backlog of unstored lines, which still bounds what is read.
+pub const READ_AHEAD_BYTES: usize = 256 * 1024;
+
+/// Reads `inner` ahead of whoever consumes the returned stream, up to `max_bytes` of lines (at
+/// least one line), on a task of its own: while the consumer is busy with one item, the CLI's
+/// pipe keeps draining instead of the CLI waiting. Order is kept; the task stops when the
+/// returned stream is dropped or `inner` ends. Call it inside the actix runtime.
+pub fn read_ahead<S>(mut inner: S, max_bytes: usize) -> impl Stream<Item = CliOutput>
+where
+    S: Stream<Item = CliOutput> + Unpin + 'static,
+{
+    let max_bytes = max_bytes.clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
+    let room = std::sync::Arc::new(tokio::sync::Semaphore::new(max_bytes));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    actix::spawn(async move {
+        loop {
+            let item = tokio::select! {
+                item = inner.next() => item,
+                () = tx.closed() => None,
+            };
+            let Some(item) = item else { break };
+            let bytes = u32::try_from(item_bytes(&item).clamp(1, max_bytes)).unwrap_or(u32::MAX);
+            let permit = tokio::select! {
+                permit = room.clone().acquire_many_owned(bytes) => permit,
+                () = tx.closed() => break,
+            };
+            let Ok(permit) = permit else { break };
+            if tx.send((item, permit)).is_err() {
+                break;
+            }
+        }
+    });
+    // The room a line took is given back as it is handed on.
+    stream::poll_fn(move |cx| rx.poll_recv(cx).map(|next| next.map(|(item, _permit)| item)))
+}
+
+fn item_bytes(item: &CliOutput) -> usize {
+    match item {
+        CliOutput::Stdout(Frame::Line(line)) | CliOutput::Stderr(Frame::Line(line)) => line.len(),
+        CliOutput::Failed(why) => why.len(),
+        _ => 1,
+    }
+}
+
 /// Appends a stderr line to `tail`, keeping only its last `max` bytes (on a character
 /// boundary): what an error message quotes of a CLI's stderr.
 pub fn keep_tail(tail: &mut String, line: &str, max: usize) {
@@ -183,5 +229,34 @@ mod tests {
         server.read_to_string(&mut got).await.expect("read");
         assert_eq!(got, "one\ntwo\n");
         heard.await.expect("the first line's writing was reported");
+    }
+
+    #[actix_rt::test]
+    async fn output_is_read_ahead_up_to_its_room_and_handed_on_in_order() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let read = Arc::new(AtomicUsize::new(0));
+        let counter = read.clone();
+        let inner =
+            stream::iter((0..6).map(|i| CliOutput::Stdout(Frame::Line(format!("line {i:04}"))))).inspect(move |_| {
+                counter.fetch_add(1, Ordering::SeqCst);
+            });
+        // Room for three 9-byte lines.
+        let mut ahead = Box::pin(read_ahead(inner, 27));
+        let settle = || async {
+            for _ in 0..20 {
+                tokio::task::yield_now().await;
+            }
+        };
+        settle().await;
+        // Three wait in the room and a fourth is read, waiting for room.
+        assert_eq!(read.load(Ordering::SeqCst), 4);
+        let mut got = Vec::new();
+        while let Some(CliOutput::Stdout(Frame::Line(line))) = ahead.next().await {
+            got.push(line);
+            settle().await;
+        }
+        assert_eq!(got, (0..6).map(|i| format!("line {i:04}")).collect::<Vec<_>>());
+        assert_eq!(read.load(Ordering::SeqCst), 6);
     }
 }
