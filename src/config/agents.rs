@@ -50,18 +50,7 @@ pub(super) fn agent_settings(l: &Layers) -> Result<AgentSettings, ConfigError> {
 /// (`CONDUIT_ACP_AGENTS='{ goose = { command = "goose", args = ["acp"] } }'`).
 fn acp_agents(l: &Layers) -> Result<BTreeMap<String, AcpAgent>, ConfigError> {
     const KEY: &str = "acp_agents";
-    let table = match &l.take(KEY).value {
-        Value::Table(t) => t.clone(),
-        Value::String(s) if s.trim().is_empty() => toml::Table::new(),
-        Value::String(s) => toml::from_str::<toml::Table>(&format!("agents = {s}"))
-            .ok()
-            .and_then(|mut t| match t.remove("agents") {
-                Some(Value::Table(t)) => Some(t),
-                _ => None,
-            })
-            .ok_or_else(|| l.err(KEY, "expected a TOML inline table such as { name = { command = \"...\" } }"))?,
-        other => return Err(l.err(KEY, format!("expected a table of agents, got {other}"))),
-    };
+    let table = l.table(KEY, "{ name = { command = \"...\" } }")?;
     let mut agents = BTreeMap::new();
     for (name, value) in table {
         check_name(&name).map_err(|e| l.err(KEY, e))?;

@@ -39,6 +39,22 @@ impl Layers {
         Ok(if s.is_empty() { None } else { Some(s) })
     }
 
+    /// A TOML table in a file; in the environment, the same as an inline table (`example`).
+    pub(super) fn table(&self, key: &str, example: &str) -> Result<toml::Table, ConfigError> {
+        match &self.take(key).value {
+            Value::Table(t) => Ok(t.clone()),
+            Value::String(s) if s.trim().is_empty() => Ok(toml::Table::new()),
+            Value::String(s) => toml::from_str::<toml::Table>(&format!("table = {s}"))
+                .ok()
+                .and_then(|mut t| match t.remove("table") {
+                    Some(Value::Table(t)) => Some(t),
+                    _ => None,
+                })
+                .ok_or_else(|| self.err(key, format!("expected a TOML inline table such as {example}"))),
+            other => Err(self.err(key, format!("expected a table, got {other}"))),
+        }
+    }
+
     pub(super) fn integer(&self, key: &str, min: i64, max: i64) -> Result<i64, ConfigError> {
         let allowed = format!("expected an integer from {min} to {max}");
         let n = match &self.take(key).value {

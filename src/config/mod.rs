@@ -7,6 +7,7 @@ mod agents;
 mod error;
 mod layers;
 mod load;
+mod prices;
 mod settings;
 mod validate;
 

@@ -61,6 +61,8 @@ pub struct Settings {
     pub budget_monthly_usd: Option<f64>,
     /// A turn running when a budget runs out is interrupted (else it finishes).
     pub budget_interrupts: bool,
+    /// What tokens cost by model, for agents whose CLI reports no cost.
+    pub model_prices: crate::domain::prices::PriceTable,
     /// The OS sandbox of a project that chooses none, and what it needs.
     pub sandbox: SandboxSettings,
     /// Terminals: idle timeout, scrollback, how many per workspace.

@@ -80,12 +80,28 @@ fn bad_values_name_the_key_and_the_allowed_values() {
         ("CONDUIT_JANITOR_INTERVAL_MS", "10", "`janitor_interval_ms`", "50 to 86400000"),
         ("CONDUIT_JANITOR_INTERVAL_MS", "soon", "`janitor_interval_ms`", "integer"),
         ("CONDUIT_SESSION_IDLE_TIMEOUT_MS", "999", "`session_idle_timeout_ms`", "from 1000"),
+        ("CONDUIT_MODEL_PRICES", "cheap", "`model_prices`", "inline table"),
+        ("CONDUIT_MODEL_PRICES", r#"{ m = { input = -1, output = 1 } }"#, "`model_prices`", "from 0 to 10000"),
+        ("CONDUIT_MODEL_PRICES", r#"{ m = { input = 1 } }"#, "`model_prices`", "`output` must be a number"),
+        ("CONDUIT_MODEL_PRICES", r#"{ m = { input = 1, output = 1, cached = 0 } }"#, "`model_prices`", "unknown key"),
     ];
     for (var, value, key, allowed) in cases {
         let err = Settings::load_from(None, &env(&[(var, value)])).expect_err(var).to_string();
         assert!(err.contains(key) && err.contains(allowed) && err.contains(var), "{var}={value}: {err}");
         assert!(!err.contains('\n'), "one line: {err}");
     }
+}
+
+#[test]
+fn model_prices_add_to_and_override_the_built_in_ones() {
+    let prices = r#"{ "gpt-5-mini" = { input = 2, output = 8.5 }, "my-model" = { input = 0.5, output = 1 } }"#;
+    let s = Settings::load_from(None, &env(&[("CONDUIT_MODEL_PRICES", prices)])).expect("valid");
+    let of = |m: &str| s.model_prices.of(Some(m)).map(|p| (p.input, p.output));
+    assert_eq!(of("gpt-5-mini"), Some((2.0, 8.5)));
+    assert_eq!(of("my-model"), Some((0.5, 1.0)));
+    assert_eq!(of("gemini-2.5-pro"), Some((1.25, 10.0)), "the built-in ones stay");
+    let defaults = Settings::load_from(None, &env(&[])).expect("defaults");
+    assert_eq!(defaults.model_prices, crate::domain::prices::PriceTable::default());
 }
 
 #[test]

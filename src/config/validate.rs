@@ -103,6 +103,7 @@ impl Settings {
             limit_retry_ms: l.integer("limit_retry_ms", 100, 86_400_000)? as u64,
             budget_daily_usd: l.optional_usd("budget_daily_usd")?,
             budget_monthly_usd: l.optional_usd("budget_monthly_usd")?,
+            model_prices: super::prices::model_prices(l)?,
             budget_interrupts: match l.string("budget_running_turn")?.as_str() {
                 "finish" => false,
                 "interrupt" => true,

@@ -86,6 +86,7 @@ pub mod ids;
 pub mod launch;
 pub mod names;
 pub mod offers;
+pub mod prices;
 pub mod process;
 pub mod rules;
 pub mod sandbox;

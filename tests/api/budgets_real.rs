@@ -1,14 +1,18 @@
 //! Budgets end to end with the real Claude Code CLI (2.1.330) and the fake Messages API
 //! reporting large usage: a project's daily budget smaller than one turn pauses its sessions
 //! and refuses further work with 402 until raised; a session's own cap reaches the CLI as
-//! `--max-budget-usd` and its `error_max_budget_usd` result is told as such.
+//! `--max-budget-usd` and its `error_max_budget_usd` result is told as such; an agent whose CLI
+//! reports tokens but no cost (Gemini CLI 0.61.0) costs its tokens at its model's price, and
+//! Conduit enforces its session cap.
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::changes::read_until;
+use crate::support::agent_clis::{start_with, Cli};
 use crate::support::fake_api::{FakeApi, Reply};
+use crate::support::fake_models::Reply as ModelReply;
 use crate::support::service::{real_cli, ServiceConfig, TestService};
 
 const READY: Duration = Duration::from_secs(60);
@@ -105,6 +109,35 @@ async fn a_session_cap_reaches_the_cli_and_its_budget_result_is_told_as_such() {
         .find_map(|m| serde_json::from_str::<Value>(m["content"].as_str()?).ok())
         .expect("a result");
     assert_eq!(result["subtype"], "error_max_budget_usd", "{result}");
+    let (_, body) = refused(say(&service, &id, "and more").await).await;
+    assert!(body["error"]["message"].as_str().unwrap_or_default().contains("session's budget"), "{body}");
+}
+
+#[actix_web::test]
+async fn a_cli_without_costs_pays_its_model_s_price_and_meets_its_session_cap() {
+    // The built-in price of gemini-2.5-flash, overridden from the environment: 1,000 USD per
+    // million tokens either way, so the fake's 100 input and 20 output tokens a request cost
+    // 0.12 USD.
+    let prices = r#"{ "gemini-2.5-flash" = { input = 1000, output = 1000 } }"#;
+    let (service, model) = start_with(Cli::Gemini, &[("CONDUIT_MODEL_PRICES", prices)]).await;
+    let project = service.project("priced").await;
+    let mut launch = Cli::Gemini.launch();
+    launch["max_budget_usd"] = json!(0.1);
+    let session = service.launch(&project, launch).await;
+    let id = session["id"].as_str().expect("id").to_string();
+    service.wait_status(&id, "idle", READY).await;
+
+    model.on("what does this cost", ModelReply::Text("a priced answer".into()));
+    assert_eq!(say(&service, &id, "what does this cost").await.status().as_u16(), 202);
+    let paused = service.wait_for(&id, READY, |r| r["num_turns"] == 1 && r["status"] == "paused").await;
+    let tokens =
+        paused["total_input_tokens"].as_i64().unwrap_or(0) + paused["total_output_tokens"].as_i64().unwrap_or(0);
+    let cost = paused["total_cost_usd"].as_f64().expect("cost");
+    assert!(tokens > 0, "{paused}");
+    assert!((cost - tokens as f64 * 1000.0 / 1e6).abs() < 1e-9, "tokens at the configured price: {paused}");
+    assert!(paused["status_reason"].as_str().unwrap_or_default().contains("session's budget"), "{paused}");
+    let usage = service.get_json(&format!("/api/usage?group_by=session&project_id={project}")).await;
+    assert!((usage["total"]["cost_usd"].as_f64().unwrap_or(0.0) - cost).abs() < 1e-9, "the ledger has it: {usage}");
     let (_, body) = refused(say(&service, &id, "and more").await).await;
     assert!(body["error"]["message"].as_str().unwrap_or_default().contains("session's budget"), "{body}");
 }

@@ -75,7 +75,7 @@ pub struct RunRecords {
     pub store: Store,
     pub bus: Recipient<Publish>,
     /// Told after a run's cost is in the ledger (only the run's own records carry it).
-    pub budgets: Option<Recipient<crate::actors::budgets::TurnCost>>,
+    pub budgets: Option<crate::actors::session::holds::BudgetLink>,
 }
 
 impl RunRecords {
@@ -91,7 +91,7 @@ impl RunRecords {
                 tracing::error!(error = %e, "could not record an agent run's cost in the ledger");
             }
             if let Some(budgets) = budgets {
-                budgets.do_send(crate::actors::budgets::TurnCost { project_id, cost_usd });
+                budgets.keeper.do_send(crate::actors::budgets::TurnCost { project_id, cost_usd });
             }
         });
     }
@@ -278,8 +278,14 @@ impl Conversation for OneTurn {
             let (input, output) = result
                 .cumulative_tokens
                 .unwrap_or((result.input_tokens.unwrap_or(0), result.output_tokens.unwrap_or(0)));
+            let model = run.model.clone().or_else(|| run.agent.model.clone());
+            // A CLI that reports no cost: its tokens at its model's price, when it has one.
+            let cost = result.total_cost_usd.or_else(|| {
+                let prices = run.records.budgets.as_ref().map(|b| b.prices.clone())?;
+                prices.of(model.as_deref()).map(|price| price.cost(input, output))
+            });
             // This process's figures, after those of the attempts a limit stopped.
-            run.exec.cost_usd = add(run.earlier.cost_usd, result.total_cost_usd);
+            run.exec.cost_usd = add(run.earlier.cost_usd, cost);
             run.exec.input_tokens = add(run.earlier.input_tokens, Some(input));
             run.exec.output_tokens = add(run.earlier.output_tokens, Some(output));
             // One process, one turn: its cumulative figures are what the run cost.
@@ -291,8 +297,8 @@ impl Conversation for OneTurn {
                     execution_id: Some(run.exec.id.to_string()),
                     agent_id: Some(run.agent.id.to_string()),
                     agent: run.agent.agent.to_string(),
-                    model: run.model.clone().or_else(|| run.agent.model.clone()),
-                    cost_usd: result.total_cost_usd.unwrap_or(0.0).max(0.0),
+                    model,
+                    cost_usd: cost.unwrap_or(0.0).max(0.0),
                     input_tokens: input.max(0),
                     output_tokens: output.max(0),
                 },

@@ -168,6 +168,7 @@ impl SessionRegistry {
         let budget_link = crate::actors::session::holds::BudgetLink {
             keeper: budgets.clone().recipient(),
             interrupts: settings.budget_interrupts,
+            prices: std::sync::Arc::new(settings.model_prices.clone()),
         };
         SessionRegistry {
             settings,

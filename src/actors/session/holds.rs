@@ -21,6 +21,8 @@ pub struct BudgetLink {
     pub keeper: Recipient<TurnCost>,
     /// Interrupt a running turn when a budget runs out (else it finishes).
     pub interrupts: bool,
+    /// What tokens cost, for CLIs that report no cost.
+    pub prices: std::sync::Arc<crate::domain::prices::PriceTable>,
 }
 
 impl super::Chat {

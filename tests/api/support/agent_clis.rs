@@ -128,10 +128,16 @@ pub fn config(model: &FakeModel) -> ServiceConfig {
 
 /// A service whose HOME has `cli`'s quiet configuration, and the fake model it talks to.
 pub async fn start(cli: Cli) -> (TestService, FakeModel) {
+    start_with(cli, &[]).await
+}
+
+/// The same, with more settings in the service's environment.
+pub async fn start_with(cli: Cli, env: &[(&str, &str)]) -> (TestService, FakeModel) {
     let model = FakeModel::start(cli.dialect()).await;
     let dir = tempfile::tempdir().expect("tempdir");
     quiet_home(&dir.path().join("home"), cli, &model);
-    (TestService::start_in(dir, config(&model)), model)
+    let config = env.iter().fold(config(&model), |config, (key, value)| config.env(key, value));
+    (TestService::start_in(dir, config), model)
 }
 
 /// The normalized event names.
