@@ -72,6 +72,9 @@ pub struct Chat {
     pub(super) gate: Recipient<crate::actors::turn_gate::Slot>,
     pub(super) me: Option<Recipient<crate::actors::turn_gate::SlotAnswer>>,
     pub(super) slot: super::wip::SlotState,
+    /// Turn results not yet stored (see turn_end.rs): the session reads on meanwhile, but
+    /// shows itself at rest, takes its next turn or parks only once the last one is stored.
+    pub(super) settling: u32,
 }
 
 impl Chat {
@@ -131,7 +134,7 @@ impl Chat {
 /// Starts the next queued turn when the CLI is ready for one. Its stored row records when the
 /// transport actually wrote it (`delivered_at`).
 pub(super) fn pump(p: &mut CliSession) {
-    if p.conv.turn_running || !p.cli.is_ready() || p.conv.row.status != SessionStatus::Idle {
+    if p.conv.turn_running || p.conv.settling > 0 || !p.cli.is_ready() || p.conv.row.status != SessionStatus::Idle {
         return;
     }
     let Some(message_id) = p.conv.queue.front().and_then(|t| t.message_id) else { return };

@@ -216,6 +216,7 @@ pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
         hold_generation: 0,
         budget_hold: None,
         cap_reported: false,
+        settling: 0,
         budgets: deps.budgets.clone(),
         gate: deps.gate.clone(),
         me: None,
