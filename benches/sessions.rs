@@ -22,7 +22,8 @@
 //!
 //! The service runs in this process (so its RSS is this process's), on a real loopback port.
 //! Sizes can be reduced for a quick look: BENCH_LAUNCHES (default 50), BENCH_IDLE_SESSIONS
-//! (default 1000), BENCH_FLOOD_LINES per session (default 50000).
+//! (default 1000), BENCH_FLOOD_LINES per session (default 50000). BENCH_PARTS picks parts by
+//! name, comma-separated: launch, idle, persistence, results, crash (default: all).
 
 mod common;
 #[path = "sessions/crash.rs"]
@@ -314,19 +315,7 @@ async fn persistence(bench: &Bench, flood_lines: usize) {
 
 async fn raw_insert_rate(rows: usize) -> f64 {
     use conduit::db::messages::{insert_many, NewMessage};
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = conduit::db::Store::open_blocking(&dir.path().join("raw.db"), 2, 5000).await.expect("store");
-    store
-        .run(|conn| {
-            use diesel::connection::SimpleConnection;
-            conn.batch_execute(
-                "INSERT INTO projects (id, name, folder_path, created_at, updated_at) VALUES ('p','p','/p','t','t');
-                 INSERT INTO sessions (id, project_id, name, status, created_at, last_active_at) VALUES ('s','p','n','idle','t','t');",
-            )
-            .map_err(conduit::db::StoreError::from)
-        })
-        .await
-        .expect("seed");
+    let (_dir, store) = common::seeded_store().await;
     let batch: Vec<NewMessage> = (0..5000)
         .map(|i| NewMessage {
             session_id: "s".into(),
@@ -365,19 +354,29 @@ fn main() {
     let flood = env_usize("BENCH_FLOOD_LINES", 50_000);
     let _ = conduit::process::raise_open_file_limit();
     actix_web::rt::System::new().block_on(async move {
+        let parts = std::env::var("BENCH_PARTS").unwrap_or_default();
+        let part = |name: &str| parts.is_empty() || parts.split(',').any(|p| p.trim() == name);
         let bench = Bench::start().await;
-        launch_overhead(&bench, launches, "(service as is)").await;
-        sandbox::sandbox_overhead(&bench, launches).await;
-        {
+        if part("launch") {
+            launch_overhead(&bench, launches, "(service as is)").await;
+            sandbox::sandbox_overhead(&bench, launches).await;
             // 1 GiB of touched memory in the service's own process.
             let ballast = vec![1u8; 1 << 30];
             std::hint::black_box(&ballast);
             launch_overhead(&bench, launches, "(service inflated by 1 GiB)").await;
         }
-        idle_memory(&bench, idle).await;
-        persistence(&bench, flood).await;
-        results::result_bookkeeping(&bench, flood, env_usize("BENCH_RESULT_ROUNDS", 2)).await;
-        crash::crash_window().await;
+        if part("idle") {
+            idle_memory(&bench, idle).await;
+        }
+        if part("persistence") {
+            persistence(&bench, flood).await;
+        }
+        if part("results") {
+            results::result_bookkeeping(&bench, flood, env_usize("BENCH_RESULT_ROUNDS", 2)).await;
+        }
+        if part("crash") {
+            crash::crash_window().await;
+        }
     });
 }
 

@@ -71,6 +71,25 @@ impl Drop for Started {
     }
 }
 
+/// A store of its own in a temporary folder (kept while the folder lives), made by the
+/// service's migrations, with one project `p` and one session `s` for rows to belong to.
+pub async fn seeded_store() -> (tempfile::TempDir, conduit::db::Store) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = conduit::db::Store::open_blocking(&dir.path().join("bench.db"), 2, 5000).await.expect("store");
+    store
+        .run(|conn| {
+            use diesel::connection::SimpleConnection;
+            conn.batch_execute(
+                "INSERT INTO projects (id, name, folder_path, created_at, updated_at) VALUES ('p','p','/p','t','t');
+                 INSERT INTO sessions (id, project_id, name, status, created_at, last_active_at) VALUES ('s','p','n','idle','t','t');",
+            )
+            .map_err(conduit::db::StoreError::from)
+        })
+        .await
+        .expect("seed");
+    (dir, store)
+}
+
 pub async fn start_service(max_sessions_global: u32) -> Started {
     let dir = tempfile::tempdir().expect("tempdir");
     let env = [("HOME".to_string(), dir.path().display().to_string())].into_iter().collect();

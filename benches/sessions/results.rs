@@ -1,14 +1,14 @@
 //! The per-result bookkeeping on the persistence path. A `result` line makes its session store
-//! the turn's totals, its ledger row and the row's hourly rollup in one transaction
-//! (`WriteOp::TurnResult`), wait until that is committed and ask the budget keeper whether a
-//! budget ran out, before it reads on.
+//! the turn's totals and its ledger row (the database adds it to both rollups) in one
+//! transaction (`WriteOp::TurnResult`); the session reads on, and shows itself at rest once
+//! that is committed and the budget keeper has answered.
 //!
 //! 1. End to end: 20 sessions flooding as in the persistence benchmark with every 10th line a
 //!    result carrying a cost (`fake-results-N-10`), against the same flood with only the turn's
 //!    own result (`fake-flood-N`), alternated in the same run: lines/s, lines lost, and the
 //!    ledger afterwards (one row per result, its costs adding up to the sessions' totals).
 //! 2. The writer alone: the same jobs with every 10th a `TurnResult` against every 10th a plain
-//!    `Session` patch (the ledger row and its rollup upsert are the whole difference).
+//!    `Session` patch (the ledger row and its rollups are the whole difference).
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -125,19 +125,7 @@ pub async fn result_bookkeeping(bench: &Bench, lines: usize, rounds: usize) {
 /// The writer thread alone: `jobs` jobs, every 10th a turn's totals with (`ledger`) or without
 /// its ledger row; jobs per second once all are committed.
 async fn writer_rate(jobs: usize, ledger: bool) -> f64 {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = conduit::db::Store::open_blocking(&dir.path().join("w.db"), 2, 5000).await.expect("store");
-    store
-        .run(|conn| {
-            use diesel::connection::SimpleConnection;
-            conn.batch_execute(
-                "INSERT INTO projects (id, name, folder_path, created_at, updated_at) VALUES ('p','p','/p','t','t');
-                 INSERT INTO sessions (id, project_id, name, status, created_at, last_active_at) VALUES ('s','p','n','idle','t','t');",
-            )
-            .map_err(conduit::db::StoreError::from)
-        })
-        .await
-        .expect("seed");
+    let (_dir, store) = super::common::seeded_store().await;
     let (writer, thread) = Writer::start(store);
     let now = conduit::domain::time::now();
     let ops: Vec<WriteOp> = (0..jobs)
@@ -201,7 +189,7 @@ async fn writer_only(jobs: usize, rounds: usize) {
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let (a, b) = (mean(&without), mean(&with));
     println!(
-        "result bookkeeping, writer alone: {jobs} jobs, every 10th a turn's totals with its ledger row and rollup upsert: {b:.0} jobs/s against {a:.0} jobs/s without (totals only); ratio {:.2}x ({:.1} us per ledger row; runs: {:?} against {:?})",
+        "result bookkeeping, writer alone: {jobs} jobs, every 10th a turn's totals with its ledger row (and its rollups): {b:.0} jobs/s against {a:.0} jobs/s without (totals only); ratio {:.2}x ({:.1} us per ledger row; runs: {:?} against {:?})",
         b / a,
         (1.0 / b - 1.0 / a) * 1e6 * EVERY as f64,
         with.iter().map(|r| r.round() as u64).collect::<Vec<_>>(),

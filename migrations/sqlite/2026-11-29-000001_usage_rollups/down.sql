@@ -17,3 +17,4 @@ INSERT INTO usage_hourly_old SELECT * FROM usage_hourly;
 DROP TABLE usage_hourly;
 ALTER TABLE usage_hourly_old RENAME TO usage_hourly;
 CREATE INDEX usage_hourly_project_idx ON usage_hourly (project_id, hour);
+CREATE INDEX usage_ledger_session_idx ON usage_ledger (session_id);

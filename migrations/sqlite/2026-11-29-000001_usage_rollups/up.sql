@@ -4,6 +4,9 @@
 -- itself, by a trigger on the ledger, in the statement that inserts the ledger row: whatever
 -- writes the ledger keeps them exact, and the work is one prepared statement per turn.
 -- Both are clustered on their key (WITHOUT ROWID): a window's rows are read in key order.
+-- No query reads the ledger by session (the hourly rollup has them): its index only cost
+-- every insert.
+DROP INDEX usage_ledger_session_idx;
 
 CREATE TABLE usage_hourly_new (
     hour          TEXT NOT NULL,
