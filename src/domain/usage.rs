@@ -79,12 +79,13 @@ pub fn floor_hour(at: &DateTime<Utc>) -> DateTime<Utc> {
     at.with_minute(0).and_then(|t| t.with_second(0)).and_then(|t| t.with_nanosecond(0)).unwrap_or(*at)
 }
 
-fn ceil_hour(at: &DateTime<Utc>) -> DateTime<Utc> {
-    let floor = floor_hour(at);
-    if floor == *at {
-        floor
+/// `at` if `floor` leaves it as it is, else the next boundary `step` after its floor.
+fn ceil(at: &DateTime<Utc>, floor: fn(&DateTime<Utc>) -> DateTime<Utc>, step: Duration) -> DateTime<Utc> {
+    let down = floor(at);
+    if down == *at {
+        down
     } else {
-        floor + Duration::hours(1)
+        down + step
     }
 }
 
@@ -94,7 +95,7 @@ pub fn split(from: &DateTime<Utc>, to: &DateTime<Utc>) -> Split {
     if from >= to {
         return out;
     }
-    let (first, last) = (ceil_hour(from), floor_hour(to));
+    let (first, last) = (ceil(from, floor_hour, Duration::hours(1)), floor_hour(to));
     if first >= last {
         // Within one hour, or across one hour boundary with no whole hour between.
         out.edges.push((stamp(from), stamp(to)));
@@ -104,7 +105,7 @@ pub fn split(from: &DateTime<Utc>, to: &DateTime<Utc>) -> Split {
         out.edges.push((stamp(from), stamp(&first)));
     }
     out.whole = Some((hour_of(&first), hour_of(&last)));
-    let (first_day, last_day) = (ceil_day(&first), day_start(&last));
+    let (first_day, last_day) = (ceil(&first, day_start, Duration::days(1)), day_start(&last));
     if first_day < last_day {
         out.days = Some((day_of(&first_day), day_of(&last_day)));
         for (a, b) in [(first, first_day), (last_day, last)] {
@@ -124,15 +125,6 @@ pub fn split(from: &DateTime<Utc>, to: &DateTime<Utc>) -> Split {
 /// The start of the UTC day `at` falls in.
 pub fn day_start(at: &DateTime<Utc>) -> DateTime<Utc> {
     Utc.from_utc_datetime(&at.date_naive().and_hms_opt(0, 0, 0).unwrap_or_default())
-}
-
-fn ceil_day(at: &DateTime<Utc>) -> DateTime<Utc> {
-    let floor = day_start(at);
-    if floor == *at {
-        floor
-    } else {
-        floor + Duration::days(1)
-    }
 }
 
 /// The day a timestamp falls in, as the daily rollup names it.
