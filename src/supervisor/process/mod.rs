@@ -31,9 +31,10 @@ use super::spawn::{Exit, Spawned};
 use crate::actors::permissions::Evaluate;
 use crate::domain::decision::{ToolCall, Verdict};
 use crate::domain::session::ClosedReason;
-use crate::protocol::framing::Frame;
 use crate::transport::stdio::{read_ahead, READ_AHEAD_BYTES};
-use crate::transport::{stdio, CliOutput, OutLine};
+use crate::transport::OutLine;
+
+mod output;
 
 /// After the process exits, how long its output may stay open before it is no longer waited for.
 pub const DRAIN: Duration = Duration::from_secs(2);
@@ -364,54 +365,5 @@ impl<C: Conversation> Actor for CliProcess<C> {
 
     fn stopped(&mut self, _ctx: &mut Ctx<C>) {
         self.tell_registry();
-    }
-}
-
-impl<C: Conversation> StreamHandler<CliOutput> for CliProcess<C> {
-    fn handle(&mut self, item: CliOutput, ctx: &mut Ctx<C>) {
-        match item {
-            CliOutput::Stdout(Frame::Line(line)) => self.on_stdout(line, ctx),
-            CliOutput::Stdout(Frame::Oversized { len }) => {
-                tracing::warn!(id = %self.cli.id, len, "the CLI wrote a line over the cap; it was dropped");
-                C::on_oversized(self, len);
-            }
-            CliOutput::Stderr(frame) => {
-                self.cli.touch();
-                let line = match frame {
-                    Frame::Line(line) => line,
-                    Frame::Oversized { len } => format!("[{len} bytes of stderr dropped]"),
-                };
-                stdio::keep_tail(&mut self.cli.stderr_tail, &line, STDERR_TAIL_BYTES);
-                C::on_stderr(self, line);
-            }
-            CliOutput::StdoutEnd | CliOutput::StderrEnd => {
-                self.cli.outputs_open = self.cli.outputs_open.saturating_sub(1);
-                self.maybe_finish(ctx);
-            }
-            // After the process exited, its exit status and stderr tell the story better.
-            CliOutput::Failed(reason) if !matches!(self.cli.life, Life::Draining(_)) => self.fail(reason, ctx),
-            CliOutput::Failed(_) => {}
-        }
-    }
-
-    /// Streams end on their own schedule; the actor ends when the process does.
-    fn finished(&mut self, _ctx: &mut Ctx<C>) {}
-}
-
-impl<C: Conversation> Handler<Exited> for CliProcess<C> {
-    type Result = ();
-
-    fn handle(&mut self, msg: Exited, ctx: &mut Ctx<C>) {
-        tracing::info!(id = %self.cli.id, pid = self.cli.pid, how = %msg.0.how, "CLI process ended");
-        self.cli.life = Life::Draining(msg.0);
-        self.cli.stdin = None;
-        if let Some(bridge) = &self.cli.bridge {
-            bridge.cli_exited();
-        }
-        ctx.run_later(DRAIN, |act, ctx| {
-            act.cli.outputs_open = 0;
-            act.maybe_finish(ctx);
-        });
-        self.maybe_finish(ctx);
     }
 }
