@@ -150,17 +150,18 @@ pub fn clip(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// A value passed to the CLI as an argument (model name, session id): it may never look like a
-/// flag or carry whitespace, so no request can smuggle another option onto a command line.
-/// A cap on spending: more than 0 and at most 1000000 USD (a session's or a run's budget).
+/// A cap on spending: more than 0 and less than 1000000 USD (a session's or a run's budget; an
+/// inclusive bound cannot be told apart from the numbers just above it once read as a double).
 pub fn spending_cap(field: &str, usd: f64) -> Result<f64, String> {
-    if usd.is_finite() && usd > 0.0 && usd <= 1_000_000.0 {
+    if usd.is_finite() && usd > 0.0 && usd < 1_000_000.0 {
         Ok(usd)
     } else {
-        Err(format!("`{field}` must be more than 0 and at most 1000000, got {usd}"))
+        Err(format!("`{field}` must be more than 0 and less than 1000000, got {usd}"))
     }
 }
 
+/// A value passed to the CLI as an argument (model name, session id): it may never look like a
+/// flag or carry whitespace, so no request can smuggle another option onto a command line.
 pub fn identifier(field: &str, raw: &str) -> Result<String, String> {
     if raw.is_empty() {
         return Err(format!("`{field}` must not be empty"));

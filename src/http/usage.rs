@@ -16,6 +16,7 @@ use crate::http::AppState;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct UsageQuery {
     /// `project` (the default), `session`, `agent` (the scheduled agent), `agent_kind`,
     /// `model` or `day` (UTC).

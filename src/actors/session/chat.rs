@@ -75,6 +75,9 @@ pub struct Chat {
     /// Turn results not yet stored (see turn_end.rs): the session reads on meanwhile, but
     /// shows itself at rest, takes its next turn or parks only once the last one is stored.
     pub(super) settling: u32,
+    /// Readers of the row waiting for the last result to be stored, so that what they read
+    /// is whole: the turn counted and the session at rest together.
+    pub(super) settled: Vec<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl Chat {

@@ -138,10 +138,20 @@ impl Handler<GetOffers> for CliSession {
 }
 
 impl Handler<Snapshot> for CliSession {
-    type Result = MessageResult<Snapshot>;
+    type Result = ResponseActFuture<Self, Session>;
 
+    /// The row; while a turn's result is being stored, once it is (the turn counted and the
+    /// session at rest together, as the stream tells them), or after at most 2 s.
     fn handle(&mut self, _msg: Snapshot, _ctx: &mut Self::Context) -> Self::Result {
-        MessageResult(self.conv.row.clone())
+        if self.conv.settling == 0 {
+            return Box::pin(actix::fut::ready(self.conv.row.clone()));
+        }
+        let (settled, heard) = tokio::sync::oneshot::channel();
+        self.conv.settled.push(settled);
+        // Bounded like the wait for the result itself: results that keep coming (a CLI that
+        // writes many) must not hold readers back for long.
+        let heard = tokio::time::timeout(super::turn_end::RESULT_STORE_WAIT, heard);
+        Box::pin(async move { heard.await.ok() }.into_actor(self).map(|_, act, _ctx| act.conv.row.clone()))
     }
 }
 

@@ -217,6 +217,7 @@ pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
         budget_hold: None,
         cap_reported: false,
         settling: 0,
+        settled: Vec::new(),
         budgets: deps.budgets.clone(),
         gate: deps.gate.clone(),
         me: None,

@@ -15,7 +15,7 @@ use crate::protocol::incoming::{limit_of, LimitHit, TurnResult};
 use crate::supervisor::conversation::Ctx;
 
 /// How long a session waits for its turn's result to be stored before it goes on.
-const RESULT_STORE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+pub(super) const RESULT_STORE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Chat {
     /// The row after a turn's result, and the change to store with what the turn cost.
@@ -151,6 +151,9 @@ fn settle(act: &mut CliSession, hit: Option<LimitHit>, stored: Rest, ctx: &mut C
         }
     }
     chat.publish_row("session.status", "session_status");
+    for reader in chat.settled.drain(..) {
+        let _ = reader.send(());
+    }
     chat.give_slot();
     match hit {
         Some(hit) if chat.row.status == SessionStatus::WaitingForLimit => super::limits::parked(act, hit, ctx),

@@ -49,7 +49,7 @@ pub struct CreateAgent {
     pub agent: Option<crate::domain::agent_kind::AgentKind>,
     /// The most one run may cost, in USD (`> 0`; absent: no cap). Claude Code gets it as
     /// `--max-budget-usd` and ends the run's turn over it.
-    #[schema(exclusive_minimum = 0.0, maximum = 1000000.0)]
+    #[schema(exclusive_minimum = 0.0, exclusive_maximum = 1000000.0)]
     pub max_budget_usd: Option<f64>,
 }
 

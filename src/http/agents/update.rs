@@ -47,7 +47,7 @@ pub struct UpdateAgent {
     pub agent: Option<Option<crate::domain::agent_kind::AgentKind>>,
     /// The most one run may cost, in USD; `null`: no cap.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<f64>, exclusive_minimum = 0.0, maximum = 1000000.0)]
+    #[schema(value_type = Option<f64>, exclusive_minimum = 0.0, exclusive_maximum = 1000000.0)]
     pub max_budget_usd: Option<Option<f64>>,
 }
 

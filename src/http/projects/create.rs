@@ -60,10 +60,10 @@ pub struct CreateProject {
     /// What the project may spend per UTC day, in USD (absent or `null`: no cap). Once spent,
     /// its sessions are `paused`, messages and launches are refused (402 `budget_exhausted`)
     /// and its scheduled agents' fires are skipped, until the next day or a raise.
-    #[schema(minimum = 0.0, maximum = 1000000.0)]
+    #[schema(minimum = 0.0, exclusive_maximum = 1000000.0)]
     pub budget_daily_usd: Option<f64>,
     /// The same per UTC month.
-    #[schema(minimum = 0.0, maximum = 1000000.0)]
+    #[schema(minimum = 0.0, exclusive_maximum = 1000000.0)]
     pub budget_monthly_usd: Option<f64>,
     /// How many turns its sessions may run at once, 1-1000 (absent or `null`: no limit).
     /// Beyond it, turns wait first come, first served across its sessions.
@@ -110,10 +110,10 @@ pub struct ImportProject {
     /// What the project may spend per UTC day, in USD (absent or `null`: no cap). Once spent,
     /// its sessions are `paused`, messages and launches are refused (402 `budget_exhausted`)
     /// and its scheduled agents' fires are skipped, until the next day or a raise.
-    #[schema(minimum = 0.0, maximum = 1000000.0)]
+    #[schema(minimum = 0.0, exclusive_maximum = 1000000.0)]
     pub budget_daily_usd: Option<f64>,
     /// The same per UTC month.
-    #[schema(minimum = 0.0, maximum = 1000000.0)]
+    #[schema(minimum = 0.0, exclusive_maximum = 1000000.0)]
     pub budget_monthly_usd: Option<f64>,
     /// How many turns its sessions may run at once, 1-1000 (absent or `null`: no limit).
     /// Beyond it, turns wait first come, first served across its sessions.

@@ -37,11 +37,12 @@ struct Defaults<'a> {
     max_running_turns: Option<i32>,
 }
 
-/// A budget is a sum of money: 0 (nothing may be spent) to 1000000 USD.
+/// A budget is a sum of money: 0 (nothing may be spent) up to, not including, 1000000 USD (an
+/// inclusive bound cannot be told apart from the numbers just above it once read as a double).
 fn check_budget(field: &str, usd: Option<f64>) -> Result<(), AppError> {
     match usd {
-        Some(v) if !(v.is_finite() && (0.0..=1_000_000.0).contains(&v)) => {
-            Err(AppError::validation(format!("`{field}` must be from 0 to 1000000 (USD), got {v}")))
+        Some(v) if !(v.is_finite() && (0.0..1_000_000.0).contains(&v)) => {
+            Err(AppError::validation(format!("`{field}` must be at least 0 and less than 1000000 (USD), got {v}")))
         }
         _ => Ok(()),
     }

@@ -72,11 +72,11 @@ pub struct UpdateProject {
     /// What the project may spend per UTC day, in USD; `null`: no cap. Raising it (or
     /// clearing it) resumes the sessions and agents a spent budget paused.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<f64>, minimum = 0.0, maximum = 1000000.0)]
+    #[schema(value_type = Option<f64>, minimum = 0.0, exclusive_maximum = 1000000.0)]
     pub budget_daily_usd: Option<Option<f64>>,
     /// The same per UTC month.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<f64>, minimum = 0.0, maximum = 1000000.0)]
+    #[schema(value_type = Option<f64>, minimum = 0.0, exclusive_maximum = 1000000.0)]
     pub budget_monthly_usd: Option<Option<f64>>,
     /// How many turns its sessions may run at once, 1-1000; `null`: no limit. A raise lets
     /// waiting turns start at once; a cut stops no running turn.

@@ -61,7 +61,7 @@ pub struct LaunchSession {
     /// is left as `--max-budget-usd` and ends a turn over it with `error_max_budget_usd`;
     /// for every agent, Conduit pauses the session once its cost reaches the cap (further
     /// messages: 402 `budget_exhausted`).
-    #[schema(exclusive_minimum = 0.0, maximum = 1000000.0)]
+    #[schema(exclusive_minimum = 0.0, exclusive_maximum = 1000000.0)]
     pub max_budget_usd: Option<f64>,
 }
 

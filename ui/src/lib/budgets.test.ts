@@ -8,7 +8,7 @@ describe('amounts in USD as typed', () => {
     expect(parseUsd(' $7.50 ', 'budget')).toEqual({ value: 7.5 });
     expect(parseUsd('.5', 'cap')).toEqual({ value: 0.5 });
     expect(parseUsd('3.', 'cap')).toEqual({ value: 3 });
-    expect(parseUsd('1000000', 'budget')).toEqual({ value: 1_000_000 });
+    expect(parseUsd('999999.99', 'budget')).toEqual({ value: 999_999.99 });
   });
 
   it('allows a budget of 0 (it allows nothing) but not a cap of 0', () => {
@@ -25,7 +25,7 @@ describe('amounts in USD as typed', () => {
       expect(parseUsd(junk, 'budget').error, junk).toBe('Enter an amount in USD, like 25 or 7.50, or leave it empty for no budget.');
     }
     expect(parseUsd('abc', 'cap').error).toBe('Enter an amount in USD, like 2 or 0.50, or leave it empty for no cap.');
-    expect(parseUsd('1000000.01', 'budget').error).toBe('At most $1,000,000.');
+    expect(parseUsd('1000000', 'budget').error).toBe('Less than $1,000,000.');
   });
 });
 

@@ -1,6 +1,6 @@
 // Budgets and spending caps as typed in forms, and what the forms send. The checks mirror the
 // API's schema: a project's daily or monthly budget is 0 or more (0 allows nothing), a
-// session's or a scheduled agent's per-run cap more than 0, both at most $1,000,000; an empty
+// session's or a scheduled agent's per-run cap more than 0, both less than $1,000,000; an empty
 // field means none (`null`).
 import type { Project, UpdateProject } from '../api/client';
 
@@ -30,7 +30,7 @@ export function parseUsd(text: string, kind: UsdKind): ParsedUsd {
   }
   const value = Number(t);
   if (kind === 'cap' && value === 0) return { error: 'A cap must be more than $0, or empty for none.' };
-  if (value > MAX_USD) return { error: 'At most $1,000,000.' };
+  if (value >= MAX_USD) return { error: 'Less than $1,000,000.' };
   return { value };
 }
 
