@@ -1,10 +1,10 @@
 //! `BudgetKeeper`: which budgets are spent. It owns that one piece of state; the ledger is the
 //! truth it reads.
 //!
-//! After every turn result (and agent run) and every change to a project's caps it is told
-//! [`Reevaluate`]; it sums the project's and the service's spending for the day and the month
-//! from the daily rollup (on the blocking pool) and compares them with the caps. A budget that
-//! runs out is announced (`budget.exhausted`) and the registry holds the sessions it covers
+//! After every turn result and agent run it is told [`TurnCost`], and after every change to a
+//! project's caps [`Reevaluate`]; it sums the project's and the service's spending for the day
+//! and the month from the daily rollup (on the blocking pool) and compares them with the caps.
+//! A budget that runs out is announced (`budget.exhausted`) and the registry holds the sessions it covers
 //! (`paused`); one that is no longer spent (raised, cleared, or its period rolled over, checked
 //! at each UTC midnight) is announced (`budget.resumed`) and they are released. Requests that
 //! would start work ask [`CheckBudget`] first and get a 402 while a budget covering them is
@@ -40,7 +40,7 @@ pub struct Reevaluate {
 /// A turn or a run added `cost_usd` to the ledger (committed) for this project (`None`: outside
 /// any project). Answers as [`Reevaluate`] does, but reads the store only when a budget could
 /// have run out: the turn cost something and a cap covers the project. Most turns meet no cap,
-/// and the session waits for this answer before it reads on.
+/// and the session waits for this answer before it shows itself at rest.
 #[derive(Message, Clone)]
 #[rtype(result = "Option<Exhaustion>")]
 pub struct TurnCost {

@@ -132,8 +132,7 @@ pub(super) fn ended(p: &mut CliSession, result: TurnResult, ctx: &mut Ctx<Chat>)
 
 /// The last result is stored: the session shows itself at rest (or parks at a limit), and its
 /// slot goes to the next in line (this session's next turn asks again, behind those already
-/// waiting).
-/// `stored`: the status and reason stored with the result.
+/// waiting). `stored`: the status and reason stored with the result.
 fn settle(act: &mut CliSession, hit: Option<LimitHit>, stored: Rest, ctx: &mut Ctx<Chat>) {
     let chat = &mut act.conv;
     let at_work = matches!(chat.row.status, SessionStatus::Active | SessionStatus::Idle | SessionStatus::Paused);
