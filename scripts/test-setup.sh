@@ -5,7 +5,8 @@
 #     WebSocket bridge) for the end-to-end session tests;
 #   - Debian's chromium (apt, only if missing) and the dashboard's npm packages (ui/, from its
 #     lock file) for the dashboard's component and browser tests;
-#   - Debian's bubblewrap (apt, only if missing): the OS sandbox the sessions run in.
+#   - Debian's bubblewrap (apt, only if missing): the OS sandbox the sessions run in;
+#   - Debian's postgresql (apt, only if missing): the server the suite's second run uses.
 # Re-running it is cheap: each step checks for the pinned version first.
 # The cache folder is $CONDUIT_TEST_CACHE, default ${XDG_CACHE_HOME:-~/.cache}/conduit-test.
 set -euo pipefail
@@ -72,6 +73,14 @@ if ! command -v bwrap >/dev/null; then
     apt_install bubblewrap
 fi
 echo "test-setup: $(bwrap --version) ready ($(command -v bwrap))"
+
+# PostgreSQL: the integration suite runs a second time against a real server
+# (scripts/with-postgres.sh starts one in a temporary folder; no system service is used).
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    echo "test-setup: installing PostgreSQL (apt)"
+    apt_install postgresql
+fi
+echo "test-setup: $(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/initdb ready"
 
 # The dashboard's end-to-end test drives Debian's Chromium with playwright-core (browser
 # downloads do not work everywhere; the distribution's package does).

@@ -70,7 +70,7 @@ async fn migrate(settings: &Settings) -> Result<(), String> {
 
 async fn reset(settings: &Settings, yes: bool) -> Result<(), String> {
     if !yes {
-        return Err(format!("refusing to erase {} without --yes (nothing was changed)", settings.db_path.display()));
+        return Err(format!("refusing to erase {} without --yes (nothing was changed)", settings.database));
     }
     maintain(settings, true).await
 }
@@ -78,29 +78,48 @@ async fn reset(settings: &Settings, yes: bool) -> Result<(), String> {
 /// Migrates the database (after erasing it, with `erase`), holding its lock throughout: never
 /// under a running service's feet (that one holds the lock, and this refuses, naming it).
 async fn maintain(settings: &Settings, erase: bool) -> Result<(), String> {
-    let (path, timeout) = (settings.db_path.clone(), settings.db_busy_timeout_ms);
+    let (path, database, timeout) = (settings.db_path.clone(), settings.database.clone(), settings.db_busy_timeout_ms);
     let applied = tokio::task::spawn_blocking(move || {
         let _lock = db::lock::InstanceLock::acquire(&path).map_err(|e| e.to_string())?;
-        if erase {
-            for suffix in ["", "-wal", "-shm"] {
-                let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
-                match std::fs::remove_file(&file) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(format!("cannot remove {}: {e}", file.display())),
+        match &database {
+            db::Database::Sqlite(path) => {
+                if erase {
+                    erase_sqlite(path)?;
                 }
+                let mut conn = db::open_sqlite(path, timeout).map_err(|e| e.to_string())?;
+                db::run_migrations(&mut conn).map_err(|e| e.to_string())
             }
-            println!("erased {}", path.display());
+            db::Database::Postgres(url) => {
+                let _claim = db::claim::PostgresClaim::acquire(url, timeout).map_err(|e| e.to_string())?;
+                let mut conn = db::backend::open_postgres(url, timeout).map_err(|e| e.to_string())?;
+                if erase {
+                    let reverted = db::backend::revert_all(&mut conn).map_err(|e| e.to_string())?;
+                    println!("erased {database}: reverted {} migration(s)", reverted.len());
+                }
+                db::migrate(&mut db::DbConnection::Pg(conn)).map_err(|e| e.to_string())
+            }
         }
-        let mut conn = db::open_sqlite(&path, timeout).map_err(|e| e.to_string())?;
-        db::run_migrations(&mut conn).map_err(|e| e.to_string())
     })
     .await
     .map_err(|e| e.to_string())??;
     if applied.is_empty() {
-        println!("database {} is up to date", settings.db_path.display());
+        println!("database {} is up to date", settings.database);
     } else {
-        println!("applied {} migration(s) to {}: {}", applied.len(), settings.db_path.display(), applied.join(", "));
+        println!("applied {} migration(s) to {}: {}", applied.len(), settings.database, applied.join(", "));
     }
+    Ok(())
+}
+
+/// Deletes a SQLite database with its WAL and shared-memory files.
+fn erase_sqlite(path: &std::path::Path) -> Result<(), String> {
+    for suffix in ["", "-wal", "-shm"] {
+        let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
+        match std::fs::remove_file(&file) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("cannot remove {}: {e}", file.display())),
+        }
+    }
+    println!("erased {}", path.display());
     Ok(())
 }

@@ -18,7 +18,11 @@ pub struct Settings {
     pub auth_token: Option<String>,
     pub allowed_hosts: Vec<String>,
     pub allowed_origins: Vec<String>,
+    /// The SQLite file, or on PostgreSQL the anchor of this machine's own state: the instance
+    /// lock file is `<db_path>.lock`, and processes' logs and workspaces default to its folder.
     pub db_path: PathBuf,
+    /// Where the data lives (`database_url`, else the SQLite file `db_path`).
+    pub database: crate::db::Database,
     pub db_pool_size: u32,
     pub db_busy_timeout_ms: u64,
     pub cli_path: String,
@@ -134,6 +138,7 @@ impl fmt::Debug for Settings {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("db_path", &self.db_path)
+            .field("database", &self.database)
             .field("db_pool_size", &self.db_pool_size)
             .field("cli_path", &self.cli_path)
             .field("cli_session_access_token", &redact(&self.cli_session_access_token))

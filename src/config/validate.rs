@@ -1,6 +1,6 @@
 //! Turning the merged layers into [`Settings`], checking every key once.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::layers::Layers;
 use super::{ConfigError, LogFormat, ProcessSettings, SandboxSettings, Settings, TerminalSettings};
@@ -50,6 +50,8 @@ impl Settings {
         if db_path.trim().is_empty() || db_path.contains('\0') {
             return Err(l.err("db_path", "expected a file path"));
         }
+        let database = crate::db::Database::from_setting(&l.string("database_url")?, Path::new(&db_path))
+            .map_err(|e| l.err("database_url", e))?;
         let cli_path = l.string("cli_path")?;
         if cli_path.trim().is_empty() || cli_path.contains('\0') {
             return Err(l.err("cli_path", "expected an executable name or path"));
@@ -75,7 +77,11 @@ impl Settings {
                 .into_iter()
                 .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
                 .collect(),
-            db_path: PathBuf::from(db_path),
+            db_path: match &database {
+                crate::db::Database::Sqlite(path) => path.clone(),
+                crate::db::Database::Postgres(_) => PathBuf::from(db_path),
+            },
+            database,
             db_pool_size: l.integer("db_pool_size", 1, 64)? as u32,
             db_busy_timeout_ms: l.integer("db_busy_timeout_ms", 0, 600_000)? as u64,
             cli_path,

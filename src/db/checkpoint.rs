@@ -32,8 +32,12 @@ pub struct Checkpointer {
 }
 
 impl Checkpointer {
+    /// Nothing to do on PostgreSQL, which checkpoints by itself off every client's path.
     pub fn start(store: Store) -> Checkpointer {
         let stop = Arc::new(AtomicBool::new(false));
+        if store.database().is_postgres() {
+            return Checkpointer { stop, thread: None };
+        }
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name("conduit-checkpoint".to_string())
@@ -68,6 +72,7 @@ impl Drop for Checkpointer {
 
 /// The writer's own checkpoint: passive (it never waits for readers).
 pub fn checkpoint(conn: &mut DbConnection) {
+    let DbConnection::Sqlite(conn) = conn else { return };
     if let Err(e) = conn.batch_execute("PRAGMA wal_checkpoint(PASSIVE)") {
         tracing::debug!(error = %e, "a checkpoint did not run");
     }

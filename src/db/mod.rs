@@ -3,13 +3,15 @@
 //!
 //! Queries live in one file per table (`projects.rs`, ...) as plain functions taking
 //! `&mut DbConnection`. They are written against [`DbConnection`], a diesel `MultiConnection`
-//! enum, so a PostgreSQL variant can be added later (with `migrations/postgres/`) without
-//! rewriting a single query. Nothing here is async: [`Store::run`] moves each closure onto
-//! tokio's blocking pool, so no diesel call ever runs on an actix worker thread.
+//! enum over SQLite and PostgreSQL (see [`backend`]), so one query serves both. Nothing here
+//! is async: [`Store::run`] moves each closure onto tokio's blocking pool, so no diesel call
+//! ever runs on an actix worker thread.
 
 pub mod agents;
+pub mod backend;
 pub mod backlog;
 pub mod checkpoint;
+pub mod claim;
 pub mod lock;
 pub mod messages;
 pub mod permission_log;
@@ -23,23 +25,22 @@ pub mod usage;
 pub mod webhooks;
 pub mod writer;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use diesel::connection::SimpleConnection;
+use diesel::pg::PgConnection;
 use diesel::r2d2::{ManageConnection, Pool, R2D2Connection};
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel::sqlite::SqliteConnection;
-use diesel::Connection;
-use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
-/// The SQLite migrations, compiled into the binary.
-pub const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
+pub use backend::{migrate, open_sqlite, run_migrations, Database, SQLITE_MIGRATIONS};
 
-/// Every backend Conduit can run on. Only SQLite today.
+/// Every backend Conduit can run on.
 #[derive(diesel::MultiConnection)]
 pub enum DbConnection {
     Sqlite(SqliteConnection),
+    Pg(PgConnection),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -70,8 +71,18 @@ impl From<DieselError> for StoreError {
                 | DatabaseErrorKind::NotNullViolation,
                 info,
             ) => StoreError::Rejected(info.message().to_string()),
+            // PostgreSQL: a serialization failure or a lock not had within the lock timeout
+            // passes by retrying, as SQLite's "database is locked" does; a lost connection is
+            // the server gone for now.
+            DieselError::DatabaseError(
+                DatabaseErrorKind::SerializationFailure | DatabaseErrorKind::ClosedConnection,
+                info,
+            ) => StoreError::Busy(info.message().to_string()),
             DieselError::DatabaseError(_, info)
-                if info.message().contains("database is locked") || info.message().contains("database is busy") =>
+                if info.message().contains("database is locked")
+                    || info.message().contains("database is busy")
+                    || info.message().contains("lock timeout")
+                    || info.message().contains("deadlock detected") =>
             {
                 StoreError::Busy(info.message().to_string())
             }
@@ -80,40 +91,9 @@ impl From<DieselError> for StoreError {
     }
 }
 
-/// Per-connection settings: WAL (readers never block the writer), enforced foreign keys
-/// (SQLite leaves them off by default, per connection), and a busy timeout so concurrent
-/// writers wait instead of failing at once.
-fn sqlite_pragmas(busy_timeout_ms: u64) -> String {
-    format!(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = {busy_timeout_ms};"
-    )
-}
-
-/// Opens a SQLite connection with the pragmas set. Used by the pool and by the CLI commands.
-pub fn open_sqlite(path: &Path, busy_timeout_ms: u64) -> Result<SqliteConnection, StoreError> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| StoreError::Other(format!("cannot create the database folder {}: {e}", parent.display())))?;
-    }
-    let url =
-        path.to_str().ok_or_else(|| StoreError::Other(format!("database path is not UTF-8: {}", path.display())))?;
-    let mut conn = SqliteConnection::establish(url)
-        .map_err(|e| StoreError::Other(format!("cannot open the database {}: {e}", path.display())))?;
-    conn.batch_execute(&sqlite_pragmas(busy_timeout_ms))?;
-    Ok(conn)
-}
-
-/// Applies every pending migration; returns the versions applied.
-pub fn run_migrations(conn: &mut SqliteConnection) -> Result<Vec<String>, StoreError> {
-    let applied = conn
-        .run_pending_migrations(SQLITE_MIGRATIONS)
-        .map_err(|e| StoreError::Other(format!("migration failed: {e}")))?;
-    Ok(applied.iter().map(|v| v.to_string()).collect())
-}
-
 /// Opens connections for the pool.
 pub struct ConnectionManager {
-    path: std::path::PathBuf,
+    database: Database,
     busy_timeout_ms: u64,
 }
 
@@ -122,8 +102,8 @@ impl ManageConnection for ConnectionManager {
     type Error = diesel::r2d2::Error;
 
     fn connect(&self) -> Result<DbConnection, Self::Error> {
-        open_sqlite(&self.path, self.busy_timeout_ms)
-            .map(DbConnection::Sqlite)
+        self.database
+            .connect(self.busy_timeout_ms)
             .map_err(|e| diesel::r2d2::Error::ConnectionError(diesel::ConnectionError::BadConnection(e.to_string())))
     }
 
@@ -140,40 +120,64 @@ impl ManageConnection for ConnectionManager {
 #[derive(Clone)]
 pub struct Store {
     pool: Pool<ConnectionManager>,
-    path: std::path::PathBuf,
+    database: Database,
     busy_timeout_ms: u64,
+}
+
+impl From<&Path> for Database {
+    fn from(path: &Path) -> Database {
+        Database::Sqlite(path.to_path_buf())
+    }
+}
+
+impl From<&PathBuf> for Database {
+    fn from(path: &PathBuf) -> Database {
+        Database::Sqlite(path.clone())
+    }
 }
 
 impl Store {
     /// Runs pending migrations, then builds the pool. Blocking: call it through
     /// [`Store::open_blocking`] from async code.
-    pub fn open(path: &Path, pool_size: u32, busy_timeout_ms: u64) -> Result<Store, StoreError> {
-        let mut conn = open_sqlite(path, busy_timeout_ms)?;
-        let applied = run_migrations(&mut conn)?;
+    pub fn open(database: &Database, pool_size: u32, busy_timeout_ms: u64) -> Result<Store, StoreError> {
+        let mut conn = database.connect(busy_timeout_ms)?;
+        let applied = migrate(&mut conn)?;
         if !applied.is_empty() {
             tracing::info!(migrations = ?applied, "database migrated");
         }
         drop(conn);
-        let manager = ConnectionManager { path: path.to_path_buf(), busy_timeout_ms };
+        let manager = ConnectionManager { database: database.clone(), busy_timeout_ms };
         let pool = Pool::builder()
             .max_size(pool_size)
             .connection_timeout(Duration::from_secs(10))
             .build(manager)
             .map_err(|e| StoreError::Other(format!("cannot build the connection pool: {e}")))?;
-        Ok(Store { pool, path: path.to_path_buf(), busy_timeout_ms })
+        Ok(Store { pool, database: database.clone(), busy_timeout_ms })
     }
 
     /// A connection of its own, outside the pool, for a thread that writes all the time (the
-    /// writer) or checkpoints: it keeps its pragmas and never waits for a pooled connection.
-    pub fn dedicated(&self, extra_pragmas: &str) -> Result<DbConnection, StoreError> {
-        let mut conn = open_sqlite(&self.path, self.busy_timeout_ms)?;
-        conn.batch_execute(extra_pragmas)?;
-        Ok(DbConnection::Sqlite(conn))
+    /// writer) or checkpoints: it keeps its settings (`sqlite_pragmas`, on SQLite only) and
+    /// never waits for a pooled connection.
+    pub fn dedicated(&self, sqlite_pragmas: &str) -> Result<DbConnection, StoreError> {
+        let mut conn = self.database.connect(self.busy_timeout_ms)?;
+        if let DbConnection::Sqlite(c) = &mut conn {
+            c.batch_execute(sqlite_pragmas)?;
+        }
+        Ok(conn)
     }
 
-    pub async fn open_blocking(path: &Path, pool_size: u32, busy_timeout_ms: u64) -> Result<Store, StoreError> {
-        let path = path.to_path_buf();
-        tokio::task::spawn_blocking(move || Store::open(&path, pool_size, busy_timeout_ms))
+    /// The database this store reaches.
+    pub fn database(&self) -> &Database {
+        &self.database
+    }
+
+    pub async fn open_blocking(
+        database: impl Into<Database>,
+        pool_size: u32,
+        busy_timeout_ms: u64,
+    ) -> Result<Store, StoreError> {
+        let database = database.into();
+        tokio::task::spawn_blocking(move || Store::open(&database, pool_size, busy_timeout_ms))
             .await
             .map_err(|e| StoreError::Other(format!("database task failed: {e}")))?
     }

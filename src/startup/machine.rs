@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use super::StartupError;
 use crate::config::Settings;
-use crate::db::lock::{Holder, InstanceLock, LockError};
+use crate::db::claim::PostgresClaim;
+use crate::db::lock::{Holder, InstanceLock};
+use crate::db::Database;
 use crate::http::health::ContainmentReport;
 use crate::process::cgroup::Containment;
 use crate::sandbox::SandboxSupport;
@@ -38,14 +40,27 @@ pub(super) fn report(containment: &Containment) -> ContainmentReport {
     ContainmentReport { kind: containment.kind().to_string(), note }
 }
 
-/// Takes the database's lock, finds how to contain CLIs, and records both in the lock file
-/// (the next holder reads them back after a crash). Blocking work, on the blocking pool.
-pub(super) async fn claim_database(
-    db_path: &std::path::Path,
-) -> Result<(InstanceLock, Arc<Containment>), StartupError> {
-    let db_path = db_path.to_path_buf();
+/// What a service holds while it runs: this machine's lock file, and on PostgreSQL the
+/// database's claim.
+pub(super) struct Claimed {
+    pub(super) lock: InstanceLock,
+    pub(super) postgres: Option<PostgresClaim>,
+    pub(super) containment: Arc<Containment>,
+}
+
+/// Takes the database's lock (the file beside `db_path`, and on PostgreSQL the database's
+/// advisory lock too), finds how to contain CLIs, and records both in the lock file (the next
+/// holder reads them back after a crash). Blocking work, on the blocking pool.
+pub(super) async fn claim_database(settings: &Settings) -> Result<Claimed, StartupError> {
+    let db_path = settings.db_path.clone();
+    let database = settings.database.clone();
+    let busy_timeout_ms = settings.db_busy_timeout_ms;
     let claimed = tokio::task::spawn_blocking(move || {
         let mut lock = InstanceLock::acquire(&db_path)?;
+        let postgres = match &database {
+            Database::Postgres(url) => Some(PostgresClaim::acquire(url, busy_timeout_ms)?),
+            Database::Sqlite(_) => None,
+        };
         let containment = Containment::detect(&database_key(&db_path));
         match &containment {
             Containment::Cgroups(root) => {
@@ -61,11 +76,11 @@ pub(super) async fn claim_database(
             cgroup: containment.root().map(|r| r.path().to_path_buf()),
         };
         lock.record(&holder)?;
-        Ok::<_, LockError>((lock, Arc::new(containment)))
+        Ok::<_, StartupError>(Claimed { lock, postgres, containment: Arc::new(containment) })
     })
     .await
     .map_err(|e| crate::db::StoreError::Other(format!("the startup task failed: {e}")))?;
-    Ok(claimed?)
+    claimed
 }
 
 /// A short stable name for a database (its canonical path hashed): the folder of its CLIs'

@@ -44,6 +44,8 @@ pub enum StartupError {
     Database(#[from] crate::db::StoreError),
     #[error("{0}")]
     Locked(#[from] LockError),
+    #[error("{0}")]
+    Claimed(#[from] crate::db::claim::ClaimError),
 }
 
 /// Options that come from the command line rather than settings.
@@ -69,6 +71,8 @@ pub struct Application {
     containment: Arc<Containment>,
     /// One service per database, for as long as this one runs.
     _lock: InstanceLock,
+    /// On PostgreSQL: one service per database, for as long as this one runs.
+    _postgres_claim: Option<crate::db::claim::PostgresClaim>,
 }
 
 impl Application {
@@ -82,8 +86,9 @@ impl Application {
         }
 
         // Before anything touches the database or a process: one service per database.
-        let (lock, containment) = claim_database(&settings.db_path).await?;
-        match Self::start_on(settings, options, addr, lock, containment.clone()).await {
+        let claimed = claim_database(&settings).await?;
+        let containment = claimed.containment.clone();
+        match Self::start_on(settings, options, addr, claimed).await {
             Ok(app) => Ok(app),
             Err(e) => {
                 // Nothing ran in it: the cgroup folder made for this service goes with it.
@@ -100,10 +105,11 @@ impl Application {
         settings: Settings,
         options: ServeOptions,
         addr: String,
-        lock: InstanceLock,
-        containment: Arc<Containment>,
+        claimed: machine::Claimed,
     ) -> Result<Application, StartupError> {
-        let store = Store::open_blocking(&settings.db_path, settings.db_pool_size, settings.db_busy_timeout_ms).await?;
+        let machine::Claimed { lock, postgres, containment } = claimed;
+        let store =
+            Store::open_blocking(settings.database.clone(), settings.db_pool_size, settings.db_busy_timeout_ms).await?;
         let recovered = recover_after_restart(&store, &containment, lock.previous()).await?;
         if recovered.sessions > 0 || recovered.executions > 0 || recovered.commands > 0 {
             tracing::warn!(
@@ -289,6 +295,7 @@ impl Application {
             writer,
             containment,
             _lock: lock,
+            _postgres_claim: postgres,
         })
     }
 

@@ -24,6 +24,7 @@ pub fn test_settings(dir: &Path) -> Settings {
     let mut settings = Settings::load_from(None, &env).expect("default settings are valid");
     settings.port = 0;
     settings.db_path = dir.join("data").join("conduit.db");
+    settings.database = crate::support::database::test_database(&settings.db_path);
     settings.project_root = dir.join("root");
     settings.cli_path = dir.join("no-such-cli").display().to_string();
     settings.log_level = "warn".to_string();

@@ -81,7 +81,9 @@ fn execution(id: &str, agent: &AgentId, started_at: String) -> Execution {
 #[actix_web::test]
 async fn executions_stuck_past_their_timeout_are_ended_and_locks_pruned() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open_blocking(&dir.path().join("j.db"), 2, 1000).await.expect("store");
+    let store = Store::open_blocking(crate::support::database::test_database(&dir.path().join("j.db")), 2, 1000)
+        .await
+        .expect("store");
     let now = chrono::Utc::now();
     let at = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let agent = Agent {

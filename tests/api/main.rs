@@ -29,6 +29,7 @@ mod memory;
 mod migrations;
 mod openapi;
 mod permissions_real;
+mod postgres;
 mod processes;
 mod projects;
 mod readme;

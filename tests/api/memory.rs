@@ -52,19 +52,18 @@ async fn twenty_lines_of_30_mib_keep_memory_bounded_and_give_it_back() {
     }
     drop(sse);
     service.get_json(&format!("/api/sessions/{id}/messages?limit=1")).await; // flushes the writer
-    let mut conn = conduit::db::open_sqlite(&service.dir.path().join("data/conduit.db"), 5000).expect("open");
-    #[derive(diesel::QueryableByName)]
-    struct Count {
-        #[diesel(sql_type = diesel::sql_types::BigInt)]
-        n: i64,
-    }
-    let huge: Count = diesel::RunQueryDsl::get_result(
-        diesel::sql_query("SELECT count(*) AS n FROM messages WHERE session_id = ? AND length(content) > 31000000")
-            .bind::<diesel::sql_types::Text, _>(&id),
-        &mut conn,
-    )
-    .expect("count");
-    assert_eq!(huge.n, 20, "every 30 MiB line is stored whole");
+    let mut conn = crate::support::database::connect(&service.dir.path().join("data/conduit.db"));
+    let huge: i64 = {
+        use conduit::db::schema::messages;
+        use diesel::prelude::*;
+        messages::table
+            .filter(messages::session_id.eq(&id))
+            .filter(diesel::dsl::sql::<diesel::sql_types::Bool>("length(content) > 31000000"))
+            .count()
+            .get_result(&mut conn)
+            .expect("count")
+    };
+    assert_eq!(huge, 20, "every 30 MiB line is stored whole");
     let res = service.delete(&format!("/api/sessions/{id}")).await;
     assert_eq!(res.status().as_u16(), 200);
     tokio::time::sleep(Duration::from_secs(12)).await;

@@ -1,4 +1,5 @@
-//! Migrations run up, down and up again, and every connection gets its pragmas.
+//! Migrations run up, down and up again, and every connection gets its pragmas (SQLite; the
+//! PostgreSQL twins are in `postgres.rs`).
 
 use conduit::db::{self, DbConnection, Store};
 use diesel::connection::SimpleConnection;
@@ -77,7 +78,7 @@ async fn pooled_connections_use_wal_foreign_keys_and_a_busy_timeout() {
     let store = Store::open_blocking(&dir.path().join("c.db"), 4, 1234).await.expect("store");
     let (mode, fk, timeout) = store
         .run(|conn| {
-            let DbConnection::Sqlite(c) = conn;
+            let DbConnection::Sqlite(c) = conn else { panic!("a SQLite file opens a SQLite connection") };
             let mode = diesel::sql_query("PRAGMA journal_mode").get_result::<Pragma>(c)?.journal_mode;
             let fk = diesel::sql_query("PRAGMA foreign_keys").get_result::<Flag>(c)?.foreign_keys;
             let timeout = diesel::sql_query("PRAGMA busy_timeout").get_result::<Timeout>(c)?.timeout;

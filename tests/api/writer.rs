@@ -28,7 +28,8 @@ fn line(session: &str, n: usize) -> WriteOp {
 }
 
 async fn store_with_session(dir: &std::path::Path) -> Store {
-    let store = Store::open_blocking(&dir.join("w.db"), 2, 1000).await.expect("store");
+    let store =
+        Store::open_blocking(crate::support::database::test_database(&dir.join("w.db")), 2, 1000).await.expect("store");
     store
         .run(|conn| {
             conn.batch_execute(
@@ -77,15 +78,20 @@ async fn a_failing_database_loses_nothing_and_stays_degraded_until_the_backlog_i
     let store = store_with_session(dir.path()).await;
     let (writer, _thread) = Writer::start(store.clone());
     // Every insert now fails, as on a full disk.
-    store
-        .run(|conn| {
-            conn.batch_execute(
-                "CREATE TRIGGER refuse BEFORE INSERT ON messages BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END;",
-            )
-            .map_err(StoreError::from)
-        })
-        .await
-        .expect("trigger");
+    let (refuse, allow) = if crate::support::database::on_postgres() {
+        (
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             RAISE EXCEPTION 'database or disk is full' USING ERRCODE = 'disk_full'; END $$; \
+             CREATE TRIGGER refuse BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION refuse();",
+            "DROP TRIGGER refuse ON messages",
+        )
+    } else {
+        (
+            "CREATE TRIGGER refuse BEFORE INSERT ON messages BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END;",
+            "DROP TRIGGER refuse",
+        )
+    };
+    store.run(move |conn| conn.batch_execute(refuse).map_err(StoreError::from)).await.expect("trigger");
     let gate = Backlog::new(1 << 20);
     for n in 0..500 {
         writer.persist_charged(line("s", n), gate.charge(100));
@@ -103,7 +109,7 @@ async fn a_failing_database_loses_nothing_and_stays_degraded_until_the_backlog_i
     assert!(writer.stats.retries.load(Ordering::Relaxed) >= 1, "the batch is retried");
     assert!(stored(&store).await.is_empty());
 
-    store.run(|conn| conn.batch_execute("DROP TRIGGER refuse").map_err(StoreError::from)).await.expect("drop");
+    store.run(move |conn| conn.batch_execute(allow).map_err(StoreError::from)).await.expect("drop");
     wait_until("the backlog is written", || !writer.is_failing()).await;
     let rows = stored(&store).await;
     assert_eq!(rows.len(), 500, "everything that waited is stored");

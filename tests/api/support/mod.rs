@@ -3,6 +3,7 @@
 
 pub mod agent_clis;
 pub mod browser;
+pub mod database;
 pub mod fake_api;
 pub mod fake_models;
 pub mod procs;

@@ -98,6 +98,7 @@ pub fn command(dir: &Path, config: &ServiceConfig) -> Command {
         .env("HOME", &home)
         .env("CONDUIT_PORT", "0")
         .env("CONDUIT_DB_PATH", dir.join("data/conduit.db"))
+        .env("CONDUIT_DATABASE_URL", super::database::database_url(&dir.join("data/conduit.db")))
         .env("CONDUIT_PROJECT_ROOT", &root)
         .env("CONDUIT_CLI_PATH", &config.cli_path)
         .env("LOG_LEVEL", "info")

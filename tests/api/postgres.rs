@@ -1,0 +1,202 @@
+//! PostgreSQL as the backend: its migrations carry SQLite's versions and go up, down and up
+//! again; pooled connections get their settings; `conduit migrate` and `db reset` work on it;
+//! one service per database; a password in the URL is never shown. The rest of the suite runs
+//! on PostgreSQL as a whole in its second pass (`scripts/with-postgres.sh`); these tests are
+//! skipped, saying so, in the SQLite pass.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use conduit::db::backend::{self, POSTGRES_MIGRATIONS};
+use conduit::db::{self, Database, DbConnection, Store, StoreError};
+use diesel::prelude::*;
+use diesel::sql_types::Text;
+use diesel_migrations::MigrationHarness;
+
+use crate::support::database::{postgres_server, test_database};
+
+/// A fresh database on the suite's PostgreSQL server, or `None` (with a note) on the SQLite pass.
+fn fresh_database(dir: &Path) -> Option<Database> {
+    if postgres_server().is_none() {
+        eprintln!("SKIPPED: the suite runs on SQLite (scripts/with-postgres.sh runs it on PostgreSQL)");
+        return None;
+    }
+    Some(test_database(&dir.join("pg.db")))
+}
+
+fn pg(database: &Database) -> PgConnection {
+    let Database::Postgres(url) = database else { panic!("a PostgreSQL database") };
+    backend::open_postgres(url, 5000).expect("connect")
+}
+
+#[derive(QueryableByName)]
+struct Name {
+    #[diesel(sql_type = Text)]
+    name: String,
+}
+
+fn tables(conn: &mut PgConnection) -> Vec<String> {
+    diesel::sql_query(
+        "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' \
+         AND table_name != '__diesel_schema_migrations' ORDER BY table_name",
+    )
+    .load::<Name>(conn)
+    .expect("list tables")
+    .into_iter()
+    .map(|n| n.name)
+    .collect()
+}
+
+#[test]
+fn postgres_migrations_carry_sqlite_s_versions_and_go_up_down_and_up_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(database) = fresh_database(dir.path()) else { return };
+    let mut sqlite = db::open_sqlite(&dir.path().join("s.db"), 5000).expect("sqlite");
+    let sqlite_versions = db::run_migrations(&mut sqlite).expect("sqlite up");
+
+    let mut conn = DbConnection::Pg(pg(&database));
+    assert_eq!(db::migrate(&mut conn).expect("up"), sqlite_versions, "the same versions, in the same order");
+    let DbConnection::Pg(mut conn) = conn else { unreachable!("built as PostgreSQL above") };
+    let expected = [
+        "agent_executions",
+        "agents",
+        "messages",
+        "permission_log",
+        "permission_rules",
+        "processes",
+        "projects",
+        "session_events",
+        "sessions",
+        "usage_daily",
+        "usage_hourly",
+        "usage_ledger",
+        "webhook_deliveries",
+        "webhooks",
+    ];
+    assert_eq!(tables(&mut conn), expected);
+
+    assert_eq!(backend::revert_all(&mut conn).expect("down").len(), sqlite_versions.len());
+    assert!(tables(&mut conn).is_empty(), "down removes every table");
+    conn.run_pending_migrations(POSTGRES_MIGRATIONS).expect("up again");
+    assert_eq!(tables(&mut conn), expected);
+    assert!(db::migrate(&mut DbConnection::Pg(conn)).expect("idempotent").is_empty());
+}
+
+#[derive(QueryableByName)]
+struct Setting {
+    #[diesel(sql_type = Text)]
+    value: String,
+}
+
+#[actix_web::test]
+async fn pooled_postgres_connections_have_a_lock_timeout_and_enforce_foreign_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(database) = fresh_database(dir.path()) else { return };
+    let store = Store::open_blocking(database, 4, 1234).await.expect("store");
+    let (timeout, name) = store
+        .run(|conn| {
+            let DbConnection::Pg(c) = conn else { panic!("a PostgreSQL store") };
+            let setting = |c: &mut PgConnection, name: &str| {
+                diesel::sql_query(format!("SELECT current_setting('{name}') AS value")).get_result::<Setting>(c)
+            };
+            Ok((setting(c, "lock_timeout")?.value, setting(c, "application_name")?.value))
+        })
+        .await
+        .expect("settings");
+    assert_eq!((timeout.as_str(), name.as_str()), ("1234ms", "conduit"));
+
+    let refused = store
+        .run(|conn| {
+            diesel::sql_query(
+                "INSERT INTO sessions (id, project_id, name, status, created_at, last_active_at) \
+                 VALUES ('s', 'no-such-project', 'x', 'idle', 'now', 'now')",
+            )
+            .execute(conn)
+            .map_err(StoreError::from)
+        })
+        .await;
+    assert!(matches!(refused, Err(StoreError::Rejected(_))), "a foreign key violation is refused: {refused:?}");
+    assert!(store.ping().await);
+}
+
+/// The binary on `url`, with its own folder (its own lock file: only the database is shared).
+fn conduit(dir: &Path, url: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_conduit"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("CONDUIT_DB_PATH", dir.join("data/c.db"))
+        .env("CONDUIT_DATABASE_URL", url)
+        .env("CONDUIT_PROJECT_ROOT", dir)
+        .current_dir(dir);
+    cmd
+}
+
+fn run(cmd: &mut Command) -> (i32, String) {
+    let out = cmd.output().expect("conduit runs");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn migrate_reset_and_one_service_per_postgres_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(Database::Postgres(url)) = fresh_database(dir.path()) else { return };
+    // Trust authentication ignores the password: it is there to be looked for in the output.
+    let url = url.as_str().replacen("postgres://postgres@", "postgres://postgres:hunter2@", 1);
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for d in [&a, &b] {
+        std::fs::create_dir_all(d).expect("folder");
+    }
+
+    let (code, out) = run(conduit(&a, &url).arg("migrate"));
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("applied 20 migration(s)") && out.contains("postgres:***@"), "{out}");
+    let (code, out) = run(conduit(&a, &url).arg("migrate"));
+    assert!(code == 0 && out.contains("up to date"), "{out}");
+
+    let mut service = conduit(&a, &url)
+        .arg("serve")
+        .env("CONDUIT_PORT", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut line = String::new();
+    BufReader::new(service.stdout.take().expect("stdout")).read_line(&mut line).expect("listening line");
+    assert!(line.starts_with("conduit listening on "), "{line}");
+
+    // Another folder, the same database: refused before touching anything.
+    let (code, out) = run(conduit(&b, &url).arg("serve").env("CONDUIT_PORT", "0"));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("already using the PostgreSQL database"), "{out}");
+    for args in [vec!["migrate"], vec!["db", "reset", "--yes"]] {
+        let (code, out) = run(conduit(&b, &url).args(&args));
+        assert_eq!(code, 1, "{args:?} refuses while a service runs: {out}");
+        assert!(out.contains("already using the PostgreSQL database"), "{out}");
+        assert!(!out.contains("hunter2"), "{out}");
+    }
+
+    Command::new("kill").args(["-TERM", &service.id().to_string()]).status().expect("kill");
+    let output = service.wait_with_output().expect("wait");
+    assert!(output.status.success());
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(!log.contains("hunter2"), "the password is never logged: {log}");
+
+    let (code, out) = run(conduit(&b, &url).args(["db", "reset"]));
+    assert!(code != 0 && out.contains("--yes") && !out.contains("hunter2"), "{out}");
+    let (code, out) = run(conduit(&b, &url).args(["db", "reset", "--yes"]));
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("reverted 20 migration(s)") && out.contains("applied 20 migration(s)"), "{out}");
+}
+
+#[test]
+fn a_database_url_that_is_neither_is_refused_in_one_line_without_its_password() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, out) = run(conduit(dir.path(), "mysql://u:hunter2@db.lan/conduit").arg("migrate"));
+    assert_eq!(code, 2, "{out}");
+    assert_eq!(out.trim().lines().count(), 1, "{out}");
+    assert!(out.contains("`database_url`") && out.contains("CONDUIT_DATABASE_URL"), "{out}");
+    assert!(!out.contains("hunter2"), "{out}");
+}
