@@ -13,3 +13,5 @@ npm --prefix ui test -- --run
 # only under a hashed name).
 cargo build --release --examples
 cargo test --release --all-targets
+# The integration suite again, on PostgreSQL: a throwaway server, a database per test.
+scripts/with-postgres.sh cargo test --release --test api

@@ -30,14 +30,17 @@ trap 'exit 130' INT TERM
 "${as_owner[@]}" "$pg_bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --no-locale >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log" >&2; exit 1; }
 
-# Durability is not what these tests check: no fsync keeps a suite of many small databases
-# fast. Enough connections for every test service's pool at once. The free port is picked
-# before the server binds it, so another process may take it first: then another port.
+# Durability is not what the tests check: no fsync keeps a suite of many small databases fast
+# (CONDUIT_PG_DURABLE=1 keeps PostgreSQL's defaults, for benchmarks). Enough connections for
+# every test service's pool at once. The free port is picked before the server binds it, so
+# another process may take it first: then another port.
+fast="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+[ "${CONDUIT_PG_DURABLE:-0}" = 1 ] && fast=""
 started=
 for _ in 1 2 3; do
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     if "${as_owner[@]}" "$pg_bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start -o \
-        "-p $port -c listen_addresses=127.0.0.1 -k $dir -c max_connections=600 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=256MB" \
+        "-p $port -c listen_addresses=127.0.0.1 -k $dir -c max_connections=600 $fast -c shared_buffers=256MB" \
         >/dev/null; then
         started=1
         break
