@@ -290,6 +290,10 @@ fn report(name: &str, rows: usize, s: &mut Samples) {
 }
 
 async fn ledger_queries(rows: usize, rounds: usize) {
+    if common::database::on_postgres() {
+        println!("ledger: skipped on PostgreSQL (it fills and checks the SQLite file)");
+        return;
+    }
     let service = common::start_service(10).await;
     let path = service.dir.path().join("bench.db");
     let open = |path: &std::path::Path| conduit::db::open_sqlite(path, 5000).expect("open the service's database");
@@ -297,9 +301,9 @@ async fn ledger_queries(rows: usize, rounds: usize) {
     let (n, sessions, runs) = (ledger.len(), ledger.sessions, ledger.runs);
     let fill_path = path.clone();
     let (took, rollup) = tokio::task::spawn_blocking(move || {
-        let mut conn = DbConnection::Sqlite(open(&fill_path));
-        let took = ledger.fill(&mut conn, 10_000);
-        let DbConnection::Sqlite(mut conn) = conn;
+        let mut sqlite = DbConnection::Sqlite(open(&fill_path));
+        let took = ledger.fill(&mut sqlite, 10_000);
+        let DbConnection::Sqlite(mut conn) = sqlite else { unreachable!("opened as SQLite above") };
         conn.batch_execute("PRAGMA wal_checkpoint(TRUNCATE)").expect("checkpoint");
         (took, ledger::check_rollups(&mut conn))
     })

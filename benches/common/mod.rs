@@ -4,6 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
+/// The database a benchmark's service uses: SQLite, or a fresh PostgreSQL database when run
+/// under `scripts/with-postgres.sh` (`BENCH_POSTGRES=1 scripts/bench.sh ...`). The tests' own.
+#[path = "../../tests/api/support/database.rs"]
+pub mod database;
+
 pub fn env_usize(key: &str, default: usize) -> usize {
     std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
@@ -75,7 +80,8 @@ impl Drop for Started {
 /// service's migrations, with one project `p` and one session `s` for rows to belong to.
 pub async fn seeded_store() -> (tempfile::TempDir, conduit::db::Store) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = conduit::db::Store::open_blocking(&dir.path().join("bench.db"), 2, 5000).await.expect("store");
+    let database = database::test_database(&dir.path().join("bench.db"));
+    let store = conduit::db::Store::open_blocking(database, 2, 5000).await.expect("store");
     store
         .run(|conn| {
             use diesel::connection::SimpleConnection;
@@ -96,6 +102,7 @@ pub async fn start_service(max_sessions_global: u32) -> Started {
     let mut settings = conduit::config::Settings::load_from(None, &env).expect("settings");
     settings.port = 0;
     settings.db_path = dir.path().join("bench.db");
+    settings.database = database::test_database(&settings.db_path);
     settings.project_root = dir.path().to_path_buf();
     settings.cli_path = fake_cli().display().to_string();
     settings.max_sessions_global = max_sessions_global;
@@ -145,6 +152,7 @@ impl ServiceProcess {
             .env("HOME", dir.path())
             .env("CONDUIT_PORT", "0")
             .env("CONDUIT_DB_PATH", dir.path().join("bench.db"))
+            .env("CONDUIT_DATABASE_URL", database::database_url(&dir.path().join("bench.db")))
             .env("CONDUIT_PROJECT_ROOT", dir.path())
             .env("CONDUIT_CLI_PATH", fake_cli())
             .env("CONDUIT_MAX_SESSIONS_GLOBAL", max_sessions_global.to_string())
