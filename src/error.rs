@@ -156,7 +156,7 @@ impl From<crate::db::StoreError> for AppError {
             StoreError::Busy(m) => AppError {
                 status: StatusCode::SERVICE_UNAVAILABLE,
                 code: "database_busy",
-                message: "The database is busy; retry shortly.".to_string(),
+                message: "The database is busy or cannot be reached; retry shortly.".to_string(),
                 cause: Some(m),
                 retry_after: None,
             },

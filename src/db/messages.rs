@@ -58,37 +58,42 @@ pub struct NewSessionEvent {
     pub timestamp: String,
 }
 
-/// Inserts rows: on SQLite many per statement (a third faster than one statement each; the
-/// writer wraps a batch in one transaction, which is where SQLite's cost is); on PostgreSQL
-/// all of them in one binary COPY (one round trip, no statement to parse).
+/// Inserts `$rows` (references to rows of `$table`) in order: on PostgreSQL all of them in one
+/// binary COPY (one round trip, no statement to parse); on SQLite 100 per statement (a third
+/// faster than one statement each; the writer wraps a batch in one transaction, which is where
+/// SQLite's cost is). 100 rows of a few columns stay far below SQLite's 32,766 bound variables.
+macro_rules! insert_all {
+    ($conn:expr, $table:expr, $rows:expr) => {{
+        let rows: Vec<_> = $rows.into_iter().collect();
+        match $conn {
+            DbConnection::Pg(_) if rows.is_empty() => {}
+            DbConnection::Pg(c) => {
+                diesel::copy_from($table).from_insertable(rows).execute(c)?;
+            }
+            DbConnection::Sqlite(c) => {
+                for chunk in rows.chunks(100) {
+                    diesel::insert_into($table).values(chunk.to_vec()).execute(c)?;
+                }
+            }
+        }
+        Ok(())
+    }};
+}
+
+/// Inserts lines (see [`insert_all`]).
 pub fn insert_many<'a>(
     conn: &mut DbConnection,
     rows: impl IntoIterator<Item = &'a NewMessage>,
 ) -> Result<(), StoreError> {
-    if let DbConnection::Pg(c) = conn {
-        let rows: Vec<&NewMessage> = rows.into_iter().collect();
-        if !rows.is_empty() {
-            diesel::copy_from(messages::table).from_insertable(rows).execute(c)?;
-        }
-        return Ok(());
-    }
-    /// Rows per statement: 9 columns each stays far below both engines' limits of bound
-    /// variables (32,766 on SQLite, 65,535 on PostgreSQL).
-    const PER_STATEMENT: usize = 100;
-    let mut chunk: Vec<&NewMessage> = Vec::with_capacity(PER_STATEMENT);
-    let mut rows = rows.into_iter().peekable();
-    while rows.peek().is_some() {
-        chunk.extend(rows.by_ref().take(PER_STATEMENT));
-        match conn {
-            DbConnection::Sqlite(c) => {
-                diesel::insert_into(messages::table).values(std::mem::take(&mut chunk)).execute(c)?;
-            }
-            DbConnection::Pg(c) => {
-                diesel::insert_into(messages::table).values(std::mem::take(&mut chunk)).execute(c)?;
-            }
-        }
-    }
-    Ok(())
+    insert_all!(conn, messages::table, rows)
+}
+
+/// Inserts session events (see [`insert_all`]).
+pub fn insert_events<'a>(
+    conn: &mut DbConnection,
+    rows: impl IntoIterator<Item = &'a NewSessionEvent>,
+) -> Result<(), StoreError> {
+    insert_all!(conn, session_events::table, rows)
 }
 
 diesel::define_sql_function! {
@@ -112,36 +117,6 @@ pub fn insert_returning_id(conn: &mut DbConnection, row: &NewMessage) -> Result<
 /// Records that a user turn was written to the CLI (or, with `None`, that it waits again).
 pub fn mark_delivered(conn: &mut DbConnection, id: i64, at: Option<&str>) -> Result<(), StoreError> {
     diesel::update(messages::table.find(id)).set(messages::delivered_at.eq(at)).execute(conn)?;
-    Ok(())
-}
-
-/// Inserts session events, as [`insert_many`] inserts lines.
-pub fn insert_events<'a>(
-    conn: &mut DbConnection,
-    rows: impl IntoIterator<Item = &'a NewSessionEvent>,
-) -> Result<(), StoreError> {
-    if let DbConnection::Pg(c) = conn {
-        let rows: Vec<&NewSessionEvent> = rows.into_iter().collect();
-        if !rows.is_empty() {
-            diesel::copy_from(session_events::table).from_insertable(rows).execute(c)?;
-        }
-        return Ok(());
-    }
-    /// 6 columns each: far below both engines' limits of bound variables.
-    const PER_STATEMENT: usize = 100;
-    let mut chunk: Vec<&NewSessionEvent> = Vec::with_capacity(PER_STATEMENT);
-    let mut rows = rows.into_iter().peekable();
-    while rows.peek().is_some() {
-        chunk.extend(rows.by_ref().take(PER_STATEMENT));
-        match conn {
-            DbConnection::Sqlite(c) => {
-                diesel::insert_into(session_events::table).values(std::mem::take(&mut chunk)).execute(c)?;
-            }
-            DbConnection::Pg(c) => {
-                diesel::insert_into(session_events::table).values(std::mem::take(&mut chunk)).execute(c)?;
-            }
-        }
-    }
     Ok(())
 }
 

@@ -26,11 +26,13 @@ pub mod webhooks;
 pub mod writer;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
-use diesel::r2d2::{ManageConnection, Pool, R2D2Connection};
+use diesel::r2d2::{ManageConnection, Pool, PooledConnection, R2D2Connection};
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel::sqlite::SqliteConnection;
 
@@ -91,10 +93,16 @@ impl From<DieselError> for StoreError {
     }
 }
 
-/// Opens connections for the pool.
+/// How long a request first waits for a pooled connection. Enough to open one; past it, a
+/// database that could not be reached meanwhile is answered at once (503) instead of after
+/// the pool's whole timeout, which is left for a pool that is merely all in use.
+const FIRST_WAIT: Duration = Duration::from_millis(500);
+
+/// Opens connections for the pool, and remembers whether the last attempt failed.
 pub struct ConnectionManager {
     database: Database,
     busy_timeout_ms: u64,
+    unreachable: Arc<AtomicBool>,
 }
 
 impl ManageConnection for ConnectionManager {
@@ -102,9 +110,9 @@ impl ManageConnection for ConnectionManager {
     type Error = diesel::r2d2::Error;
 
     fn connect(&self) -> Result<DbConnection, Self::Error> {
-        self.database
-            .connect(self.busy_timeout_ms)
-            .map_err(|e| diesel::r2d2::Error::ConnectionError(diesel::ConnectionError::BadConnection(e.to_string())))
+        let result = self.database.connect(self.busy_timeout_ms);
+        self.unreachable.store(result.is_err(), Ordering::Relaxed);
+        result.map_err(|e| diesel::r2d2::Error::ConnectionError(diesel::ConnectionError::BadConnection(e.to_string())))
     }
 
     fn is_valid(&self, conn: &mut DbConnection) -> Result<(), Self::Error> {
@@ -122,6 +130,8 @@ pub struct Store {
     pool: Pool<ConnectionManager>,
     database: Database,
     busy_timeout_ms: u64,
+    /// The pool's last attempt to open a connection failed.
+    unreachable: Arc<AtomicBool>,
 }
 
 impl From<&Path> for Database {
@@ -146,13 +156,15 @@ impl Store {
             tracing::info!(migrations = ?applied, "database migrated");
         }
         drop(conn);
-        let manager = ConnectionManager { database: database.clone(), busy_timeout_ms };
+        let unreachable = Arc::new(AtomicBool::new(false));
+        let manager =
+            ConnectionManager { database: database.clone(), busy_timeout_ms, unreachable: unreachable.clone() };
         let pool = Pool::builder()
             .max_size(pool_size)
             .connection_timeout(Duration::from_secs(10))
             .build(manager)
             .map_err(|e| StoreError::Other(format!("cannot build the connection pool: {e}")))?;
-        Ok(Store { pool, database: database.clone(), busy_timeout_ms })
+        Ok(Store { pool, database: database.clone(), busy_timeout_ms, unreachable })
     }
 
     /// A connection of its own, outside the pool, for a thread that writes all the time (the
@@ -189,10 +201,9 @@ impl Store {
         F: FnOnce(&mut DbConnection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
-        let pool = self.pool.clone();
+        let store = self.clone();
         tokio::task::spawn_blocking(move || {
-            let mut conn =
-                pool.get().map_err(|e| StoreError::Busy(format!("no database connection available: {e}")))?;
+            let mut conn = store.checkout()?;
             f(&mut conn)
         })
         .await
@@ -201,9 +212,19 @@ impl Store {
 
     /// Runs `f` on the calling thread, for threads that are not async (the writer thread).
     pub fn run_blocking<T>(&self, f: impl FnOnce(&mut DbConnection) -> Result<T, StoreError>) -> Result<T, StoreError> {
-        let mut conn =
-            self.pool.get().map_err(|e| StoreError::Busy(format!("no database connection available: {e}")))?;
+        let mut conn = self.checkout()?;
         f(&mut conn)
+    }
+
+    /// A pooled connection: at once if one can be had, else after the pool's timeout, unless
+    /// the database cannot be reached (then a `Busy` error at once).
+    fn checkout(&self) -> Result<PooledConnection<ConnectionManager>, StoreError> {
+        let busy = |e: diesel::r2d2::PoolError| StoreError::Busy(format!("no database connection available: {e}"));
+        match self.pool.get_timeout(FIRST_WAIT) {
+            Ok(conn) => Ok(conn),
+            Err(e) if self.unreachable.load(Ordering::Relaxed) => Err(busy(e)),
+            Err(_) => self.pool.get().map_err(busy),
+        }
     }
 
     /// A trivial round trip, for health checks.

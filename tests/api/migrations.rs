@@ -28,22 +28,7 @@ fn migrations_go_up_down_and_up_again() {
     let mut conn = db::open_sqlite(&dir.path().join("nested/dir/c.db"), 5000).expect("open creates parent folders");
     let applied = db::run_migrations(&mut conn).expect("up");
     assert!(!applied.is_empty());
-    let expected = [
-        "agent_executions",
-        "agents",
-        "messages",
-        "permission_log",
-        "permission_rules",
-        "processes",
-        "projects",
-        "session_events",
-        "sessions",
-        "usage_daily",
-        "usage_hourly",
-        "usage_ledger",
-        "webhook_deliveries",
-        "webhooks",
-    ];
+    let expected = crate::support::database::TABLES;
     assert_eq!(tables(&mut conn), expected);
 
     conn.revert_all_migrations(db::SQLITE_MIGRATIONS).expect("down");

@@ -58,22 +58,7 @@ fn postgres_migrations_carry_sqlite_s_versions_and_go_up_down_and_up_again() {
     let mut conn = DbConnection::Pg(pg(&database));
     assert_eq!(db::migrate(&mut conn).expect("up"), sqlite_versions, "the same versions, in the same order");
     let DbConnection::Pg(mut conn) = conn else { unreachable!("built as PostgreSQL above") };
-    let expected = [
-        "agent_executions",
-        "agents",
-        "messages",
-        "permission_log",
-        "permission_rules",
-        "processes",
-        "projects",
-        "session_events",
-        "sessions",
-        "usage_daily",
-        "usage_hourly",
-        "usage_ledger",
-        "webhook_deliveries",
-        "webhooks",
-    ];
+    let expected = crate::support::database::TABLES;
     assert_eq!(tables(&mut conn), expected);
 
     assert_eq!(backend::revert_all(&mut conn).expect("down").len(), sqlite_versions.len());
@@ -199,4 +184,83 @@ fn a_database_url_that_is_neither_is_refused_in_one_line_without_its_password() 
     assert_eq!(out.trim().lines().count(), 1, "{out}");
     assert!(out.contains("`database_url`") && out.contains("CONDUIT_DATABASE_URL"), "{out}");
     assert!(!out.contains("hunter2"), "{out}");
+}
+
+/// How long a request may take while the database is unreachable: a 503 at once, not a hang.
+const REFUSAL_WITHIN: std::time::Duration = std::time::Duration::from_secs(15);
+
+#[actix_web::test]
+async fn a_postgres_server_that_goes_away_is_a_503_and_loses_nothing_acknowledged() {
+    use crate::support::pg_server::PgServer;
+    use crate::support::service::{fake_cli, ServiceConfig, TestService};
+    use futures_util::FutureExt;
+    use serde_json::{json, Value};
+    use std::time::{Duration, Instant};
+
+    if postgres_server().is_none() {
+        eprintln!("SKIPPED: the suite runs on SQLite (scripts/with-postgres.sh runs it on PostgreSQL)");
+        return;
+    }
+    let Some(server) = PgServer::start() else { return };
+    let url = server.create_database("conduit");
+    let service = TestService::start(ServiceConfig::new(fake_cli()).env("CONDUIT_DATABASE_URL", &url));
+    let project = service.project("p").await;
+    let session = service.launch(&project, json!({ "model": "fake-default" })).await;
+    let id = session["id"].as_str().expect("id").to_string();
+    service.wait_status(&id, "idle", Duration::from_secs(60)).await;
+    let path = format!("/api/sessions/{id}/message");
+    let say = |text: &'static str| service.post(&path, json!({ "content": text }));
+    assert_eq!(say("before").await.status().as_u16(), 202);
+    service.wait_for(&id, Duration::from_secs(60), |r| r["num_turns"] == 1 && r["status"] == "idle").await;
+
+    std::fs::create_dir_all(service.root.join("q")).expect("a folder for a project");
+    server.stop();
+    let health = health_until(&service, |h| h["checks"]["database_ok"] == false).await;
+    assert_eq!(health["status"], "unhealthy", "{health}");
+    for (what, request) in [
+        ("a message (its stored turn is waited for)", say("refused").boxed_local()),
+        ("a read", service.get("/api/projects").boxed_local()),
+        ("a write", service.post("/api/projects", json!({ "name": "q", "folder_path": "q" })).boxed_local()),
+    ] {
+        let started = Instant::now();
+        let res = request.await;
+        let (status, took) = (res.status().as_u16(), started.elapsed());
+        let body: Value = res.json().await.expect("a JSON error");
+        // Both codes say "retry": the writer's queue refuses with the first, a pooled
+        // connection that cannot be had with the second.
+        let code = body["error"]["code"].as_str().unwrap_or_default();
+        assert!(status == 503 && ["storage_unavailable", "database_busy"].contains(&code), "{what}: {status} {body}");
+        assert!(took < REFUSAL_WITHIN, "{what} took {took:?}");
+        println!("database down: {what} refused in {took:?}");
+    }
+
+    server.restart();
+    health_until(&service, |h| h["status"] == "healthy").await;
+    assert_eq!(say("after").await.status().as_u16(), 202);
+    service.wait_for(&id, Duration::from_secs(60), |r| r["num_turns"] == 2 && r["status"] == "idle").await;
+    let lines = service.get_json(&format!("/api/sessions/{id}/messages?limit=1000")).await;
+    let turns: Vec<String> = lines
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["direction"] == "to_cli" && m["message_type"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(turns.len() == 2 && turns[0].contains("before") && turns[1].contains("after"), "{turns:?}");
+}
+
+async fn health_until(
+    service: &crate::support::service::TestService,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let health: serde_json::Value =
+            service.get("/api/health").await.json().await.expect("health is JSON, whatever the database does");
+        if done(&health) {
+            return health;
+        }
+        assert!(std::time::Instant::now() < deadline, "health never changed: {health}\n{}", service.log());
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
 use super::job::{Ack, Job, WriteError, WriteOp};
@@ -51,15 +51,16 @@ pub(super) fn run(store: Store, rx: Receiver<Job>, stats: &WriterStats) {
             if !open {
                 return;
             }
-            match rx.recv() {
-                Ok(first) => {
+            match next_job(&rx, &mut db, &mut backoff, stats) {
+                Next::Job(first) => {
                     let linger = first.ack.is_none() && !matches!(first.op, WriteOp::Flush);
                     jobs.push(first);
                     if linger {
                         std::thread::sleep(LINGER);
                     }
                 }
-                Err(_) => return,
+                Next::Probed => continue,
+                Next::Closed => return,
             }
         }
         while jobs.len() < BATCH {
@@ -119,6 +120,37 @@ pub(super) fn run(store: Store, rx: Receiver<Job>, stats: &WriterStats) {
                 std::thread::sleep(backoff);
                 backoff = (backoff * 2).min(RETRY_MAX);
             }
+        }
+    }
+}
+
+enum Next {
+    Job(Job),
+    /// Nothing came while storage was failing; the database was tried meanwhile.
+    Probed,
+    Closed,
+}
+
+/// The next job. While storage is failing with nothing left to retry (what failed was only
+/// writes someone waited for, answered at once), health would stay degraded until some
+/// write came and succeeded: so between jobs the database is tried with an empty
+/// transaction, on the same backoff, and health recovers as soon as it answers.
+fn next_job(rx: &Receiver<Job>, db: &mut Connection, backoff: &mut Duration, stats: &WriterStats) -> Next {
+    if !stats.failing.load(Ordering::Relaxed) {
+        return rx.recv().map_or(Next::Closed, Next::Job);
+    }
+    match rx.recv_timeout(*backoff) {
+        Ok(job) => Next::Job(job),
+        Err(RecvTimeoutError::Disconnected) => Next::Closed,
+        Err(RecvTimeoutError::Timeout) => {
+            match db.transaction(&[]) {
+                Ok(_) => {
+                    *backoff = RETRY_FIRST;
+                    recovered(stats);
+                }
+                Err(_) => *backoff = (*backoff * 2).min(RETRY_MAX),
+            }
+            Next::Probed
         }
     }
 }

@@ -10,6 +10,24 @@ use conduit::db::{Database, DbConnection};
 use diesel::pg::PgConnection;
 use diesel::{Connection, RunQueryDsl};
 
+/// Conduit's tables after every migration, by name, on either backend.
+pub const TABLES: [&str; 14] = [
+    "agent_executions",
+    "agents",
+    "messages",
+    "permission_log",
+    "permission_rules",
+    "processes",
+    "projects",
+    "session_events",
+    "sessions",
+    "usage_daily",
+    "usage_hourly",
+    "usage_ledger",
+    "webhook_deliveries",
+    "webhooks",
+];
+
 /// The server the suite runs on, when it runs on PostgreSQL.
 pub fn postgres_server() -> Option<String> {
     std::env::var("CONDUIT_TEST_POSTGRES_URL").ok().filter(|url| !url.is_empty())

@@ -6,5 +6,6 @@ pub mod browser;
 pub mod database;
 pub mod fake_api;
 pub mod fake_models;
+pub mod pg_server;
 pub mod procs;
 pub mod service;
