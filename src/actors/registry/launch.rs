@@ -44,6 +44,9 @@ pub enum LaunchError {
     Capacity(String),
     #[error("the service is shutting down")]
     ShuttingDown,
+    /// The project is being deleted.
+    #[error("the project is being deleted")]
+    ProjectDeleted,
     /// Every port of the bridge range is taken.
     #[error("{0}")]
     NoPort(String),
@@ -142,6 +145,9 @@ impl Handler<Launch> for SessionRegistry {
     fn handle(&mut self, msg: Launch, _ctx: &mut Context<Self>) -> Self::Result {
         if self.shutting_down {
             return AtomicResponse::new(Box::pin(actix::fut::ready(Err(LaunchError::ShuttingDown))));
+        }
+        if self.closing.contains(&msg.project.id) {
+            return AtomicResponse::new(Box::pin(actix::fut::ready(Err(LaunchError::ProjectDeleted))));
         }
         if let Some(key) = &msg.spec.external_key {
             let existing =

@@ -66,10 +66,17 @@ pub struct Find(pub SessionId);
 pub struct LiveCount;
 
 /// Ends every live session of a project (before the project is deleted). Answers when all are
-/// gone.
+/// gone. Until [`ProjectDeleted`], launches in it are refused: one accepted between the close
+/// and the row's deletion would run on with its row cascaded away.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct CloseProject(pub ProjectId);
+
+/// The project's deletion is over (done or failed): launches in it are decided as usual again
+/// (a deleted one no longer has a row to launch in).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ProjectDeleted(pub ProjectId);
 
 /// Ends every session (stdin closed, SIGINT to each group, grace, SIGKILL) and refuses new
 /// launches. Answers when all are gone.
@@ -127,6 +134,8 @@ pub struct SessionRegistry {
     live: HashMap<SessionId, Live>,
     /// Sessions getting their worktree ready (see `workspace.rs`).
     preparing: HashMap<SessionId, Preparing>,
+    /// Projects being deleted: no launch in them.
+    closing: std::collections::HashSet<ProjectId>,
     /// Agent runs working in a worktree of their own, by execution id: (repository, worktree,
     /// branch), archived when the run's CLI ends.
     run_worktrees: HashMap<String, (std::path::PathBuf, std::path::PathBuf, String)>,
@@ -178,6 +187,7 @@ impl SessionRegistry {
             bus,
             live: HashMap::new(),
             preparing: HashMap::new(),
+            closing: Default::default(),
             run_worktrees: HashMap::new(),
             cli_version: None,
             shutting_down: false,
@@ -284,8 +294,17 @@ impl Handler<CloseProject> for SessionRegistry {
     type Result = ResponseFuture<()>;
 
     fn handle(&mut self, msg: CloseProject, _ctx: &mut Context<Self>) -> Self::Result {
+        self.closing.insert(msg.0.clone());
         let sessions = self.live.values().filter(|l| l.project_id == msg.0).map(|l| l.addr.clone()).collect();
         close_all(sessions, libc::SIGTERM, ClosedReason::ProjectDeleted)
+    }
+}
+
+impl Handler<ProjectDeleted> for SessionRegistry {
+    type Result = ();
+
+    fn handle(&mut self, msg: ProjectDeleted, _ctx: &mut Context<Self>) {
+        self.closing.remove(&msg.0);
     }
 }
 

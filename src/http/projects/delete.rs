@@ -4,7 +4,7 @@ use actix_web::{web, HttpResponse};
 
 use super::{load, no_project};
 use crate::actors::agents::Delete;
-use crate::actors::registry::CloseProject;
+use crate::actors::registry::{CloseProject, ProjectDeleted};
 use crate::actors::terminal::EndProjectTerminals;
 use crate::db::{self, StoreError};
 use crate::domain::ids::{AgentId, ProjectId};
@@ -45,7 +45,9 @@ pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppRes
     }
     // The row's deletion cascades to its agents' rows; their actors (schedules, runs) must end
     // too, or they would keep firing and count against CONDUIT_MAX_AGENTS.
-    match state.store.run(move |conn| db::projects::delete_listing_agents(conn, &project)).await {
+    let deleted = state.store.run(move |conn| db::projects::delete_listing_agents(conn, &project)).await;
+    state.registry.do_send(ProjectDeleted(id.clone()));
+    match deleted {
         Ok(agents) => {
             retire(&state, agents).await;
             state.turn_gate.do_send(crate::actors::turn_gate::SetTurnCap { project: id.clone(), max: None });

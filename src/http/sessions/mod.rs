@@ -57,6 +57,7 @@ impl From<LaunchError> for AppError {
         match e {
             LaunchError::Capacity(m) => AppError::new(StatusCode::TOO_MANY_REQUESTS, "capacity_reached", m),
             LaunchError::ShuttingDown => AppError::unavailable("shutting_down", "The service is shutting down."),
+            LaunchError::ProjectDeleted => AppError::not_found("The project is being deleted."),
             LaunchError::NoPort(m) => AppError::unavailable("ports_exhausted", m),
             LaunchError::Sandbox(e) => AppError::unavailable("sandbox_unavailable", e.to_string()),
             LaunchError::Store(e) => e.into(),
