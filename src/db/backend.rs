@@ -85,6 +85,19 @@ impl fmt::Debug for Database {
     }
 }
 
+/// A path is a SQLite file.
+impl From<&Path> for Database {
+    fn from(path: &Path) -> Database {
+        Database::Sqlite(path.to_path_buf())
+    }
+}
+
+impl From<&PathBuf> for Database {
+    fn from(path: &PathBuf) -> Database {
+        Database::Sqlite(path.clone())
+    }
+}
+
 impl Database {
     /// Reads the `database_url` setting; an empty one means the SQLite file `db_path`.
     pub fn from_setting(url: &str, db_path: &Path) -> Result<Database, String> {

@@ -25,7 +25,6 @@ pub mod usage;
 pub mod webhooks;
 pub mod writer;
 
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -132,18 +131,6 @@ pub struct Store {
     busy_timeout_ms: u64,
     /// The pool's last attempt to open a connection failed.
     unreachable: Arc<AtomicBool>,
-}
-
-impl From<&Path> for Database {
-    fn from(path: &Path) -> Database {
-        Database::Sqlite(path.to_path_buf())
-    }
-}
-
-impl From<&PathBuf> for Database {
-    fn from(path: &PathBuf) -> Database {
-        Database::Sqlite(path.clone())
-    }
 }
 
 impl Store {

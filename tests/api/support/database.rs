@@ -47,10 +47,7 @@ pub fn test_database(sqlite_path: &Path) -> Database {
     let url = match std::fs::read_to_string(&marker) {
         Ok(url) => url,
         Err(_) => {
-            let name = format!("t_{}", uuid::Uuid::new_v4().simple());
-            let mut admin = PgConnection::establish(&format!("{server}/postgres")).expect("connect to the test server");
-            diesel::sql_query(format!("CREATE DATABASE {name}")).execute(&mut admin).expect("create a test database");
-            let url = format!("{server}/{name}");
+            let url = create_database(&server, &format!("t_{}", uuid::Uuid::new_v4().simple()));
             if let Some(parent) = marker.parent() {
                 std::fs::create_dir_all(parent).expect("the database's folder");
             }
@@ -59,6 +56,14 @@ pub fn test_database(sqlite_path: &Path) -> Database {
         }
     };
     Database::from_setting(&url, sqlite_path).expect("a PostgreSQL URL")
+}
+
+/// Creates the database `name` on the server at `server` (a URL without a database) and
+/// returns its URL.
+pub fn create_database(server: &str, name: &str) -> String {
+    let mut admin = PgConnection::establish(&format!("{server}/postgres")).expect("connect to the test server");
+    diesel::sql_query(format!("CREATE DATABASE {name}")).execute(&mut admin).expect("create a test database");
+    format!("{server}/{name}")
 }
 
 /// The `CONDUIT_DATABASE_URL` for a service whose SQLite file would be `sqlite_path`: empty on

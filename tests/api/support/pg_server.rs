@@ -90,17 +90,9 @@ impl PgServer {
             .is_ok_and(|s| s.success())
     }
 
-    /// The server's URL for `database` (superuser, trust authentication).
-    pub fn url(&self, database: &str) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/{database}", self.port)
-    }
-
-    /// Creates a database and returns its URL.
+    /// Creates a database and returns its URL (superuser, trust authentication).
     pub fn create_database(&self, name: &str) -> String {
-        use diesel::{Connection, RunQueryDsl};
-        let mut admin = diesel::pg::PgConnection::establish(&self.url("postgres")).expect("connect");
-        diesel::sql_query(format!("CREATE DATABASE {name}")).execute(&mut admin).expect("create database");
-        self.url(name)
+        super::database::create_database(&format!("postgres://postgres@127.0.0.1:{}", self.port), name)
     }
 
     /// Stops the server (fast: open connections are ended).
