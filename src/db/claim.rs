@@ -3,6 +3,8 @@
 //! `flock` ([`super::lock`]): the server releases it when that connection ends, however the
 //! service ends (kill -9 included), so a crash never leaves a stale claim behind.
 
+use std::time::{Duration, Instant};
+
 use diesel::pg::PgConnection;
 use diesel::sql_types::BigInt;
 use diesel::RunQueryDsl;
@@ -13,6 +15,13 @@ use super::StoreError;
 /// The advisory lock key of a service's claim ("cndt-svc" in ASCII).
 const SERVICE_LOCK: i64 = 0x636e_6474_2d73_7663;
 
+/// How long a start waits for a claim that is still held before refusing. A service killed
+/// with -9 loses its connection at once, but its server process only lets the lock go once it
+/// gets to read the end of that connection, which takes a moment on a loaded machine: a restart
+/// right after a crash must not be refused for it.
+const RELEASE_GRACE: Duration = Duration::from_secs(5);
+const RETRY_EVERY: Duration = Duration::from_millis(50);
+
 diesel::define_sql_function! {
     /// PostgreSQL's non-waiting session-level advisory lock.
     fn pg_try_advisory_lock(key: BigInt) -> Bool;
@@ -20,7 +29,7 @@ diesel::define_sql_function! {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClaimError {
-    #[error("another Conduit is already using the PostgreSQL database {0}; stop it first, or give this one its own database")]
+    #[error("another Conduit is already using the PostgreSQL database {0} (waited 5 s for it to let go); stop it first, or give this one its own database")]
     Held(String),
     #[error("{0}")]
     Store(#[from] StoreError),
@@ -38,15 +47,21 @@ impl std::fmt::Debug for PostgresClaim {
 }
 
 impl PostgresClaim {
-    /// Takes the database's claim without waiting. Blocking (a connection and a query): call
-    /// it off the async executor.
+    /// Takes the database's claim, waiting up to [`RELEASE_GRACE`] for a holder that is
+    /// going away. Blocking (a connection, queries, sleeps): call it off the async executor.
     pub fn acquire(url: &PostgresUrl, busy_timeout_ms: u64) -> Result<PostgresClaim, ClaimError> {
         let mut conn = open_postgres(url, busy_timeout_ms)?;
-        let taken: bool =
-            diesel::select(pg_try_advisory_lock(SERVICE_LOCK)).get_result(&mut conn).map_err(StoreError::from)?;
-        if !taken {
-            return Err(ClaimError::Held(url.to_string()));
+        let deadline = Instant::now() + RELEASE_GRACE;
+        loop {
+            let taken: bool =
+                diesel::select(pg_try_advisory_lock(SERVICE_LOCK)).get_result(&mut conn).map_err(StoreError::from)?;
+            if taken {
+                return Ok(PostgresClaim { _conn: conn });
+            }
+            if Instant::now() >= deadline {
+                return Err(ClaimError::Held(url.to_string()));
+            }
+            std::thread::sleep(RETRY_EVERY);
         }
-        Ok(PostgresClaim { _conn: conn })
     }
 }
