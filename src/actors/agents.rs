@@ -77,22 +77,24 @@ pub struct ShutdownAgents;
 // State
 
 pub struct AgentRegistry {
-    deps: RunDeps,
+    pub(super) deps: RunDeps,
     max_agents: u32,
-    agents: HashMap<AgentId, Addr<ProactiveAgent>>,
-    shutting_down: bool,
+    pub(super) agents: HashMap<AgentId, Addr<ProactiveAgent>>,
+    pub(super) shutting_down: bool,
+    /// Cluster mode: a sync with the table is under way (see `agents_sync`).
+    pub(super) syncing: bool,
 }
 
 impl AgentRegistry {
     pub fn new(deps: RunDeps, max_agents: u32) -> AgentRegistry {
-        AgentRegistry { deps, max_agents, agents: HashMap::new(), shutting_down: false }
+        AgentRegistry { deps, max_agents, agents: HashMap::new(), shutting_down: false, syncing: false }
     }
 
     fn find(&self, id: &AgentId) -> Result<Addr<ProactiveAgent>, AgentError> {
         self.agents.get(id).cloned().ok_or_else(|| AgentError::NotFound(id.clone()))
     }
 
-    fn launch(&mut self, agent: Agent) {
+    pub(super) fn launch(&mut self, agent: Agent) {
         let id = agent.id.clone();
         let addr = ProactiveAgent::new(agent, self.deps.clone()).start();
         self.agents.insert(id, addr);
@@ -104,6 +106,12 @@ impl AgentRegistry {
 
 impl Actor for AgentRegistry {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        if self.deps.node.is_some() {
+            ctx.run_interval(super::agents_sync::SYNC_EVERY, |_, ctx| ctx.notify(super::agents_sync::SyncAgents));
+        }
+    }
 }
 
 impl Handler<Restore> for AgentRegistry {

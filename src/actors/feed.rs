@@ -133,7 +133,7 @@ fn render(session_id: &str, from: u64, next: u64, rows: Vec<StoredEvent>) -> Vec
         expected = row.seq + 1;
         let kind = static_kind(&row.kind);
         let frame = events::frame(&row.name, events::Numbers::of(row.seq), kind, &scope, &row.timestamp, &row.data);
-        let meta = Arc::new(EventMeta { kind, name: row.name });
+        let meta = Arc::new(EventMeta { kind, name: row.name, relayed: false });
         items.push(FeedItem::Event(Delivery { seq: row.seq, meta, frame: frame.into() }));
     }
     if next > expected {
@@ -144,7 +144,7 @@ fn render(session_id: &str, from: u64, next: u64, rows: Vec<StoredEvent>) -> Vec
 
 /// The bus types are a closed set; a stored one outside it (a newer version's) keeps a
 /// generic name.
-fn static_kind(kind: &str) -> &'static str {
+pub(crate) fn static_kind(kind: &str) -> &'static str {
     const KINDS: [&str; 13] = [
         "session.created",
         "session.status",

@@ -81,6 +81,7 @@ pub struct Janitor {
     process_retention: Duration,
     /// Where sessions' worktrees are made.
     workspaces: std::path::PathBuf,
+    node: Option<String>,
     sweeping: bool,
 }
 
@@ -93,6 +94,8 @@ pub struct Tidies {
     pub processes: Recipient<Cleanup>,
     pub process_retention: Duration,
     pub workspaces: std::path::PathBuf,
+    /// In cluster mode, this node: its janitor looks only at what it runs.
+    pub node: Option<String>,
 }
 
 impl Janitor {
@@ -104,7 +107,7 @@ impl Janitor {
         bus: Recipient<WatcherCount>,
         tidies: Tidies,
     ) -> Self {
-        let Tidies { agents, locks, grace, processes, process_retention, workspaces } = tidies;
+        let Tidies { agents, locks, grace, processes, process_retention, workspaces, node } = tidies;
         Janitor {
             interval,
             idle_timeout,
@@ -117,6 +120,7 @@ impl Janitor {
             processes,
             process_retention,
             workspaces,
+            node,
             sweeping: false,
         }
     }
@@ -128,10 +132,11 @@ async fn close_idle_sessions(
     registry: Recipient<CloseIdle>,
     bus: Recipient<WatcherCount>,
     timeout: Duration,
+    node: Option<String>,
     report: &mut SweepReport,
 ) {
     let cutoff = time::ago(timeout);
-    let ids = match store.run(move |conn| sessions::quiet_since(conn, &cutoff, SWEEP_BATCH)).await {
+    let ids = match store.run(move |conn| sessions::quiet_since(conn, &cutoff, SWEEP_BATCH, node.as_deref())).await {
         Ok(ids) => ids,
         Err(e) => {
             tracing::warn!(error = %e, "janitor: cannot list quiet sessions");
@@ -171,9 +176,10 @@ async fn reap_stuck_executions(
     store: Store,
     agents_: Recipient<CancelExecution>,
     grace: Duration,
+    node: Option<String>,
     report: &mut SweepReport,
 ) {
-    let running = match store.run(agents::running).await {
+    let running = match store.run(move |conn| agents::running(conn, node.as_deref())).await {
         Ok(rows) => rows,
         Err(e) => {
             tracing::warn!(error = %e, "janitor: cannot list running executions");
@@ -233,12 +239,12 @@ impl Handler<Sweep> for Janitor {
             (self.store.clone(), self.registry.clone(), self.bus.clone(), self.idle_timeout);
         let (agents, locks, grace) = (self.agents.clone(), self.locks.clone(), self.grace);
         let (processes, retention) = (self.processes.clone(), self.process_retention);
-        let workspaces = self.workspaces.clone();
+        let (workspaces, node) = (self.workspaces.clone(), self.node.clone());
         // Each step on its own: one failing never stops the others.
         let sweep = async move {
             let mut report = SweepReport::default();
-            close_idle_sessions(store.clone(), registry, bus, timeout, &mut report).await;
-            reap_stuck_executions(store.clone(), agents, grace, &mut report).await;
+            close_idle_sessions(store.clone(), registry, bus, timeout, node.clone(), &mut report).await;
+            reap_stuck_executions(store.clone(), agents, grace, node, &mut report).await;
             match crate::workspace::prune::prune(&store, &workspaces).await {
                 Ok(pruned) => report.worktrees_pruned = pruned,
                 Err(e) => {

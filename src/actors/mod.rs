@@ -3,9 +3,11 @@
 pub mod agent;
 pub mod agent_run;
 pub mod agents;
+mod agents_sync;
 pub mod bridge;
 pub mod budgets;
 pub mod bus;
+pub mod cluster;
 pub mod feed;
 pub mod janitor;
 pub mod limits;

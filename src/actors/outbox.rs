@@ -21,6 +21,8 @@ pub struct EventMeta {
     pub kind: &'static str,
     /// The name streams use: `assistant`, `stream_event`, `permission`, ...
     pub name: String,
+    /// Relayed from another node (cluster mode): that node's webhooks carry it.
+    pub relayed: bool,
 }
 
 /// An event as one topic's subscribers see it: with that topic's sequence number and the frame
@@ -166,7 +168,7 @@ mod tests {
     fn d(seq: u64, bytes: usize) -> Delivery {
         Delivery {
             seq,
-            meta: Arc::new(EventMeta { kind: "stream.event", name: "stream_event".into() }),
+            meta: Arc::new(EventMeta { kind: "stream.event", name: "stream_event".into(), relayed: false }),
             frame: "x".repeat(bytes).into(),
         }
     }

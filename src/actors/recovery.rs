@@ -33,18 +33,34 @@ pub struct Recovered {
     pub processes: usize,
 }
 
+/// In cluster mode, whose leftovers recovery looks for: this node's only (the others' sessions
+/// are theirs), including the sessions the leader declared lost since the node last started
+/// (their CLIs may still run here).
+#[derive(Debug, Clone)]
+pub struct NodeScope {
+    pub node: String,
+    pub lost_since: Option<String>,
+}
+
 pub async fn recover_after_restart(
     store: &Store,
     containment: &Containment,
     previous: Option<&Holder>,
+    scope: Option<NodeScope>,
 ) -> Result<Recovered, StoreError> {
     let now = time::now();
-    let (rows, executions, commands) = store
+    let (mut rows, executions, commands, lost) = store
         .run(move |conn| {
+            let owner = scope.as_ref().map(|s| s.node.as_str());
+            let lost = match &scope {
+                Some(NodeScope { node, lost_since: Some(since) }) => sessions::lost_since(conn, node, since)?,
+                _ => Vec::new(),
+            };
             Ok((
-                sessions::fail_interrupted(conn, &now)?,
-                agents::fail_interrupted(conn, &now)?,
-                processes::lose_interrupted(conn, &now)?,
+                sessions::fail_interrupted(conn, &now, owner)?,
+                agents::fail_interrupted(conn, &now, owner)?,
+                processes::lose_interrupted(conn, &now, owner)?,
+                lost,
             ))
         })
         .await?;
@@ -57,8 +73,12 @@ pub async fn recover_after_restart(
             roots.push((CgroupRoot::at(dir), false));
         }
     }
+    let interrupted = rows.len();
+    // Their processes are looked for like the interrupted sessions' (they are not counted as
+    // interrupted: the leader already ended them).
+    rows.extend(lost);
     let mut found = Recovered {
-        sessions: rows.len(),
+        sessions: interrupted,
         executions: executions.len(),
         commands: commands.len(),
         ..Default::default()

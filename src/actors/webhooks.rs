@@ -191,7 +191,7 @@ impl Target {
         while let Some(items) = feed.next(Duration::from_secs(3600)).await {
             for item in items {
                 match item {
-                    FeedItem::Event(d) if self.wants(d.meta.kind) => self.deliver(&d).await,
+                    FeedItem::Event(d) if !d.meta.relayed && self.wants(d.meta.kind) => self.deliver(&d).await,
                     FeedItem::Event(_) => {}
                     FeedItem::Missed(n) => {
                         self.missed.fetch_add(n, Ordering::Relaxed);

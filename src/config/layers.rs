@@ -84,6 +84,20 @@ impl Layers {
         Ok(Some(usd))
     }
 
+    /// A TOML boolean; in the environment `1`, `true`, `yes`, `on` or `0`, `false`, `no`,
+    /// `off`, `""`.
+    pub(super) fn flag(&self, key: &str) -> Result<bool, ConfigError> {
+        match &self.take(key).value {
+            Value::Boolean(b) => Ok(*b),
+            Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => Ok(true),
+                "0" | "false" | "no" | "off" | "" => Ok(false),
+                other => Err(self.err(key, format!("expected true or false, got {other:?}"))),
+            },
+            other => Err(self.err(key, format!("expected true or false, got {other}"))),
+        }
+    }
+
     pub(super) fn list(&self, key: &str) -> Result<Vec<String>, ConfigError> {
         match &self.take(key).value {
             // The environment carries lists comma separated.

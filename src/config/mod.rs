@@ -4,6 +4,7 @@
 //! variable that set it and what is allowed.
 
 mod agents;
+mod cluster;
 mod error;
 mod layers;
 mod load;
@@ -12,6 +13,7 @@ mod settings;
 mod validate;
 
 pub use agents::{AcpAgent, AgentSettings};
+pub use cluster::{valid_node_name, ClusterSettings};
 pub use error::ConfigError;
 pub use load::{env_name, CONFIG_FILE_ENV, DEFAULT_TOML};
 pub use settings::{is_loopback_host, LogFormat, ProcessSettings, SandboxSettings, Settings, TerminalSettings};

@@ -23,6 +23,8 @@ pub struct Settings {
     pub db_path: PathBuf,
     /// Where the data lives (`database_url`, else the SQLite file `db_path`).
     pub database: crate::db::Database,
+    /// Cluster mode: this node's name, address, the shared secret and the lease.
+    pub cluster: Option<super::ClusterSettings>,
     pub db_pool_size: u32,
     pub db_busy_timeout_ms: u64,
     pub cli_path: String,
@@ -139,6 +141,7 @@ impl fmt::Debug for Settings {
             .field("allowed_origins", &self.allowed_origins)
             .field("db_path", &self.db_path)
             .field("database", &self.database)
+            .field("cluster", &self.cluster)
             .field("db_pool_size", &self.db_pool_size)
             .field("cli_path", &self.cli_path)
             .field("cli_session_access_token", &redact(&self.cli_session_access_token))

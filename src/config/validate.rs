@@ -52,6 +52,7 @@ impl Settings {
         }
         let database = crate::db::Database::from_setting(&l.string("database_url")?, Path::new(&db_path))
             .map_err(|e| l.err("database_url", e))?;
+        let cluster = super::cluster::cluster_settings(l, &database)?;
         let cli_path = l.string("cli_path")?;
         if cli_path.trim().is_empty() || cli_path.contains('\0') {
             return Err(l.err("cli_path", "expected an executable name or path"));
@@ -82,6 +83,7 @@ impl Settings {
                 crate::db::Database::Postgres(_) => PathBuf::from(db_path),
             },
             database,
+            cluster,
             db_pool_size: l.integer("db_pool_size", 1, 64)? as u32,
             db_busy_timeout_ms: l.integer("db_busy_timeout_ms", 0, 600_000)? as u64,
             cli_path,

@@ -79,6 +79,10 @@ pub struct Execution {
     /// While `waiting_for_limit`: when it goes back to `queued` (the limit's reset plus a
     /// little jitter); null otherwise.
     pub resumes_at: Option<String>,
+    /// In cluster mode: the node running its CLI.
+    pub owner_node: Option<String>,
+    /// A scheduled run: the fire time it is for (each runs once, whichever node fires it).
+    pub fire_at: Option<String>,
 }
 
 /// An execution without its (possibly large) output, for listings.
@@ -102,6 +106,10 @@ pub struct ExecutionSummary {
     pub created_at: String,
     /// While `waiting_for_limit`: when it goes back to `queued`.
     pub resumes_at: Option<String>,
+    /// Cluster mode: the node that ran it.
+    pub owner_node: Option<String>,
+    /// A scheduled run: the fire time it is for.
+    pub fire_at: Option<String>,
 }
 
 pub fn insert(conn: &mut DbConnection, agent: &Agent) -> Result<(), StoreError> {
@@ -115,6 +123,12 @@ pub fn find(conn: &mut DbConnection, id: &AgentId) -> Result<Option<Agent>, Stor
 
 pub fn save(conn: &mut DbConnection, agent: &Agent) -> Result<(), StoreError> {
     diesel::update(agents::table.find(&agent.id)).set(agent).execute(conn)?;
+    Ok(())
+}
+
+/// The next fire time alone (not an edit: `updated_at` stays).
+pub fn save_next_run(conn: &mut DbConnection, id: &AgentId, next_run_at: Option<&str>) -> Result<(), StoreError> {
+    diesel::update(agents::table.find(id)).set(agents::next_run_at.eq(next_run_at)).execute(conn)?;
     Ok(())
 }
 
@@ -188,11 +202,19 @@ pub fn prune_history(conn: &mut DbConnection, agent_id: &AgentId) -> Result<usiz
 /// After a crash of the service: executions it left queued or running can never finish.
 /// Returns their ids (their processes may still be running). A run waiting for a limit is left
 /// as it is: its agent takes it up again when it starts.
-pub fn fail_interrupted(conn: &mut DbConnection, now: &str) -> Result<Vec<ExecutionId>, StoreError> {
+pub fn fail_interrupted(
+    conn: &mut DbConnection,
+    now: &str,
+    owner: Option<&str>,
+) -> Result<Vec<ExecutionId>, StoreError> {
     conn.transaction(|conn| {
-        let live = agent_executions::table.filter(agent_executions::status.eq_any(ExecutionStatus::LIVE));
-        let ids: Vec<ExecutionId> = live.clone().select(agent_executions::id).load(conn)?;
-        diesel::update(live)
+        let mut live =
+            agent_executions::table.filter(agent_executions::status.eq_any(ExecutionStatus::LIVE)).into_boxed();
+        if let Some(node) = owner {
+            live = live.filter(agent_executions::owner_node.eq(node.to_string()));
+        }
+        let ids: Vec<ExecutionId> = live.select(agent_executions::id).load(conn)?;
+        diesel::update(agent_executions::table.filter(agent_executions::id.eq_any(&ids)))
             .set((
                 agent_executions::status.eq(ExecutionStatus::Failure),
                 agent_executions::error.eq("service restarted"),
@@ -224,10 +246,15 @@ pub struct RunningExecution {
 }
 
 /// Every execution still `running` (indexed on status), with its agent's timeout.
-pub fn running(conn: &mut DbConnection) -> Result<Vec<RunningExecution>, StoreError> {
-    let rows: Vec<(ExecutionId, AgentId, Option<String>, i64)> = agent_executions::table
+pub fn running(conn: &mut DbConnection, owner: Option<&str>) -> Result<Vec<RunningExecution>, StoreError> {
+    let mut query = agent_executions::table
         .inner_join(agents::table)
         .filter(agent_executions::status.eq(ExecutionStatus::Running))
+        .into_boxed();
+    if let Some(node) = owner {
+        query = query.filter(agent_executions::owner_node.eq(node.to_string()));
+    }
+    let rows: Vec<(ExecutionId, AgentId, Option<String>, i64)> = query
         .select((agent_executions::id, agent_executions::agent_id, agent_executions::started_at, agents::timeout_ms))
         .load(conn)?;
     Ok(rows

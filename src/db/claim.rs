@@ -27,10 +27,28 @@ diesel::define_sql_function! {
     fn pg_try_advisory_lock(key: BigInt) -> Bool;
 }
 
+diesel::define_sql_function! {
+    /// The same, shared.
+    fn pg_try_advisory_lock_shared(key: BigInt) -> Bool;
+}
+
+/// The advisory lock key of a node name (a hash of it, prefixed so it meets no other key).
+pub fn node_key(name: &str) -> i64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("conduit-node:{name}").as_bytes());
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&digest[..8]);
+    i64::from_be_bytes(bytes)
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ClaimError {
-    #[error("another Conduit is already using the PostgreSQL database {0} (waited 5 s for it to let go); stop it first, or give this one its own database")]
+    #[error("another Conduit is already using the PostgreSQL database {0} (waited 5 s for it to let go); stop it first, or give this one its own database (a cluster's nodes all set CONDUIT_CLUSTER=1)")]
     Held(String),
+    #[error("a single Conduit (not in cluster mode) is using the PostgreSQL database {0}: stop it, or start it with CONDUIT_CLUSTER=1 too")]
+    HeldBySingle(String),
+    #[error("a node named {node:?} is already running on the PostgreSQL database {url}: give each node its own CONDUIT_NODE_NAME")]
+    NodeTaken { node: String, url: String },
     #[error("{0}")]
     Store(#[from] StoreError),
 }
@@ -51,17 +69,35 @@ impl PostgresClaim {
     /// going away. Blocking (a connection, queries, sleeps): call it off the async executor.
     pub fn acquire(url: &PostgresUrl, busy_timeout_ms: u64) -> Result<PostgresClaim, ClaimError> {
         let mut conn = open_postgres(url, busy_timeout_ms)?;
-        let deadline = Instant::now() + RELEASE_GRACE;
-        loop {
-            let taken: bool =
-                diesel::select(pg_try_advisory_lock(SERVICE_LOCK)).get_result(&mut conn).map_err(StoreError::from)?;
-            if taken {
-                return Ok(PostgresClaim { _conn: conn });
-            }
-            if Instant::now() >= deadline {
-                return Err(ClaimError::Held(url.to_string()));
-            }
-            std::thread::sleep(RETRY_EVERY);
+        if !retry(|| diesel::select(pg_try_advisory_lock(SERVICE_LOCK)).get_result(&mut conn))? {
+            return Err(ClaimError::Held(url.to_string()));
         }
+        Ok(PostgresClaim { _conn: conn })
+    }
+
+    /// A cluster node's claim: the service lock shared, and its name's lock.
+    pub fn acquire_node(url: &PostgresUrl, busy_timeout_ms: u64, node: &str) -> Result<PostgresClaim, ClaimError> {
+        let mut conn = open_postgres(url, busy_timeout_ms)?;
+        if !retry(|| diesel::select(pg_try_advisory_lock_shared(SERVICE_LOCK)).get_result(&mut conn))? {
+            return Err(ClaimError::HeldBySingle(url.to_string()));
+        }
+        if !retry(|| diesel::select(pg_try_advisory_lock(node_key(node))).get_result(&mut conn))? {
+            return Err(ClaimError::NodeTaken { node: node.to_string(), url: url.to_string() });
+        }
+        Ok(PostgresClaim { _conn: conn })
+    }
+}
+
+/// Tries `take` until it succeeds or [`RELEASE_GRACE`] has passed.
+fn retry(mut take: impl FnMut() -> diesel::QueryResult<bool>) -> Result<bool, StoreError> {
+    let deadline = Instant::now() + RELEASE_GRACE;
+    loop {
+        if take()? {
+            return Ok(true);
+        }
+        if Instant::now() >= deadline {
+            return Ok(false);
+        }
+        std::thread::sleep(RETRY_EVERY);
     }
 }

@@ -45,6 +45,8 @@ pub struct ProcessRow {
     /// Output past the cap was not kept.
     pub stdout_truncated: bool,
     pub stderr_truncated: bool,
+    /// In cluster mode: the node it runs on.
+    pub owner_node: Option<String>,
 }
 
 /// How a process ended, for its row.
@@ -139,11 +141,14 @@ pub fn delete_ended(
 
 /// After a crash of the service: every process still marked running is `lost`. Returns their
 /// ids, so their leftovers can be looked for by marker.
-pub fn lose_interrupted(conn: &mut DbConnection, now: &str) -> Result<Vec<ProcessId>, StoreError> {
+pub fn lose_interrupted(conn: &mut DbConnection, now: &str, owner: Option<&str>) -> Result<Vec<ProcessId>, StoreError> {
     conn.transaction(|conn| {
-        let ids: Vec<ProcessId> =
-            processes::table.filter(processes::status.eq(ProcessStatus::Running)).select(processes::id).load(conn)?;
-        diesel::update(processes::table.filter(processes::status.eq(ProcessStatus::Running)))
+        let mut running = processes::table.filter(processes::status.eq(ProcessStatus::Running)).into_boxed();
+        if let Some(node) = owner {
+            running = running.filter(processes::owner_node.eq(node.to_string()));
+        }
+        let ids: Vec<ProcessId> = running.select(processes::id).load(conn)?;
+        diesel::update(processes::table.filter(processes::id.eq_any(&ids)))
             .set((processes::status.eq(ProcessStatus::Lost), processes::ended_at.eq(now)))
             .execute(conn)?;
         Ok::<_, diesel::result::Error>(ids)

@@ -78,6 +78,7 @@ diesel::table! {
         status_reason -> Nullable<Text>,
         max_budget_usd -> Nullable<Double>,
         parked_from_seq -> Nullable<BigInt>,
+        owner_node -> Nullable<Text>,
     }
 }
 
@@ -211,6 +212,8 @@ diesel::table! {
         error -> Nullable<Text>,
         created_at -> Text,
         resumes_at -> Nullable<Text>,
+        owner_node -> Nullable<Text>,
+        fire_at -> Nullable<Text>,
     }
 }
 
@@ -234,6 +237,7 @@ diesel::table! {
         stderr_bytes -> BigInt,
         stdout_truncated -> Bool,
         stderr_truncated -> Bool,
+        owner_node -> Nullable<Text>,
     }
 }
 
@@ -284,3 +288,19 @@ diesel::table! {
         turns -> BigInt,
     }
 }
+
+diesel::table! {
+    nodes (name) {
+        name -> Text,
+        address -> Text,
+        capacity -> Integer,
+        state -> Text,
+        role -> Text,
+        live_sessions -> Integer,
+        started_at -> Text,
+        heartbeat_at -> Text,
+        lease_until -> Text,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(nodes, sessions);

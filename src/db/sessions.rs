@@ -54,7 +54,7 @@ pub struct Session {
     pub last_active_at: String,
     pub closed_at: Option<String>,
     /// Why the session ended: `requested`, `idle_timeout`, `project_deleted`, `shutdown`,
-    /// `cli_exited`, `launch_failed` or `service_restarted`; null while live.
+    /// `cli_exited`, `launch_failed`, `service_restarted` or `node_lost`; null while live.
     pub closed_reason: Option<ClosedReason>,
     /// What the session got: `shared` (the project folder) or `worktree` (its own).
     pub workspace_mode: WorkspaceMode,
@@ -76,6 +76,8 @@ pub struct Session {
     pub status_reason: Option<String>,
     /// The most this session may cost, in USD, when its launch set a cap.
     pub max_budget_usd: Option<f64>,
+    /// In cluster mode: the node whose CLI runs (or last ran) it. Null on a single service.
+    pub owner_node: Option<String>,
 }
 
 /// A change to a session row; `None` leaves a column as it is.
@@ -106,6 +108,8 @@ pub struct SessionPatch {
     /// While parked at a usage limit: the stream number of the first user turn to deliver
     /// again. Not part of [`Session`]: only a revival after a restart reads it.
     pub parked_from_seq: Option<Option<i64>>,
+    /// A resume on another node takes the session over.
+    pub owner_node: Option<Option<String>>,
 }
 
 impl SessionPatch {
@@ -161,9 +165,18 @@ pub fn list_live(conn: &mut DbConnection, limit: i64, offset: i64) -> Result<Vec
 /// janitor's candidates (the actor itself decides whether one is truly idle). The stored time
 /// only ever lags the actor's own, so this never misses an idle session. Uses
 /// `sessions_status_last_active_idx`: one index range per live status, no table scan.
-pub fn quiet_since(conn: &mut DbConnection, cutoff: &str, limit: i64) -> Result<Vec<SessionId>, StoreError> {
-    Ok(sessions::table
-        .filter(sessions::status.eq_any(SessionStatus::LIVE))
+pub fn quiet_since(
+    conn: &mut DbConnection,
+    cutoff: &str,
+    limit: i64,
+    owner: Option<&str>,
+) -> Result<Vec<SessionId>, StoreError> {
+    let mut query = sessions::table.filter(sessions::status.eq_any(SessionStatus::LIVE)).into_boxed();
+    if let Some(node) = owner {
+        // In a cluster each node's janitor looks only at its own sessions.
+        query = query.filter(sessions::owner_node.eq(node.to_string()));
+    }
+    Ok(query
         .filter(sessions::last_active_at.lt(cutoff))
         .order(sessions::last_active_at.asc())
         .limit(limit)
@@ -171,19 +184,57 @@ pub fn quiet_since(conn: &mut DbConnection, cutoff: &str, limit: i64) -> Result<
         .load(conn)?)
 }
 
+/// A resume takes an ended session over: `patch` (status `starting` again, this node as its
+/// owner) applies only while the row is still closed or errored. False when it is not.
+pub fn take_over(conn: &mut DbConnection, id: &SessionId, patch: &SessionPatch) -> Result<bool, StoreError> {
+    let ended = [SessionStatus::Closed, SessionStatus::Error];
+    let updated =
+        diesel::update(sessions::table.find(id).filter(sessions::status.eq_any(ended))).set(patch).execute(conn)?;
+    Ok(updated == 1)
+}
+
+/// The live session of `project` with `key`, if any (there is at most one: a unique index).
+pub fn live_with_key(conn: &mut DbConnection, project: &ProjectId, key: &str) -> Result<Option<Session>, StoreError> {
+    Ok(sessions::table
+        .filter(sessions::project_id.eq(project))
+        .filter(sessions::external_key.eq(key))
+        .filter(sessions::status.eq_any(SessionStatus::LIVE))
+        .select(Session::as_select())
+        .first(conn)
+        .optional()?)
+}
+
+/// The node running a live session; `None` when the session has ended, is unknown or has no
+/// owner (a single service).
+pub fn live_owner(conn: &mut DbConnection, id: &SessionId) -> Result<Option<String>, StoreError> {
+    Ok(sessions::table
+        .find(id)
+        .filter(sessions::status.eq_any(SessionStatus::LIVE))
+        .select(sessions::owner_node)
+        .first::<Option<String>>(conn)
+        .optional()?
+        .flatten())
+}
+
 pub fn count_live(conn: &mut DbConnection) -> Result<i64, StoreError> {
     Ok(sessions::table.filter(sessions::status.eq_any(SessionStatus::LIVE)).count().get_result(conn)?)
 }
 
 /// After a crash of the service: every session still marked live is now `error`. Returns the
-/// rows as they were, so their processes can be looked for.
-pub fn fail_interrupted(conn: &mut DbConnection, now: &str) -> Result<Vec<Session>, StoreError> {
+/// rows as they were, so their processes can be looked for. In cluster mode `owner` limits
+/// this to the node's own sessions (the other nodes' are theirs); `None` is every session.
+pub fn fail_interrupted(conn: &mut DbConnection, now: &str, owner: Option<&str>) -> Result<Vec<Session>, StoreError> {
     conn.transaction(|conn| {
-        let rows: Vec<Session> = sessions::table
-            .filter(sessions::status.eq_any(SessionStatus::LIVE))
-            .select(Session::as_select())
-            .load(conn)?;
-        diesel::update(sessions::table.filter(sessions::status.eq_any(SessionStatus::LIVE)))
+        let live = || {
+            let query = sessions::table.filter(sessions::status.eq_any(SessionStatus::LIVE)).into_boxed();
+            match owner {
+                Some(node) => query.filter(sessions::owner_node.eq(node.to_string())),
+                None => query,
+            }
+        };
+        let rows: Vec<Session> = live().select(Session::as_select()).load(conn)?;
+        let ids: Vec<SessionId> = rows.iter().map(|r| r.id.clone()).collect();
+        diesel::update(sessions::table.filter(sessions::id.eq_any(&ids)))
             .set((
                 sessions::status.eq(SessionStatus::Error),
                 sessions::error_message.eq("service restarted"),
@@ -194,6 +245,17 @@ pub fn fail_interrupted(conn: &mut DbConnection, now: &str) -> Result<Vec<Sessio
         Ok::<_, diesel::result::Error>(rows)
     })
     .map_err(StoreError::from)
+}
+
+/// A node's sessions the leader declared lost since `since` (while the node was down or cut
+/// off): when the node starts again, their processes may still run on it.
+pub fn lost_since(conn: &mut DbConnection, owner: &str, since: &str) -> Result<Vec<Session>, StoreError> {
+    Ok(sessions::table
+        .filter(sessions::owner_node.eq(owner))
+        .filter(sessions::closed_reason.eq(ClosedReason::NodeLost))
+        .filter(sessions::closed_at.ge(since))
+        .select(Session::as_select())
+        .load(conn)?)
 }
 
 /// Sessions that were parked at a usage limit when the service stopped or crashed: they are

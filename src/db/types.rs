@@ -16,6 +16,7 @@ use diesel::sql_types::{Nullable, Text};
 
 use crate::domain::agent::{AgentStatus, ExecutionStatus, TriggerKind};
 use crate::domain::agent_kind::AgentKind;
+use crate::domain::cluster::{NodeRole, NodeState};
 use crate::domain::decision::{Decision, DecisionPoint, DecisionSource};
 use crate::domain::ids::{AgentId, ExecutionId, ProcessId, ProjectId, RuleId, SessionId, WebhookId};
 use crate::domain::process::{ProcessKind, ProcessStatus};
@@ -137,7 +138,9 @@ enum_sql!(
     SandboxMode,
     ProcessKind,
     ProcessStatus,
-    WorkspaceMode
+    WorkspaceMode,
+    NodeState,
+    NodeRole
 );
 
 // A copy list is stored as the text it keeps; it was checked before it was stored.

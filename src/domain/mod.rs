@@ -77,6 +77,7 @@ pub mod agent;
 pub mod agent_events;
 pub mod agent_kind;
 pub mod budget;
+pub mod cluster;
 pub mod cron;
 pub mod decision;
 pub mod events;

@@ -80,6 +80,8 @@ pub enum ClosedReason {
     LaunchFailed,
     /// The service restarted (after a crash) while the session was live.
     ServiceRestarted,
+    /// Cluster mode: the node running it stopped renewing its lease (crashed, or cut off).
+    NodeLost,
 }
 
 text_enum!(ClosedReason, "closed reason", {
@@ -90,6 +92,7 @@ text_enum!(ClosedReason, "closed reason", {
     CliExited => "cli_exited",
     LaunchFailed => "launch_failed",
     ServiceRestarted => "service_restarted",
+    NodeLost => "node_lost",
 });
 
 #[cfg(test)]
@@ -117,6 +120,7 @@ mod tests {
                 "cli_exited",
                 "launch_failed",
                 "service_restarted",
+                "node_lost",
             ],
         );
     }

@@ -11,3 +11,9 @@ pub fn ago(elapsed: std::time::Duration) -> String {
     let elapsed = chrono::Duration::from_std(elapsed).unwrap_or(chrono::Duration::zero());
     (Utc::now() - elapsed).to_rfc3339_opts(SecondsFormat::Millis, true)
 }
+
+/// The timestamp `ahead` from now (a lease's end).
+pub fn after(ahead: std::time::Duration) -> String {
+    let ahead = chrono::Duration::from_std(ahead).unwrap_or(chrono::Duration::zero());
+    (Utc::now() + ahead).to_rfc3339_opts(SecondsFormat::Millis, true)
+}

@@ -9,6 +9,10 @@
 //! - When a token is configured, every `/api` request must carry it (`Authorization: Bearer`,
 //!   or `?token=` for WebSocket/SSE, which browsers cannot give headers). Compared in constant time.
 //!
+//! - In cluster mode, a request carrying the cluster secret comes from another node forwarding
+//!   an action (see [`super::forward`]): with the right secret it is trusted as such; a wrong
+//!   one (or any, outside cluster mode) is refused.
+//!
 //! No CORS headers are ever sent, so other origins cannot read responses either.
 
 use actix_web::body::{BoxBody, MessageBody};
@@ -27,6 +31,7 @@ pub struct AccessPolicy {
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
     token: Option<String>,
+    cluster_secret: Option<String>,
 }
 
 /// Splits `host[:port]` (IPv6 in brackets) into the lower-cased host and the optional port.
@@ -56,6 +61,7 @@ impl AccessPolicy {
             allowed_hosts,
             allowed_origins: settings.allowed_origins.clone(),
             token: settings.auth_token.clone(),
+            cluster_secret: settings.cluster.as_ref().map(|c| c.secret.clone()),
         }
     }
 
@@ -111,6 +117,16 @@ impl AccessPolicy {
 
     /// `Err` with the response to send when the request is refused.
     pub fn check(&self, req: &ServiceRequest) -> Result<(), AppError> {
+        if let Some(given) = req.headers().get(super::forward::SECRET_HEADER) {
+            return match &self.cluster_secret {
+                Some(secret) if bool::from(given.as_bytes().ct_eq(secret.as_bytes())) => Ok(()),
+                _ => Err(AppError::new(
+                    StatusCode::UNAUTHORIZED,
+                    "bad_cluster_secret",
+                    "The cluster secret is wrong: every node must have the same CONDUIT_CLUSTER_SECRET.",
+                )),
+            };
+        }
         let host = req.headers().get(header::HOST).map(|v| v.to_str().unwrap_or("\u{fffd}"));
         if let Some(host) = host {
             if !self.host_allowed(host) {
@@ -196,6 +212,7 @@ mod tests {
             allowed_hosts: vec!["box.lan".into(), "other.lan:8080".into()],
             allowed_origins: vec!["http://localhost:5173".into()],
             token: None,
+            cluster_secret: None,
         };
         for ok in ["127.0.0.1:3100", "localhost", "[::1]:3100", "box.lan:1234", "other.lan:8080"] {
             assert!(p.host_allowed(ok), "{ok}");

@@ -107,6 +107,8 @@ pub struct Health {
     /// Live WebSocket/SSE subscribers.
     pub event_subscribers: u64,
     pub version: String,
+    /// Cluster mode: this node, its role and the nodes it knows; null on a single service.
+    pub cluster: Option<crate::actors::cluster::ClusterHealth>,
 }
 
 /// Service health. 200 when healthy or degraded, 503 when unhealthy.
@@ -138,6 +140,10 @@ pub async fn health(state: web::Data<AppState>) -> AppResult<HttpResponse> {
         projects,
         event_subscribers: state.bus.send(SubscriberCount).await.unwrap_or(0) as u64,
         version: env!("CARGO_PKG_VERSION").to_string(),
+        cluster: match &state.cluster {
+            Some(node) => node.send(crate::actors::cluster::Health).await.ok(),
+            None => None,
+        },
         status,
     };
     Ok(if body.status == HealthStatus::Unhealthy {

@@ -7,10 +7,12 @@
 
 pub mod agents;
 pub mod changes;
+pub mod cluster;
 pub mod dashboard;
 pub mod errors;
 pub mod fields;
 pub mod folders;
+pub mod forward;
 pub mod guard;
 pub mod health;
 pub mod openapi;
@@ -69,6 +71,8 @@ pub struct AppState {
     pub budgets: Addr<crate::actors::budgets::BudgetKeeper>,
     /// The work-in-progress limit: turns running and waiting per project.
     pub turn_gate: Addr<crate::actors::turn_gate::TurnGate>,
+    /// Cluster mode: this node's membership.
+    pub cluster: Option<Addr<crate::actors::cluster::ClusterNode>>,
 }
 
 /// One row of the route table.
@@ -90,6 +94,7 @@ macro_rules! route {
 pub fn route_table() -> Vec<RouteSpec> {
     vec![
         route!(GET, "/api/health", health::health),
+        route!(GET, "/api/cluster", cluster::cluster),
         route!(GET, "/api/openapi.json", openapi::document),
         route!(GET, "/api/projects/discover", projects::discover::discover),
         route!(POST, "/api/projects/import", projects::create::import),

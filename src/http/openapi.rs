@@ -4,7 +4,9 @@ use actix_web::HttpResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{agents, folders, health, processes, projects, rules, sessions, streams, terminals, usage, webhooks};
+use super::{
+    agents, cluster, folders, health, processes, projects, rules, sessions, streams, terminals, usage, webhooks,
+};
 use crate::db::projects::Project;
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -31,6 +33,7 @@ impl Modify for BearerToken {
     ),
     paths(
         health::health,
+        cluster::cluster,
         document,
         projects::discover::discover,
         projects::create::import,
@@ -115,6 +118,8 @@ impl Modify for BearerToken {
     components(schemas(
         ErrorBody, ErrorDetail, Project, projects::create::CreateProject, projects::create::ImportProject, projects::update::UpdateProject,
         projects::discover::DiscoveredProject, folders::FolderListing, folders::FolderEntry, health::Health,
+        cluster::ClusterReport, cluster::NodeReport, crate::actors::cluster::ClusterHealth, crate::actors::cluster::PeerHealth,
+        crate::domain::cluster::NodeState, crate::domain::cluster::NodeRole,
         health::HealthChecks, health::HealthStatus, crate::domain::validate::PermissionMode, crate::domain::validate::Transport,
         crate::db::sessions::Session, crate::db::messages::Message, crate::domain::offers::Offers, crate::domain::offers::ModelChoice, crate::domain::offers::OffersSource, sessions::launch::LaunchSession, sessions::turns::SendMessage,
         sessions::control::SetModel, sessions::control::SetPermissionMode, crate::actors::session::SendOutcome,

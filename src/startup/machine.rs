@@ -55,11 +55,13 @@ pub(super) async fn claim_database(settings: &Settings) -> Result<Claimed, Start
     let db_path = settings.db_path.clone();
     let database = settings.database.clone();
     let busy_timeout_ms = settings.db_busy_timeout_ms;
+    let node = settings.cluster.as_ref().map(|c| c.node.clone());
     let claimed = tokio::task::spawn_blocking(move || {
         let mut lock = InstanceLock::acquire(&db_path)?;
-        let postgres = match &database {
-            Database::Postgres(url) => Some(PostgresClaim::acquire(url, busy_timeout_ms)?),
-            Database::Sqlite(_) => None,
+        let postgres = match (&database, node) {
+            (Database::Postgres(url), None) => Some(PostgresClaim::acquire(url, busy_timeout_ms)?),
+            (Database::Postgres(url), Some(node)) => Some(PostgresClaim::acquire_node(url, busy_timeout_ms, &node)?),
+            (Database::Sqlite(_), _) => None,
         };
         let containment = Containment::detect(&database_key(&db_path));
         match &containment {

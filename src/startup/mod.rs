@@ -7,8 +7,7 @@ use std::time::Instant;
 
 use actix::{Actor, Addr};
 use actix_web::dev::Server;
-use actix_web::middleware::from_fn;
-use actix_web::{web, App, HttpServer};
+use actix_web::web;
 
 use crate::actors::agent::RunDeps;
 use crate::actors::agents::{AgentRegistry, Restore, ShutdownAgents};
@@ -26,12 +25,13 @@ use crate::db::lock::{InstanceLock, LockError};
 use crate::db::writer::Writer;
 use crate::db::Store;
 use crate::domain::folders::ProjectRoot;
-use crate::http::{self, errors, guard::AccessPolicy, AppState};
+use crate::http::{guard::AccessPolicy, AppState};
 use crate::process::cgroup::Containment;
 use crate::sandbox::enclosure::Encloser;
-use crate::telemetry;
 
+mod cluster;
 mod machine;
+mod server;
 use machine::{claim_database, probe_sandbox, report};
 
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +69,10 @@ pub struct Application {
     bus: Addr<EventBus>,
     writer: Writer,
     containment: Arc<Containment>,
+    /// Cluster mode: this node's membership (it leaves at a clean shutdown).
+    cluster: Option<Addr<crate::actors::cluster::ClusterNode>>,
+    /// Cluster mode: the other nodes' session events, relayed to this node's bus.
+    _relay: Option<crate::actors::cluster::relay::RelayHandle>,
     /// One service per database, for as long as this one runs.
     _lock: InstanceLock,
     /// On PostgreSQL: one service per database, for as long as this one runs.
@@ -110,7 +114,8 @@ impl Application {
         let machine::Claimed { lock, postgres, containment } = claimed;
         let store =
             Store::open_blocking(settings.database.clone(), settings.db_pool_size, settings.db_busy_timeout_ms).await?;
-        let recovered = recover_after_restart(&store, &containment, lock.previous()).await?;
+        let scope = cluster::node_scope(&settings, &store).await?;
+        let recovered = recover_after_restart(&store, &containment, lock.previous(), scope).await?;
         if recovered.sessions > 0 || recovered.executions > 0 || recovered.commands > 0 {
             tracing::warn!(
                 sessions = recovered.sessions,
@@ -127,9 +132,12 @@ impl Application {
         if !root.path().is_dir() {
             tracing::warn!(root = %root.path().display(), "the project root does not exist; browsing and projects will fail until it does");
         }
+        let cluster = cluster::join(&settings, &store).await?;
+        let node_name = cluster.as_ref().map(|(_, view)| view.name.clone());
         let settings = Arc::new(settings);
-        let (writer, _writer_thread) = Writer::start(store.clone());
+        let (writer, _writer_thread) = Writer::start_notifying(store.clone(), node_name.clone());
         let bus = EventBus::new(settings.stream_history_bytes).start();
+        let relay = cluster::relay(&settings, bus.clone().recipient());
         let engine = PermissionEngine::new(store.clone(), writer.clone(), Some(bus.clone().recipient()))
             .with_shell_analysis(settings.shell_analysis)
             .start();
@@ -188,6 +196,7 @@ impl Application {
             bus: bus.clone().recipient(),
             spawner: registry.clone().recipient(),
             gone: registry.clone().recipient(),
+            node: node_name.clone(),
         })
         .start();
         registry.do_send(WatchEnds(workbench.clone().recipient()));
@@ -210,6 +219,7 @@ impl Application {
             locks: locks.clone().recipient(),
             registry: registry.clone().recipient(),
             budgets: budgets.clone().recipient(),
+            node: cluster.as_ref().map(|(_, view)| view.clone()),
         };
         let agents = AgentRegistry::new(run_deps, settings.max_agents).start();
         // Sessions parked at a usage limit when the service stopped wait out their reset again.
@@ -235,9 +245,11 @@ impl Application {
                 processes: workbench.clone().recipient(),
                 process_retention: std::time::Duration::from_millis(settings.processes.retention_ms),
                 workspaces: settings.workspaces(),
+                node: node_name,
             },
         )
         .start();
+        let cluster = cluster.map(|(addr, _)| addr);
         let state = web::Data::new(AppState {
             settings,
             store,
@@ -258,30 +270,10 @@ impl Application {
             limits,
             budgets,
             turn_gate,
+            cluster: cluster.clone(),
         });
 
-        let server = HttpServer::new(move || {
-            App::new()
-                .app_data(state.clone())
-                .app_data(policy.clone())
-                .app_data(errors::json_config())
-                .app_data(errors::query_config())
-                .app_data(errors::path_config())
-                .wrap(from_fn(errors::objects_only))
-                .wrap(from_fn(http::guard::enforce))
-                .wrap(from_fn(telemetry::request_span))
-                .configure(http::configure)
-                // Last, so the dashboard's catch-all never shadows an API route.
-                .default_service(web::to(http::dashboard::serve))
-        })
-        // Streams send many small frames: Nagle's algorithm would hold one back until the
-        // client's delayed ACK (about 40 ms) whenever a ping or reply is in flight.
-        .tcp_nodelay(true)
-        .listen(listener)
-        .map_err(|source| StartupError::Bind { addr: addr.clone(), source })?
-        .shutdown_timeout(5)
-        .disable_signals()
-        .run();
+        let server = server::http(state, policy, listener, &addr)?;
         tracing::info!(%addr, port, "conduit listening");
         Ok(Application {
             port,
@@ -294,6 +286,8 @@ impl Application {
             bus,
             writer,
             containment,
+            cluster,
+            _relay: relay,
             _lock: lock,
             _postgres_claim: postgres,
         })
@@ -364,6 +358,11 @@ impl Application {
         }
         if let Err(e) = self.writer.flush().await {
             tracing::error!(error = %e, "could not flush the last writes");
+        }
+        if let Some(cluster) = &self.cluster {
+            if cluster.send(crate::actors::cluster::Leave).await.is_err() {
+                tracing::warn!("the cluster membership had already stopped");
+            }
         }
         // Every CLI has ended by now; whatever a failed stop left in a cgroup ends here, and the
         // service's cgroup folder goes with it.

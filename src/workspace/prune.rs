@@ -21,7 +21,7 @@ pub async fn prune(store: &Store, workspaces: &Path) -> Result<usize, String> {
         .run(move |conn| {
             let sessions = sessions::existing(conn, wanted)?;
             let runs: Vec<String> =
-                agents::running(conn)?.into_iter().map(|r| format!("{RUN_PREFIX}{}", r.id)).collect();
+                agents::running(conn, None)?.into_iter().map(|r| format!("{RUN_PREFIX}{}", r.id)).collect();
             Ok((sessions, runs))
         })
         .await

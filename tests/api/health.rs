@@ -47,10 +47,12 @@ async fn has_exactly_the_documented_keys() {
         "projects",
         "event_subscribers",
         "version",
+        "cluster",
     ]
     .into_iter()
     .collect();
     assert_eq!(keys(&body), expected);
+    assert!(body["cluster"].is_null(), "a single service: {body}");
     let checks = [
         "cli_available",
         "database_ok",

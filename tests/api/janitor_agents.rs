@@ -75,6 +75,8 @@ fn execution(id: &str, agent: &AgentId, started_at: String) -> Execution {
         error: None,
         created_at: started_at,
         resumes_at: None,
+        owner_node: None,
+        fire_at: None,
     }
 }
 
@@ -130,6 +132,7 @@ async fn executions_stuck_past_their_timeout_are_ended_and_locks_pruned() {
             processes: probe.clone().recipient(),
             process_retention: Duration::from_secs(3600),
             workspaces: dir.path().join("workspaces"),
+            node: None,
         },
     )
     .start();

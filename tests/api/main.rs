@@ -13,6 +13,7 @@ mod bridge_real;
 mod budgets_real;
 mod changes;
 mod cli;
+mod cluster;
 mod containment;
 mod dashboard;
 mod dashboard_live;

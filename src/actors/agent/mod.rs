@@ -146,6 +146,20 @@ impl ProactiveAgent {
         );
     }
 
+    /// Stores the next fire time alone: not an edit (`updated_at` stays), so it never
+    /// overwrites what another node changed meanwhile.
+    fn save_next_run(&mut self, ctx: &mut Context<Self>) {
+        let (store, id, next) = (self.deps.store.clone(), self.agent.id.clone(), self.agent.next_run_at.clone());
+        ctx.spawn(
+            async move {
+                if let Err(e) = store.run(move |conn| agents::save_next_run(conn, &id, next.as_deref())).await {
+                    tracing::error!(error = %e, "could not store an agent's next fire time");
+                }
+            }
+            .into_actor(self),
+        );
+    }
+
     fn disarm(&mut self, ctx: &mut Context<Self>) {
         if let Some(timer) = self.timer.take() {
             ctx.cancel_future(timer);
@@ -162,7 +176,10 @@ impl ProactiveAgent {
         let next_text = next.map(format_time);
         if next_text != self.agent.next_run_at {
             self.agent.next_run_at = next_text;
-            self.save(ctx);
+            // In a cluster every node arms; the leader, which fires, records the time.
+            if self.deps.fires_schedules() {
+                self.save_next_run(ctx);
+            }
         }
         if let Some(at) = next {
             self.sleep_until(at, ctx);
@@ -248,22 +265,30 @@ impl Handler<Fire> for ProactiveAgent {
         if self.agent.status != AgentStatus::Active || self.retiring.is_some() {
             return;
         }
-        if self.runs.values().any(|r| r.trigger == TriggerKind::Cron) {
+        if !self.deps.fires_schedules() {
+            // In a cluster every node arms every schedule, so a new leader takes over at once;
+            // only the leader's fire runs.
+            tracing::debug!(agent = %self.agent.id, "not the cluster's leader: the leader runs this fire");
+        } else if self.runs.values().any(|r| r.trigger == TriggerKind::Cron) {
             tracing::info!(agent = %self.agent.id, "the previous scheduled run is still going; skipping this fire");
         } else {
             let check = self
                 .deps
                 .budgets
                 .send(crate::actors::budgets::CheckBudget { project_id: self.agent.project_id.clone() });
-            ctx.spawn(check.into_actor(self).then(|checked, act, ctx| {
+            // The time this fire is for, read before `arm` below moves on to the next one.
+            let fire_at = self.agent.next_run_at.clone();
+            ctx.spawn(check.into_actor(self).then(move |checked, act, ctx| {
                 if let Ok(Err(spent)) = checked {
-                    act.record_skipped(spent, ctx);
+                    act.record_skipped(spent, fire_at, ctx);
                     return Box::pin(actix::fut::ready(())) as std::pin::Pin<Box<dyn ActorFuture<Self, Output = ()>>>;
                 }
-                Box::pin(act.start_run(TriggerKind::Cron).map(|started, act, _| {
-                    if let Err(e) = started {
-                        tracing::error!(agent = %act.agent.id, error = %e, "could not start a scheduled run");
+                Box::pin(act.start_run(TriggerKind::Cron, fire_at).map(|started, act, _| match started {
+                    Ok(_) => {}
+                    Err(StoreError::Conflict(_)) => {
+                        tracing::info!(agent = %act.agent.id, "this fire already ran on another node");
                     }
+                    Err(e) => tracing::error!(agent = %act.agent.id, error = %e, "could not start a scheduled run"),
                 }))
             }));
         }
@@ -278,7 +303,7 @@ impl Handler<TriggerNow> for ProactiveAgent {
         if self.retiring.is_some() {
             return Box::pin(actix::fut::ready(Err(StoreError::NotFound)));
         }
-        self.start_run(TriggerKind::Manual)
+        self.start_run(TriggerKind::Manual, None)
     }
 }
 
@@ -299,6 +324,25 @@ impl Handler<Apply> for ProactiveAgent {
                 Ok(act.agent.clone())
             },
         ))
+    }
+}
+
+/// Cluster mode: the agent as stored after another node changed it, taken as it is (nothing
+/// is stored again), and armed anew.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Adopt(pub Agent);
+
+impl Handler<Adopt> for ProactiveAgent {
+    type Result = ();
+
+    fn handle(&mut self, msg: Adopt, ctx: &mut Context<Self>) {
+        if self.retiring.is_some() {
+            return;
+        }
+        self.schedule = CronSchedule::parse(&msg.0.schedule).ok();
+        self.agent = msg.0;
+        self.arm(ctx);
     }
 }
 

@@ -27,9 +27,22 @@ pub struct RunDeps {
     pub registry: Recipient<StartRun>,
     /// Asked before each scheduled fire.
     pub budgets: Recipient<crate::actors::budgets::CheckBudget>,
+    /// In cluster mode: this node's name (the owner of its runs) and its role, which says
+    /// whether it fires schedules (the leader alone does).
+    pub node: Option<crate::actors::cluster::NodeView>,
 }
 
 impl RunDeps {
+    pub(super) fn node_name(&self) -> Option<String> {
+        self.node.as_ref().map(|n| n.name.clone())
+    }
+
+    /// Whether this node fires schedules: always on a single service; in a cluster, only
+    /// while it leads.
+    pub(super) fn fires_schedules(&self) -> bool {
+        self.node.as_ref().is_none_or(|n| n.leads())
+    }
+
     pub(super) fn records(&self) -> RunRecords {
         RunRecords { store: self.store.clone(), bus: self.bus.clone(), budgets: None }
     }
@@ -65,7 +78,12 @@ pub(super) struct Run {
 
 impl ProactiveAgent {
     /// Records a scheduled fire that did not run because a budget was spent.
-    pub(super) fn record_skipped(&mut self, spent: crate::domain::budget::Exhaustion, ctx: &mut Context<Self>) {
+    pub(super) fn record_skipped(
+        &mut self,
+        spent: crate::domain::budget::Exhaustion,
+        fire_at: Option<String>,
+        ctx: &mut Context<Self>,
+    ) {
         let now = time::now();
         let exec = Execution {
             id: ExecutionId::new(),
@@ -83,17 +101,26 @@ impl ProactiveAgent {
             error: Some(format!("skipped: {}", spent.message())),
             created_at: now,
             resumes_at: None,
+            owner_node: self.deps.node_name(),
+            fire_at,
         };
         tracing::info!(agent = %self.agent.id, "a spent budget skips this fire");
         let (store, stored) = (self.deps.store.clone(), exec.clone());
         let insert = async move { store.run(move |conn| agents::insert_execution(conn, &stored)).await };
         ctx.spawn(insert.into_actor(self).map(move |inserted, act, _ctx| match inserted {
             Ok(()) => act.deps.records().publish("agent.execution.finished", "execution_finished", &act.agent, &exec),
+            Err(StoreError::Conflict(_)) => tracing::debug!(agent = %act.agent.id, "another node recorded this fire"),
             Err(e) => tracing::error!(agent = %act.agent.id, error = %e, "could not record a skipped fire"),
         }));
     }
 
-    pub(super) fn start_run(&mut self, trigger: TriggerKind) -> ResponseActFuture<Self, Result<Execution, StoreError>> {
+    /// Records and queues a run. `fire_at`: the scheduled time a cron run is for; when another
+    /// node already ran that fire, the insert is refused (`StoreError::Conflict`).
+    pub(super) fn start_run(
+        &mut self,
+        trigger: TriggerKind,
+        fire_at: Option<String>,
+    ) -> ResponseActFuture<Self, Result<Execution, StoreError>> {
         let exec = Execution {
             id: ExecutionId::new(),
             agent_id: self.agent.id.clone(),
@@ -110,6 +137,8 @@ impl ProactiveAgent {
             error: None,
             created_at: time::now(),
             resumes_at: None,
+            owner_node: self.deps.node_name(),
+            fire_at,
         };
         let (store, stored) = (self.deps.store.clone(), exec.clone());
         let insert = async move { store.run(move |conn| agents::insert_execution(conn, &stored)).await };

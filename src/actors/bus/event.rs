@@ -21,6 +21,9 @@ pub struct Event {
     pub data: String,
     /// The number in its session's topic, when the session numbered (and stored) it.
     pub topic_seq: Option<u64>,
+    /// Cluster mode: another node's event, relayed here for this node's subscribers (its own
+    /// node already sent its webhooks).
+    pub relayed: bool,
 }
 
 impl Event {
@@ -35,6 +38,7 @@ impl Event {
             timestamp: crate::domain::time::now(),
             data,
             topic_seq: None,
+            relayed: false,
         }
     }
 

@@ -42,7 +42,7 @@ impl Handler<Publish> for EventBus {
 
     fn handle(&mut self, msg: Publish, _ctx: &mut Context<Self>) {
         let event = msg.0;
-        let meta = Arc::new(EventMeta { kind: event.kind, name: event.name.clone() });
+        let meta = Arc::new(EventMeta { kind: event.kind, name: event.name.clone(), relayed: event.relayed });
         let global = (!event.topic_only).then(|| self.record(None, &event, &meta, false));
         let own = match event.scope() {
             Scope::Global => None,

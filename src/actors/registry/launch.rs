@@ -95,7 +95,7 @@ impl SessionRegistry {
         }
     }
 
-    pub(super) fn new_row(project: &Project, spec: &LaunchSpec) -> Session {
+    pub(super) fn new_row(project: &Project, spec: &LaunchSpec, owner_node: Option<String>) -> Session {
         let now = time::now();
         let o = &spec.options;
         Session {
@@ -133,6 +133,7 @@ impl SessionRegistry {
             resumes_at: None,
             status_reason: None,
             max_budget_usd: o.max_budget_usd,
+            owner_node,
         }
     }
 }
@@ -151,16 +152,21 @@ impl Handler<Launch> for SessionRegistry {
         }
         if let Some(key) = &msg.spec.external_key {
             let existing =
-                self.live.values().find(|l| l.project_id == msg.project.id && l.external_key.as_ref() == Some(key));
-            if let Some(live) = existing {
-                let addr = live.addr.clone();
-                return AtomicResponse::new(Box::pin(async move { addr.send(Snapshot).await }.into_actor(self).map(
-                    |snapshot, _, _| {
-                        snapshot.map(|session| Launched { session, created: false, pending: None }).map_err(|_| {
-                            LaunchError::Store(StoreError::Other("the session ended while being looked up".into()))
-                        })
-                    },
-                )));
+                self.live.iter().find(|(_, l)| l.project_id == msg.project.id && l.external_key.as_ref() == Some(key));
+            if let Some((id, live)) = existing {
+                let (addr, store, id) = (live.addr.clone(), self.store.clone(), id.clone());
+                let found = async move {
+                    match addr.send(Snapshot).await {
+                        Ok(session) => Ok(session),
+                        // It ended while being asked: its row, as stored, is the answer.
+                        Err(_) => store.run(move |conn| sessions::find(conn, &id)).await?.ok_or(StoreError::NotFound),
+                    }
+                };
+                return AtomicResponse::new(Box::pin(
+                    found
+                        .into_actor(self)
+                        .map(|found, _, _| Ok(Launched { session: found?, created: false, pending: None })),
+                ));
             }
         }
         if let Some(key) = &msg.spec.external_key {
@@ -180,7 +186,7 @@ impl Handler<Launch> for SessionRegistry {
         if let Some(reason) = self.capacity_error(&msg.project) {
             return AtomicResponse::new(Box::pin(actix::fut::ready(Err(LaunchError::Capacity(reason)))));
         }
-        let mut row = Self::new_row(&msg.project, &msg.spec);
+        let mut row = Self::new_row(&msg.project, &msg.spec, self.node_name());
         let in_worktree = msg.project.workspace_mode == WorkspaceMode::Worktree;
         let folder = match in_worktree {
             true => worktree_folder(&self.settings.workspaces(), row.id.as_str()).to_string_lossy().into_owned(),
@@ -230,9 +236,11 @@ impl Handler<Launch> for SessionRegistry {
             let stored = row.clone();
             let store = act.store.clone();
             if in_worktree {
-                let stored = async move { store.run(move |conn| sessions::insert(conn, &stored)).await };
+                let stored = insert_or_existing(store, act.writer.clone(), stored);
                 return Box::pin(stored.into_actor(act).map(move |inserted, act, ctx| {
-                    inserted?;
+                    if let Some(existing) = inserted? {
+                        return Ok(Launched { session: existing, created: false, pending: None });
+                    }
                     let project = msg.project;
                     let pending = act.launch_in_worktree(row.clone(), project, msg.spec, bridge, fence, ctx);
                     Ok(Launched { session: row, created: true, pending: Some(pending) })
@@ -240,14 +248,21 @@ impl Handler<Launch> for SessionRegistry {
             }
             let enclose = act.enclose(row.id.to_string(), Some(row.project_id.clone()), fence, &row.agent, row.resume_session_id.clone());
             // The row, then its cgroup and sandbox (off the executor).
+            let writer = act.writer.clone();
             let prepare = async move {
-                store.run(move |conn| sessions::insert(conn, &stored)).await?;
-                Ok::<_, StoreError>((row, enclose.await))
+                if let Some(existing) = insert_or_existing(store, writer, stored).await? {
+                    return Ok(Err(existing));
+                }
+                Ok::<_, StoreError>(Ok((row, enclose.await)))
             };
             let options = msg.spec.options.clone();
             Box::pin(prepare.into_actor(act).then(move |prepared, act, _ctx| {
                 let (row, enclosure) = match prepared {
-                    Ok(prepared) => prepared,
+                    Ok(Ok(prepared)) => prepared,
+                    Ok(Err(existing)) => {
+                        let launched = Launched { session: existing, created: false, pending: None };
+                        return Box::pin(actix::fut::ready(Ok(launched))) as LaunchFuture;
+                    }
                     Err(e) => return Box::pin(actix::fut::ready(Err(e.into()))) as LaunchFuture,
                 };
                 let req = SessionLaunch {
@@ -266,5 +281,38 @@ impl Handler<Launch> for SessionRegistry {
                 ) as LaunchFuture
             })) as LaunchFuture
         })))
+    }
+}
+
+/// Inserts a new session's row. When the database already has a live session with its
+/// `external_key` in the project (another node won the race: a unique index decides), answers
+/// with that session instead, and nothing is started here. A row that only looks live (its
+/// session ended here, its last status not yet written) is waited for once.
+async fn insert_or_existing(
+    store: crate::db::Store,
+    writer: crate::db::writer::Writer,
+    row: Session,
+) -> Result<Option<Session>, StoreError> {
+    let mut flushed = false;
+    loop {
+        let attempt = row.clone();
+        let outcome = store
+            .run(move |conn| match sessions::insert(conn, &attempt) {
+                Ok(()) => Ok(Ok(None)),
+                Err(StoreError::Conflict(why)) => match &attempt.external_key {
+                    Some(key) => Ok(sessions::live_with_key(conn, &attempt.project_id, key)?.map(Some).ok_or(why)),
+                    None => Err(StoreError::Conflict(why)),
+                },
+                Err(e) => Err(e),
+            })
+            .await?;
+        match outcome {
+            Ok(found) => return Ok(found),
+            Err(why) if flushed => return Err(StoreError::Conflict(why)),
+            Err(_) => {
+                let _ = writer.flush().await;
+                flushed = true;
+            }
+        }
     }
 }

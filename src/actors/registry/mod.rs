@@ -162,6 +162,11 @@ pub struct SessionRegistry {
 }
 
 impl SessionRegistry {
+    /// In cluster mode, this node's name: the owner of the sessions it runs.
+    fn node_name(&self) -> Option<String> {
+        self.settings.cluster.as_ref().map(|c| c.node.clone())
+    }
+
     pub fn new(
         settings: Arc<Settings>,
         store: Store,

@@ -5,7 +5,6 @@ use actix::prelude::*;
 use crate::db::messages::{self};
 use crate::db::projects::{self, Project};
 use crate::db::sessions::{self, Session, SessionPatch};
-use crate::db::writer::WriteOp;
 use crate::db::StoreError;
 use crate::domain::launch::CliOptions;
 use crate::domain::time;
@@ -61,6 +60,8 @@ struct Relaunch {
     fence: Option<Fence>,
     /// A worktree session: its project folder and branch (the worktree is `folder`).
     worktree: Option<(String, Option<String>)>,
+    /// The row's change back to `starting`.
+    patch: SessionPatch,
 }
 
 impl SessionRegistry {
@@ -132,23 +133,23 @@ impl SessionRegistry {
         row.cli_started_at = None;
         row.ws_port = bridge.as_ref().map(|(_, port)| i32::from(*port));
         row.last_active_at = now.clone();
-        // Queued before anything the new process writes: the writer keeps order.
-        self.writer.persist(WriteOp::Session {
-            id: row.id.clone(),
-            patch: SessionPatch {
-                status: Some(row.status),
-                error_message: Some(None),
-                closed_at: Some(None),
-                closed_reason: Some(None),
-                resumes_at: Some(row.resumes_at.clone()),
-                status_reason: Some(row.status_reason.clone()),
-                parked_from_seq: if revive { None } else { Some(None) },
-                last_active_at: Some(now),
-                ..Default::default()
-            },
-        });
+        // A session lost with its node is taken over by the one resuming it.
+        row.owner_node = self.node_name();
+        // Stored by `take_over`, once the writes of the previous process are in.
+        let patch = SessionPatch {
+            status: Some(row.status),
+            error_message: Some(None),
+            closed_at: Some(None),
+            closed_reason: Some(None),
+            resumes_at: Some(row.resumes_at.clone()),
+            status_reason: Some(row.status_reason.clone()),
+            parked_from_seq: if revive { None } else { Some(None) },
+            last_active_at: Some(now),
+            owner_node: Some(row.owner_node.clone()),
+            ..Default::default()
+        };
         tracing::info!(session = %row.id, transport = %row.transport, revive, "resuming a session");
-        Ok(Relaunch { row, folder, options, bridge, fence, worktree })
+        Ok(Relaunch { row, folder, options, bridge, fence, worktree, patch })
     }
 }
 
@@ -193,23 +194,63 @@ impl SessionRegistry {
                 Ok(checked) => checked,
                 Err(e) => return Box::pin(actix::fut::ready(Err(e))) as ResumeFuture,
             };
-            let Relaunch { row, folder, options, bridge, fence, worktree } = relaunch;
-            let reused = match worktree {
-                Some((repo, branch)) => {
-                    futures_util::future::Either::Left(reuse(repo.into(), folder.clone().into(), branch, fence))
-                }
-                None => futures_util::future::Either::Right(std::future::ready(Ok(fence))),
+            let mut relaunch = relaunch;
+            let patch = std::mem::take(&mut relaunch.patch);
+            let (writer, store, id) = (act.writer.clone(), act.store.clone(), relaunch.row.id.clone());
+            let claimed = async move {
+                // What the previous process wrote goes in first; then the row is taken over
+                // only if it is still ended (another node may have resumed it meanwhile).
+                let _ = writer.flush().await;
+                take_over(&store, id, patch).await
             };
-            let (id, project_id, agent) = (row.id.to_string(), row.project_id.clone(), row.agent.clone());
-            let resumed_as = options.resume_session_id.clone();
-            let enclose = reused.into_actor(act).then(move |fence, act, _ctx| {
-                let enclose = fence.map(|fence| act.enclose(id, Some(project_id), fence, &agent, resumed_as));
-                async move { enclose?.await }.into_actor(act)
-            });
-            Box::pin(enclose.then(move |enclosure, act, _ctx| {
-                let req = SessionLaunch { row, folder, options, bridge, resumed: true, last_seq, enclosure, carried };
-                act.launch_cli(req, false).map(|launched, _, _| launched.map_err(ResumeError::from))
+            Box::pin(claimed.into_actor(act).then(move |claimed, act, _ctx| {
+                if let Err(e) = claimed {
+                    return Box::pin(actix::fut::ready(Err(e))) as ResumeFuture;
+                }
+                act.relaunch_cli(relaunch, last_seq, carried)
             })) as ResumeFuture
         }))
+    }
+}
+
+impl SessionRegistry {
+    /// Starts the CLI of a session taken over: its worktree again (if it has one), its cgroup
+    /// and sandbox, then the process.
+    fn relaunch_cli(
+        &mut self,
+        relaunch: Relaunch,
+        last_seq: u64,
+        carried: Vec<crate::db::messages::PendingTurn>,
+    ) -> ResumeFuture {
+        let Relaunch { row, folder, options, bridge, fence, worktree, patch: _ } = relaunch;
+        let reused = match worktree {
+            Some((repo, branch)) => {
+                futures_util::future::Either::Left(reuse(repo.into(), folder.clone().into(), branch, fence))
+            }
+            None => futures_util::future::Either::Right(std::future::ready(Ok(fence))),
+        };
+        let (id, project_id, agent) = (row.id.to_string(), row.project_id.clone(), row.agent.clone());
+        let resumed_as = options.resume_session_id.clone();
+        let enclose = reused.into_actor(self).then(move |fence, act, _ctx| {
+            let enclose = fence.map(|fence| act.enclose(id, Some(project_id), fence, &agent, resumed_as));
+            async move { enclose?.await }.into_actor(act)
+        });
+        Box::pin(enclose.then(move |enclosure, act, _ctx| {
+            let req = SessionLaunch { row, folder, options, bridge, resumed: true, last_seq, enclosure, carried };
+            act.launch_cli(req, false).map(|launched, _, _| launched.map_err(ResumeError::from))
+        }))
+    }
+}
+
+/// Marks an ended session starting again, unless it is no longer ended (resumed meanwhile,
+/// here or on another node) or a live session already has its `external_key`.
+async fn take_over(store: &crate::db::Store, id: SessionId, patch: SessionPatch) -> Result<(), ResumeError> {
+    match store.run(move |conn| sessions::take_over(conn, &id, &patch)).await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(ResumeError::Conflict("The session was resumed meanwhile.".to_string())),
+        Err(StoreError::Conflict(_)) => Err(ResumeError::Conflict(
+            "A live session of the project already has this session's external_key.".to_string(),
+        )),
+        Err(e) => Err(e.into()),
     }
 }

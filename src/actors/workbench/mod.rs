@@ -140,6 +140,8 @@ pub struct Deps {
     /// told when one has been waited for.
     pub spawner: Recipient<crate::actors::registry::SpawnCommand>,
     pub gone: Recipient<crate::supervisor::process::ProcessGone>,
+    /// In cluster mode: this node's name, the owner of the processes it starts.
+    pub node: Option<String>,
 }
 
 pub struct Workbench {

@@ -273,6 +273,7 @@ async fn begin(
         stderr_bytes: 0,
         stdout_truncated: false,
         stderr_truncated: false,
+        owner_node: deps.node.clone(),
     };
     let stored = row.clone();
     if let Err(e) = deps.store.run(move |conn| processes::insert(conn, &stored)).await {

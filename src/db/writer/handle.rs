@@ -23,12 +23,18 @@ pub struct Writer {
 impl Writer {
     /// Starts the writer thread. It ends when every `Writer` clone is dropped, after draining.
     pub fn start(store: Store) -> (Writer, std::thread::JoinHandle<()>) {
+        Self::start_notifying(store, None)
+    }
+
+    /// In cluster mode: every transaction that stores session events also tells the other
+    /// nodes (PostgreSQL `NOTIFY`, as `node`), so their subscribers get them live.
+    pub fn start_notifying(store: Store, node: Option<String>) -> (Writer, std::thread::JoinHandle<()>) {
         let (tx, rx) = channel();
         let stats = Arc::new(WriterStats::default());
         let thread_stats = stats.clone();
         let handle = std::thread::Builder::new()
             .name("conduit-writer".to_string())
-            .spawn(move || run(store, rx, &thread_stats))
+            .spawn(move || run(store, node, rx, &thread_stats))
             .expect("spawning the writer thread");
         (Writer { tx, stats }, handle)
     }

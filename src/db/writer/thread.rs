@@ -37,9 +37,9 @@ impl Summary {
     }
 }
 
-pub(super) fn run(store: Store, rx: Receiver<Job>, stats: &WriterStats) {
+pub(super) fn run(store: Store, notify_as: Option<String>, rx: Receiver<Job>, stats: &WriterStats) {
     let _checkpointer = Checkpointer::start(store.clone());
-    let mut db = Connection { store, conn: None, unchecked: 0 };
+    let mut db = Connection { store, conn: None, unchecked: 0, notify_as };
     let mut carried: VecDeque<Job> = VecDeque::new();
     let mut backoff = RETRY_FIRST;
     let mut failing_log = Summary { last: None };

@@ -16,6 +16,8 @@ pub(super) struct Connection {
     pub(super) conn: Option<DbConnection>,
     /// Bytes committed since the writer's last checkpoint of its own.
     pub(super) unchecked: usize,
+    /// Cluster mode: this node's name, in the notices of stored events.
+    pub(super) notify_as: Option<String>,
 }
 
 impl Connection {
@@ -24,7 +26,7 @@ impl Connection {
             Some(conn) => conn,
             None => self.conn.insert(self.store.dedicated(WRITER_PRAGMAS)?),
         };
-        let result = conn_transaction(conn, jobs);
+        let result = conn_transaction(conn, jobs, self.notify_as.as_deref());
         match &result {
             Ok(_) if matches!(conn, DbConnection::Pg(_)) => {
                 // libpq grows a connection's buffers to the largest message it sent and never
@@ -52,9 +54,13 @@ pub(super) fn is_permanent(e: &StoreError) -> bool {
     matches!(e, StoreError::Rejected(_) | StoreError::Conflict(_))
 }
 
-fn conn_transaction(conn: &mut DbConnection, jobs: &[Job]) -> Result<Vec<Option<i64>>, StoreError> {
+fn conn_transaction(
+    conn: &mut DbConnection,
+    jobs: &[Job],
+    notify_as: Option<&str>,
+) -> Result<Vec<Option<i64>>, StoreError> {
     use diesel::Connection;
-    conn.transaction(|conn| write_batch(conn, jobs))
+    conn.transaction(|conn| write_batch(conn, jobs, notify_as))
 }
 
 /// One transaction: the batch's lines are inserted together, and so are its session events,
@@ -63,7 +69,7 @@ fn conn_transaction(conn: &mut DbConnection, jobs: &[Job]) -> Result<Vec<Option<
 /// seen: the batch commits as one. Interleaving them instead (every streamed line is a line
 /// and an event) cost a statement per row: on PostgreSQL, a round trip each.
 /// Returns the row id of each line that asked.
-fn write_batch(conn: &mut DbConnection, jobs: &[Job]) -> Result<Vec<Option<i64>>, StoreError> {
+fn write_batch(conn: &mut DbConnection, jobs: &[Job], notify_as: Option<&str>) -> Result<Vec<Option<i64>>, StoreError> {
     let mut ids = vec![None; jobs.len()];
     let mut lines: Vec<&NewMessage> = Vec::new();
     let mut events: Vec<&NewSessionEvent> = Vec::new();
@@ -91,6 +97,21 @@ fn write_batch(conn: &mut DbConnection, jobs: &[Job]) -> Result<Vec<Option<i64>>
         }
     }
     messages::insert_many(conn, lines)?;
+    if let Some(node) = notify_as {
+        // Delivered with the commit, never before it: a node told of events can read them.
+        crate::db::relay::notify_events(conn, node, &numbered(jobs))?;
+    }
     messages::insert_events(conn, events)?;
     Ok(ids)
+}
+
+/// The stream numbers a batch stores (session, seq): its numbered lines and its events.
+fn numbered(jobs: &[Job]) -> Vec<(&str, i64)> {
+    jobs.iter()
+        .filter_map(|job| match &job.op {
+            WriteOp::Message(m) => Some((m.session_id.as_str(), m.seq?)),
+            WriteOp::Event(e) => Some((e.session_id.as_str(), e.seq)),
+            _ => None,
+        })
+        .collect()
 }

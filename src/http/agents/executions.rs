@@ -55,6 +55,8 @@ fn summary(e: Execution) -> ExecutionSummary {
         error: e.error,
         created_at: e.created_at,
         resumes_at: e.resumes_at,
+        owner_node: e.owner_node,
+        fire_at: e.fire_at,
     }
 }
 

@@ -11,10 +11,11 @@ use diesel::pg::PgConnection;
 use diesel::{Connection, RunQueryDsl};
 
 /// Conduit's tables after every migration, by name, on either backend.
-pub const TABLES: [&str; 14] = [
+pub const TABLES: [&str; 15] = [
     "agent_executions",
     "agents",
     "messages",
+    "nodes",
     "permission_log",
     "permission_rules",
     "processes",

@@ -1,0 +1,43 @@
+//! The HTTP server: the API's middleware, in order, around the routes and the dashboard.
+
+use std::net::TcpListener;
+
+use actix_web::dev::Server;
+use actix_web::middleware::from_fn;
+use actix_web::{web, App, HttpServer};
+
+use super::StartupError;
+use crate::http::{self, errors, guard::AccessPolicy, AppState};
+use crate::telemetry;
+
+pub(super) fn http(
+    state: web::Data<AppState>,
+    policy: web::Data<AccessPolicy>,
+    listener: TcpListener,
+    addr: &str,
+) -> Result<Server, StartupError> {
+    Ok(HttpServer::new(move || {
+        App::new()
+            .app_data(state.clone())
+            .app_data(policy.clone())
+            .app_data(errors::json_config())
+            .app_data(errors::query_config())
+            .app_data(errors::path_config())
+            // Inside the guard: only an admitted request is forwarded to another node.
+            .wrap(from_fn(http::forward::to_owner))
+            .wrap(from_fn(errors::objects_only))
+            .wrap(from_fn(http::guard::enforce))
+            .wrap(from_fn(telemetry::request_span))
+            .configure(http::configure)
+            // Last, so the dashboard's catch-all never shadows an API route.
+            .default_service(web::to(http::dashboard::serve))
+    })
+    // Streams send many small frames: Nagle's algorithm would hold one back until the
+    // client's delayed ACK (about 40 ms) whenever a ping or reply is in flight.
+    .tcp_nodelay(true)
+    .listen(listener)
+    .map_err(|source| StartupError::Bind { addr: addr.to_string(), source })?
+    .shutdown_timeout(5)
+    .disable_signals()
+    .run())
+}
