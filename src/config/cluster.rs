@@ -1,6 +1,7 @@
 //! The cluster settings: `cluster`, `node_name`, `node_address`, `cluster_secret` and
 //! `cluster_lease_ms`, checked together (a cluster needs PostgreSQL, an address and a secret).
 
+pub use crate::domain::cluster::valid_node_name;
 use std::fmt;
 use std::time::Duration;
 
@@ -54,10 +55,6 @@ pub(super) fn cluster_settings(l: &Layers, database: &Database) -> Result<Option
     }
     let lease = Duration::from_millis(l.integer("cluster_lease_ms", 1_000, 300_000)? as u64);
     Ok(Some(ClusterSettings { node, address, secret: secret.trim().to_string(), lease }))
-}
-
-pub fn valid_node_name(name: &str) -> bool {
-    (1..=63).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
 }
 
 /// `http(s)://host[:port][/prefix]`, without a trailing slash, query or fragment.

@@ -138,13 +138,40 @@ pub fn find(conn: &mut DbConnection, name: &str) -> Result<Option<Node>, StoreEr
     Ok(nodes::table.find(name).select(Node::as_select()).first(conn).optional()?)
 }
 
-/// Live sessions by owner node, for the cluster's view.
-pub fn live_by_owner(conn: &mut DbConnection) -> Result<Vec<(String, i64)>, StoreError> {
-    let rows: Vec<(Option<String>, i64)> = sessions::table
-        .filter(sessions::owner_node.is_not_null())
+/// Live sessions per node, read once for the cluster's view and for placement.
+#[derive(Debug, Default)]
+pub struct Loads(Vec<(String, i64)>);
+
+impl Loads {
+    pub fn read(conn: &mut DbConnection) -> Result<Loads, StoreError> {
+        let rows: Vec<(Option<String>, i64)> = sessions::table
+            .filter(sessions::owner_node.is_not_null())
+            .filter(sessions::status.eq_any(SessionStatus::LIVE))
+            .group_by(sessions::owner_node)
+            .select((sessions::owner_node, diesel::dsl::count_star()))
+            .load(conn)?;
+        Ok(Loads(rows.into_iter().filter_map(|(owner, n)| Some((owner?, n))).collect()))
+    }
+
+    /// The live sessions `name` owns.
+    pub fn live(&self, name: &str) -> i64 {
+        self.0.iter().find(|(owner, _)| owner == name).map_or(0, |(_, n)| *n)
+    }
+
+    /// `node`'s live sessions over its capacity, from 0 (idle) to 1 (full, or no capacity).
+    pub fn load(&self, node: &Node) -> f64 {
+        if node.capacity <= 0 {
+            return 1.0;
+        }
+        (self.live(&node.name) as f64 / f64::from(node.capacity)).min(1.0)
+    }
+}
+
+/// The live sessions one node owns (its renewal's figure; uses `sessions_owner_status_idx`).
+pub fn live_owned_by(conn: &mut DbConnection, name: &str) -> Result<i64, StoreError> {
+    Ok(sessions::table
+        .filter(sessions::owner_node.eq(name))
         .filter(sessions::status.eq_any(SessionStatus::LIVE))
-        .group_by(sessions::owner_node)
-        .select((sessions::owner_node, diesel::dsl::count_star()))
-        .load(conn)?;
-    Ok(rows.into_iter().filter_map(|(owner, n)| Some((owner?, n))).collect())
+        .count()
+        .get_result(conn)?)
 }

@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 use super::schema::projects;
 use super::{DbConnection, StoreError};
 use crate::domain::agent_kind::AgentKind;
+use crate::domain::cluster::NodeList;
 use crate::domain::ids::{AgentId, ProjectId};
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::workspace::{CopyList, WorkspaceMode};
@@ -56,6 +57,10 @@ pub struct Project {
     /// How many turns its sessions may run at once; `null`: no limit. Beyond it, turns wait
     /// first come, first served (`GET /api/projects/{id}/turns` shows the line).
     pub max_running_turns: Option<i32>,
+    /// Cluster mode: the nodes that have the project's folder, where its sessions are placed
+    /// (launches and resumes); empty: every node.
+    #[schema(value_type = Vec<String>)]
+    pub nodes: NodeList,
 }
 
 pub fn insert(conn: &mut DbConnection, project: &Project) -> Result<(), StoreError> {

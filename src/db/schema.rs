@@ -24,6 +24,7 @@ diesel::table! {
         budget_daily_usd -> Nullable<Double>,
         budget_monthly_usd -> Nullable<Double>,
         max_running_turns -> Nullable<Integer>,
+        nodes -> Text,
     }
 }
 

@@ -16,7 +16,7 @@ use diesel::sql_types::{Nullable, Text};
 
 use crate::domain::agent::{AgentStatus, ExecutionStatus, TriggerKind};
 use crate::domain::agent_kind::AgentKind;
-use crate::domain::cluster::{NodeRole, NodeState};
+use crate::domain::cluster::{NodeList, NodeRole, NodeState};
 use crate::domain::decision::{Decision, DecisionPoint, DecisionSource};
 use crate::domain::ids::{AgentId, ExecutionId, ProcessId, ProjectId, RuleId, SessionId, WebhookId};
 use crate::domain::process::{ProcessKind, ProcessStatus};
@@ -147,6 +147,17 @@ enum_sql!(
 text_sql!(CopyList, |text| Ok(CopyList::from_stored(text)));
 
 impl AsExpression<Text> for CopyList {
+    type Expression = <String as AsExpression<Text>>::Expression;
+
+    fn as_expression(self) -> Self::Expression {
+        <String as AsExpression<Text>>::as_expression(self.as_str().to_string())
+    }
+}
+
+// A node list likewise.
+text_sql!(NodeList, |text| Ok(NodeList::from_stored(text)));
+
+impl AsExpression<Text> for NodeList {
     type Expression = <String as AsExpression<Text>>::Expression;
 
     fn as_expression(self) -> Self::Expression {

@@ -57,25 +57,22 @@ pub async fn cluster(state: web::Data<AppState>) -> AppResult<HttpResponse> {
             nodes: vec![],
         }));
     };
-    let (rows, owned) = state.store.run(|conn| Ok((nodes::list(conn)?, nodes::live_by_owner(conn)?))).await?;
+    let (rows, loads) = state.store.run(|conn| Ok((nodes::list(conn)?, nodes::Loads::read(conn)?))).await?;
     let now = time::now();
     let nodes = rows
         .into_iter()
-        .map(|n| {
-            let live = owned.iter().find(|(owner, _)| *owner == n.name).map_or(0, |(_, count)| *count);
-            NodeReport {
-                load: if n.capacity > 0 { (live as f64 / f64::from(n.capacity)).min(1.0) } else { 1.0 },
-                lease_expired: n.state == NodeState::Live && n.lease_until < now,
-                live_sessions: live,
-                name: n.name,
-                address: n.address,
-                state: n.state,
-                role: n.role,
-                capacity: n.capacity,
-                started_at: n.started_at,
-                heartbeat_at: n.heartbeat_at,
-                lease_until: n.lease_until,
-            }
+        .map(|n| NodeReport {
+            load: loads.load(&n),
+            lease_expired: n.state == NodeState::Live && n.lease_until < now,
+            live_sessions: loads.live(&n.name),
+            name: n.name,
+            address: n.address,
+            state: n.state,
+            role: n.role,
+            capacity: n.capacity,
+            started_at: n.started_at,
+            heartbeat_at: n.heartbeat_at,
+            lease_until: n.lease_until,
         })
         .collect();
     Ok(HttpResponse::Ok().json(ClusterReport {

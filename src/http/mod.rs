@@ -17,6 +17,7 @@ pub mod guard;
 pub mod health;
 pub mod openapi;
 pub mod pagination;
+mod placement;
 pub mod processes;
 pub mod projects;
 pub mod rules;

@@ -5,10 +5,13 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::{check_agent, check_defaults, conflict_on_folder, copy_list, resolve_folder, workspace_mode_for, Defaults};
+use super::{
+    check_agent, check_defaults, conflict_on_folder, copy_list, node_list, resolve_folder, workspace_mode_for, Defaults,
+};
 use crate::actors::turn_gate::SetTurnCap;
 use crate::db::{self, projects::Project, StoreError};
 use crate::domain::agent_kind::AgentKind;
+use crate::domain::cluster::NodeList;
 use crate::domain::ids::ProjectId;
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::time;
@@ -69,6 +72,10 @@ pub struct CreateProject {
     /// Beyond it, turns wait first come, first served across its sessions.
     #[schema(minimum = 1, maximum = 1000)]
     pub max_running_turns: Option<i32>,
+    /// Cluster mode: the nodes (`node_name`) that have this folder; its sessions are placed on
+    /// them only. Absent or empty: every node (shared storage). At most 64.
+    #[schema(max_items = 64)]
+    pub nodes: Option<Vec<String>>,
 }
 
 /// Like creating a project, but the name defaults to the folder's name and `source` is `imported`.
@@ -119,6 +126,10 @@ pub struct ImportProject {
     /// Beyond it, turns wait first come, first served across its sessions.
     #[schema(minimum = 1, maximum = 1000)]
     pub max_running_turns: Option<i32>,
+    /// Cluster mode: the nodes (`node_name`) that have this folder; its sessions are placed on
+    /// them only. Absent or empty: every node (shared storage). At most 64.
+    #[schema(max_items = 64)]
+    pub nodes: Option<Vec<String>>,
 }
 
 /// Create a project.
@@ -151,9 +162,10 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateProject>) 
     check_defaults(&defaults)?;
     check_agent(&state, defaults.default_agent)?;
     let copy = copy_list(b.workspace_copy.as_deref())?;
+    let nodes = node_list(b.nodes.as_deref())?;
     let folder = resolve_folder(&state, b.folder_path.clone()).await?;
     let mode = workspace_mode_for(&folder.0, b.workspace_mode).await?;
-    insert_project(&state, new_project(name, folder, "manual", &defaults, (mode, copy))).await
+    insert_project(&state, new_project(name, folder, "manual", &defaults, (mode, copy), nodes)).await
 }
 
 /// Import an existing folder as a project.
@@ -185,6 +197,7 @@ pub async fn import(state: web::Data<AppState>, body: web::Json<ImportProject>) 
     check_defaults(&defaults)?;
     check_agent(&state, defaults.default_agent)?;
     let copy = copy_list(b.workspace_copy.as_deref())?;
+    let nodes = node_list(b.nodes.as_deref())?;
     let folder = resolve_folder(&state, b.folder_path.clone()).await?;
     let mode = workspace_mode_for(&folder.0, b.workspace_mode).await?;
     let name = match &b.name {
@@ -195,7 +208,7 @@ pub async fn import(state: web::Data<AppState>, body: web::Json<ImportProject>) 
         }
     }
     .map_err(AppError::validation)?;
-    insert_project(&state, new_project(name, folder, "imported", &defaults, (mode, copy))).await
+    insert_project(&state, new_project(name, folder, "imported", &defaults, (mode, copy), nodes)).await
 }
 
 /// Inserts a new project after checking the folder is free. Shared by create and import.
@@ -227,6 +240,7 @@ fn new_project(
     source: &str,
     d: &Defaults<'_>,
     workspace: (WorkspaceMode, CopyList),
+    nodes: NodeList,
 ) -> Project {
     let now = time::now();
     let (folder_path, project_type) = folder;
@@ -252,5 +266,6 @@ fn new_project(
         budget_daily_usd: d.budgets.0,
         budget_monthly_usd: d.budgets.1,
         max_running_turns: d.max_running_turns,
+        nodes,
     }
 }

@@ -11,6 +11,7 @@ pub mod update;
 use super::AppState;
 use crate::db::{self, projects::Project, StoreError};
 use crate::domain::agent_kind::AgentKind;
+use crate::domain::cluster::NodeList;
 use crate::domain::folders;
 use crate::domain::ids::ProjectId;
 use crate::domain::sandbox::SandboxMode;
@@ -98,6 +99,11 @@ async fn resolve_folder(state: &AppState, raw: String) -> AppResult<(String, &'s
 /// The checked `workspace_copy` list (absent: none).
 fn copy_list(raw: Option<&[String]>) -> AppResult<CopyList> {
     CopyList::parse(raw.unwrap_or_default()).map_err(AppError::validation)
+}
+
+/// The checked `nodes` list (absent: every node).
+fn node_list(raw: Option<&[String]>) -> AppResult<NodeList> {
+    NodeList::parse(raw.unwrap_or_default()).map_err(AppError::validation)
 }
 
 /// The workspace mode of a project in `folder`: `worktree` only for a repository's top level

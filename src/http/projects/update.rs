@@ -5,11 +5,12 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::{
-    check_agent, check_defaults, conflict_on_folder, copy_list, load, no_project, resolve_folder, workspace_mode_for,
-    Defaults,
+    check_agent, check_defaults, conflict_on_folder, copy_list, load, no_project, node_list, resolve_folder,
+    workspace_mode_for, Defaults,
 };
 use crate::db::{self, projects::Project, StoreError};
 use crate::domain::agent_kind::AgentKind;
+use crate::domain::cluster::NodeList;
 use crate::domain::ids::ProjectId;
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::time;
@@ -83,6 +84,11 @@ pub struct UpdateProject {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<i32>, minimum = 1, maximum = 1000)]
     pub max_running_turns: Option<Option<i32>>,
+    /// Cluster mode: the nodes that have the folder, where its sessions are placed; `null` or
+    /// empty: every node. Sessions already running stay where they are.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<String>>, max_items = 64)]
+    pub nodes: Option<Option<Vec<String>>>,
 }
 
 /// Update a project (partial: absent fields keep their value, `null` clears).
@@ -136,6 +142,7 @@ struct Checked {
     max_sessions: Option<i32>,
     workspace_mode: Option<WorkspaceMode>,
     workspace_copy: Option<CopyList>,
+    nodes: Option<NodeList>,
     /// The optional fields, as sent (checked).
     rest: UpdateProject,
 }
@@ -151,6 +158,10 @@ impl Checked {
         let workspace_mode = required("workspace_mode", b.workspace_mode.take())?;
         let workspace_copy = match b.workspace_copy.take() {
             Some(list) => Some(copy_list(list.as_deref())?),
+            None => None,
+        };
+        let nodes = match b.nodes.take() {
+            Some(list) => Some(node_list(list.as_deref())?),
             None => None,
         };
         let script = b.setup_script.as_ref().and_then(|v| v.as_deref()).map(|s| s.to_string());
@@ -174,7 +185,7 @@ impl Checked {
             budgets: (b.budget_daily_usd.flatten(), b.budget_monthly_usd.flatten()),
             max_running_turns: b.max_running_turns.flatten(),
         })?;
-        Ok(Checked { name, folder_path, max_sessions, workspace_mode, workspace_copy, rest: b })
+        Ok(Checked { name, folder_path, max_sessions, workspace_mode, workspace_copy, nodes, rest: b })
     }
 
     /// Everything but the folder (resolved on its own, off the executor).
@@ -201,6 +212,9 @@ impl Checked {
         }
         if let Some(copy) = self.workspace_copy {
             project.workspace_copy = copy;
+        }
+        if let Some(nodes) = self.nodes {
+            project.nodes = nodes;
         }
         set(&mut project.setup_script, b.setup_script);
         if let Some(agent) = b.default_agent {
