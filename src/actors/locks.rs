@@ -16,6 +16,7 @@ use serde::Serialize;
 use tokio::sync::oneshot;
 use utoipa::ToSchema;
 
+use crate::actors::cluster::folders::{ClusterFolders, FolderClaim};
 use crate::domain::time;
 
 // ---------------------------------------------------------------------------------------------
@@ -31,18 +32,30 @@ pub struct Acquire {
     pub holder: String,
 }
 
-pub struct Grant(oneshot::Receiver<DirLock>);
-
-/// Waits for exclusive use of `path`.
-pub async fn acquire(queue: &Recipient<Acquire>, path: PathBuf, holder: String) -> Result<DirLock, LockGone> {
-    let Grant(granted) = queue.send(Acquire { path, holder }).await.map_err(|_| LockGone)?;
-    granted.await.map_err(|_| LockGone)
+pub struct Grant {
+    granted: oneshot::Receiver<DirLock>,
+    /// In cluster mode, where the folder is then taken across the cluster.
+    cluster: Option<ClusterFolders>,
 }
 
-/// The queue stopped before granting the lock.
+/// Waits for exclusive use of `path`: first among this node's runs, then (cluster mode) across
+/// the nodes.
+pub async fn acquire(queue: &Recipient<Acquire>, path: PathBuf, holder: String) -> Result<DirLock, LockGone> {
+    let Grant { granted, cluster } = queue.send(Acquire { path, holder }).await.map_err(|_| LockGone::Stopped)?;
+    let mut lock = granted.await.map_err(|_| LockGone::Stopped)?;
+    if let Some(cluster) = cluster {
+        lock.claim = Some(cluster.acquire(&lock.path).await.map_err(LockGone::Cluster)?);
+    }
+    Ok(lock)
+}
+
 #[derive(Debug, thiserror::Error)]
-#[error("the directory lock queue stopped")]
-pub struct LockGone;
+pub enum LockGone {
+    #[error("the directory lock queue stopped")]
+    Stopped,
+    #[error("{0}")]
+    Cluster(String),
+}
 
 /// Holders and waiters of every folder.
 #[derive(Message)]
@@ -85,6 +98,8 @@ pub struct DirLock {
     queue: Addr<DirLockQueue>,
     /// False for a grant nobody took (the queue already knows).
     armed: bool,
+    /// The folder's lock across the cluster (cluster mode), released with this one.
+    claim: Option<FolderClaim>,
 }
 
 impl DirLock {
@@ -127,15 +142,22 @@ struct Queue {
 pub struct DirLockQueue {
     queues: HashMap<PathBuf, Queue>,
     next_ticket: u64,
+    cluster: Option<ClusterFolders>,
 }
 
 impl DirLockQueue {
+    /// A queue whose grants also take the folder across the cluster (cluster mode).
+    pub fn across(cluster: ClusterFolders) -> DirLockQueue {
+        DirLockQueue { cluster: Some(cluster), ..DirLockQueue::default() }
+    }
+
     /// Hands the folder to the next waiter still waiting; drops the queue when nobody is left.
     fn grant_next(&mut self, path: &PathBuf, ctx: &mut Context<Self>) {
         let Some(queue) = self.queues.get_mut(path) else { return };
         while queue.held.is_none() {
             let Some(waiter) = queue.waiting.pop_front() else { break };
-            let lock = DirLock { path: path.clone(), ticket: waiter.ticket, queue: ctx.address(), armed: true };
+            let lock =
+                DirLock { path: path.clone(), ticket: waiter.ticket, queue: ctx.address(), armed: true, claim: None };
             queue.held = Some(Held { ticket: waiter.ticket, holder: waiter.holder, since: time::now() });
             if let Err(mut lock) = waiter.grant.send(lock) {
                 // The waiter gave up: take the grant back without a round trip.
@@ -165,7 +187,7 @@ impl Handler<Acquire> for DirLockQueue {
         let queue = self.queues.entry(msg.path.clone()).or_default();
         queue.waiting.push_back(Waiter { ticket: self.next_ticket, holder: msg.holder, since: time::now(), grant });
         self.grant_next(&msg.path, ctx);
-        MessageResult(Grant(granted))
+        MessageResult(Grant { granted, cluster: self.cluster.clone() })
     }
 }
 

@@ -12,6 +12,7 @@ use actix_web::web;
 use crate::actors::agent::RunDeps;
 use crate::actors::agents::{AgentRegistry, Restore, ShutdownAgents};
 use crate::actors::bus::{CloseStreams, EventBus};
+use crate::actors::cluster::folders::ClusterFolders;
 use crate::actors::janitor::{Janitor, StopJanitor, Tidies};
 use crate::actors::locks::DirLockQueue;
 use crate::actors::permissions::{PermissionEngine, Reload};
@@ -212,7 +213,13 @@ impl Application {
             .send(ReloadWebhooks)
             .await
             .map_err(|e| crate::db::StoreError::Other(format!("the webhook dispatcher did not start: {e}")))??;
-        let locks = DirLockQueue::default().start();
+        let locks = match (&settings.cluster, &settings.database) {
+            (Some(_), crate::db::Database::Postgres(url)) => {
+                DirLockQueue::across(ClusterFolders { url: url.clone(), busy_timeout_ms: settings.db_busy_timeout_ms })
+            }
+            _ => DirLockQueue::default(),
+        }
+        .start();
         let run_deps = RunDeps {
             store: store.clone(),
             bus: bus.clone().recipient(),
@@ -250,6 +257,9 @@ impl Application {
         )
         .start();
         let cluster = cluster.map(|(addr, _)| addr);
+        if let Some(node) = &cluster {
+            node.do_send(crate::actors::cluster::FenceWith(registry.clone().recipient()));
+        }
         let state = web::Data::new(AppState {
             settings,
             store,

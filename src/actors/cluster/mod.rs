@@ -6,16 +6,18 @@
 //! `node_lost`). Its role is published on a watch channel: agents fire their schedules only
 //! while their node leads. At a clean shutdown it leaves (`left`).
 
+pub mod folders;
 mod leadership;
 pub mod relay;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use serde::Serialize;
 use tokio::sync::watch;
 use utoipa::ToSchema;
 
+use crate::actors::registry::Fence;
 use crate::config::ClusterSettings;
 use crate::db::backend::PostgresUrl;
 use crate::db::nodes::{self, Node, Renewal};
@@ -47,6 +49,12 @@ pub struct ClusterNode {
     /// The nodes as last read, for health.
     peers: Vec<Node>,
     leaving: bool,
+    /// When the last renewal that reached the database began: the lease runs from there.
+    renewed_at: Instant,
+    /// Told when this node loses its lease (the registry ends its sessions).
+    fence: Option<Recipient<Fence>>,
+    /// Fenced since the last good renewal.
+    fenced: bool,
 }
 
 /// Health's `cluster` section.
@@ -105,6 +113,9 @@ impl ClusterNode {
             role,
             peers,
             leaving: false,
+            renewed_at: Instant::now(),
+            fence: None,
+            fenced: false,
         };
         Ok((node, view))
     }
@@ -143,6 +154,7 @@ impl Handler<Renew> for ClusterNode {
         };
         let (url, busy) = (self.url.clone(), self.busy_timeout_ms);
         let (store, name, lease) = (self.store.clone(), self.cluster.node.clone(), self.cluster.lease);
+        let began = Instant::now();
         let work = async move {
             let (seat, role) = tokio::task::spawn_blocking(move || seat.renew(&url, busy))
                 .await
@@ -150,7 +162,7 @@ impl Handler<Renew> for ClusterNode {
             let renewed = store.run(move |conn| renew_and_watch(conn, &name, role, lease)).await;
             (seat, role, renewed)
         };
-        Box::pin(work.into_actor(self).map(|(seat, role, renewed), act, _ctx| {
+        Box::pin(work.into_actor(self).map(move |(seat, role, renewed), act, _ctx| {
             if act.leaving {
                 // Left meanwhile: the seat (and any leadership it holds) goes with it.
                 return;
@@ -164,15 +176,49 @@ impl Handler<Renew> for ClusterNode {
                 Ok(renewed) => {
                     if !renewed.still_member {
                         tracing::error!(node = %act.cluster.node, "this node was declared lost while it could not renew its lease; its sessions were ended by the leader");
+                        act.fence_now();
                     }
+                    act.renewed_at = began;
+                    act.fenced = false;
                     for (node, sessions) in renewed.lost {
                         tracing::warn!(node = %node, sessions, "a node's lease ran out: declared lost, its live sessions ended with node_lost");
                     }
                     act.peers = renewed.peers;
                 }
-                Err(e) => tracing::warn!(node = %act.cluster.node, error = %e, "cluster: cannot renew the lease"),
+                Err(e) => {
+                    tracing::warn!(node = %act.cluster.node, error = %e, "cluster: cannot renew the lease");
+                    if act.renewed_at.elapsed() >= act.cluster.lease {
+                        // The leader may declare this node lost from now on, and another node
+                        // resume its sessions: their CLIs must not go on here.
+                        act.fence_now();
+                    }
+                }
             }
         }))
+    }
+}
+
+impl ClusterNode {
+    fn fence_now(&mut self) {
+        if std::mem::replace(&mut self.fenced, true) {
+            return;
+        }
+        if let Some(fence) = &self.fence {
+            fence.do_send(Fence);
+        }
+    }
+}
+
+/// Who ends this node's sessions when it loses its lease.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct FenceWith(pub Recipient<Fence>);
+
+impl Handler<FenceWith> for ClusterNode {
+    type Result = ();
+
+    fn handle(&mut self, msg: FenceWith, _ctx: &mut Context<Self>) {
+        self.fence = Some(msg.0);
     }
 }
 
@@ -184,8 +230,7 @@ fn renew_and_watch(
     role: NodeRole,
     lease: Duration,
 ) -> Result<Renewed, StoreError> {
-    let owned = nodes::live_by_owner(conn)?;
-    let live = owned.iter().find(|(owner, _)| owner == name).map_or(0, |(_, n)| *n);
+    let live = nodes::live_owned_by(conn, name)?;
     let now = time::now();
     let renewal = Renewal {
         role,

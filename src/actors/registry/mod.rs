@@ -84,6 +84,13 @@ pub struct ProjectDeleted(pub ProjectId);
 #[rtype(result = "()")]
 pub struct Shutdown;
 
+/// Cluster mode: this node lost its lease (it could not renew for a whole lease, or the leader
+/// declared it lost). Ends every session with `node_lost`, as the leader records them, so no
+/// CLI of a session another node may resume keeps running here.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Fence;
+
 /// A session's CLI has ended (for any reason): what was started in its workspace ends too.
 #[derive(Message, Clone, Debug)]
 #[rtype(result = "()")]
@@ -320,6 +327,18 @@ impl Handler<Shutdown> for SessionRegistry {
         self.shutting_down = true;
         tracing::info!(sessions = self.live.len(), "ending every session");
         close_all(self.live.values().map(|l| l.addr.clone()).collect(), libc::SIGINT, ClosedReason::Shutdown)
+    }
+}
+
+impl Handler<Fence> for SessionRegistry {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _msg: Fence, _ctx: &mut Context<Self>) -> Self::Result {
+        tracing::error!(
+            sessions = self.live.len(),
+            "this node lost its cluster lease: ending its sessions (node_lost)"
+        );
+        close_all(self.live.values().map(|l| l.addr.clone()).collect(), libc::SIGTERM, ClosedReason::NodeLost)
     }
 }
 

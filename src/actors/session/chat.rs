@@ -109,6 +109,12 @@ impl Chat {
             self.row.status = SessionStatus::Error;
             self.row.error_message = Some(format!("could not end processes {:?} of this session", end.survivors));
             self.row.closed_reason = Some(end.asked.unwrap_or(ClosedReason::CliExited));
+        } else if end.asked == Some(ClosedReason::NodeLost) {
+            // Fenced: written as the leader writes a lost node's sessions (an error, resumable).
+            self.row.status = SessionStatus::Error;
+            self.row.error_message = Some("this node lost its cluster lease".to_string());
+            self.row.closed_at = Some(now.clone());
+            self.row.closed_reason = Some(ClosedReason::NodeLost);
         } else if let (Some(asked), None) = (end.asked, &end.failure) {
             self.row.status = SessionStatus::Closed;
             self.row.closed_at = Some(now.clone());
