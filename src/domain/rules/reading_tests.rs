@@ -134,8 +134,9 @@ fn hostile_commands_fail_closed_without_panic_in_bounded_time() {
     for command in hostile {
         let summary: String = command.chars().take(40).collect();
         let (parts, took) = read_bounded(command);
-        // Release builds (what the service runs) are held to 2 s; debug builds are far slower.
-        let limit = Duration::from_secs(if cfg!(debug_assertions) { 30 } else { 2 });
+        // A guard against runaway parsing (minutes or forever), not a speed target: the
+        // benchmarks hold those. Generous, so a loaded machine cannot fail it.
+        let limit = Duration::from_secs(30);
         assert!(took < limit, "{summary:?} took {took:?}");
         let mut set = vec![];
         for p in &parts {
