@@ -11,17 +11,17 @@ use crate::support::procs::{alive, gone_within, kill_all};
 use crate::support::service::{command, fake_cli, ServiceConfig, TestService};
 
 /// Short, so the tests wait little; a node renews every lease / 6.
-const LEASE_MS: u64 = 3000;
+pub(crate) const LEASE_MS: u64 = 3000;
 const SECRET: &str = "a-cluster-secret-for-tests";
 
 /// A cluster: its database and a folder every node shares as its project root.
-struct Cluster {
-    url: String,
-    root: tempfile::TempDir,
+pub(crate) struct Cluster {
+    pub(crate) url: String,
+    pub(crate) root: tempfile::TempDir,
 }
 
 impl Cluster {
-    fn new() -> Option<Cluster> {
+    pub(crate) fn new() -> Option<Cluster> {
         let Some(server) = postgres_server() else {
             eprintln!("SKIPPED: cluster mode needs PostgreSQL (the suite's PostgreSQL pass runs this)");
             return None;
@@ -30,7 +30,7 @@ impl Cluster {
         Some(Cluster { url, root: tempfile::tempdir().expect("root") })
     }
 
-    fn config(&self, name: &str) -> ServiceConfig {
+    pub(crate) fn config(&self, name: &str) -> ServiceConfig {
         let port = free_port();
         ServiceConfig::new(fake_cli())
             .env("CONDUIT_DATABASE_URL", &self.url)
@@ -43,12 +43,12 @@ impl Cluster {
             .env("CONDUIT_CLUSTER_LEASE_MS", &LEASE_MS.to_string())
     }
 
-    fn node(&self, name: &str) -> TestService {
+    pub(crate) fn node(&self, name: &str) -> TestService {
         TestService::start(self.config(name))
     }
 
     /// A project on a fresh folder of the shared root, created through `node`.
-    async fn project(&self, node: &TestService, name: &str) -> String {
+    pub(crate) async fn project(&self, node: &TestService, name: &str) -> String {
         let folder = self.root.path().join(name);
         std::fs::create_dir_all(&folder).expect("project folder");
         let res = node.post("/api/projects", json!({"name": name, "folder_path": folder})).await;
@@ -74,7 +74,7 @@ fn free_port() -> u16 {
 }
 
 /// Polls `/api/cluster` on `node` until `done` holds, within `within`.
-async fn wait_cluster(node: &TestService, within: Duration, done: impl Fn(&Value) -> bool) -> Value {
+pub(crate) async fn wait_cluster(node: &TestService, within: Duration, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + within;
     loop {
         let view = node.get_json("/api/cluster").await;
@@ -86,12 +86,12 @@ async fn wait_cluster(node: &TestService, within: Duration, done: impl Fn(&Value
     }
 }
 
-fn nodes_where<'a>(view: &'a Value, field: &str, value: &str) -> Vec<&'a str> {
+pub(crate) fn nodes_where<'a>(view: &'a Value, field: &str, value: &str) -> Vec<&'a str> {
     let nodes = view["nodes"].as_array().map(Vec::as_slice).unwrap_or_default();
     nodes.iter().filter(|n| n[field] == value).filter_map(|n| n["name"].as_str()).collect()
 }
 
-fn live_leaders(view: &Value) -> Vec<&str> {
+pub(crate) fn live_leaders(view: &Value) -> Vec<&str> {
     let nodes = view["nodes"].as_array().map(Vec::as_slice).unwrap_or_default();
     nodes.iter().filter(|n| n["state"] == "live" && n["role"] == "leader").filter_map(|n| n["name"].as_str()).collect()
 }
@@ -145,7 +145,7 @@ async fn three_nodes_register_one_leads_and_sessions_are_owned() {
 }
 
 /// Reads an SSE body until `done` holds for the (event name, id, data) seen so far.
-async fn read_sse(
+pub(crate) async fn read_sse(
     res: &mut reqwest::Response,
     within: Duration,
     done: impl Fn(&[(String, u64, String)]) -> bool,

@@ -137,7 +137,7 @@ fn migrate_reset_and_one_service_per_postgres_database() {
 
     let (code, out) = run(conduit(&a, &url).arg("migrate"));
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("applied 21 migration(s)") && out.contains("postgres:***@"), "{out}");
+    assert!(out.contains("applied 22 migration(s)") && out.contains("postgres:***@"), "{out}");
     let (code, out) = run(conduit(&a, &url).arg("migrate"));
     assert!(code == 0 && out.contains("up to date"), "{out}");
 
@@ -173,7 +173,7 @@ fn migrate_reset_and_one_service_per_postgres_database() {
     assert!(code != 0 && out.contains("--yes") && !out.contains("hunter2"), "{out}");
     let (code, out) = run(conduit(&b, &url).args(["db", "reset", "--yes"]));
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("reverted 21 migration(s)") && out.contains("applied 21 migration(s)"), "{out}");
+    assert!(out.contains("reverted 22 migration(s)") && out.contains("applied 22 migration(s)"), "{out}");
 }
 
 #[test]
