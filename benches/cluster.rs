@@ -63,6 +63,7 @@ fn main() {
         }
         if part("launches") {
             let single = launches::single(sessions, concurrency).await;
+            launches::report_single(&single, concurrency);
             let spread = launches::over_cluster(&cluster, sessions, concurrency).await;
             launches::report(&single, &spread, concurrency);
         }

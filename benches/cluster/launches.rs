@@ -24,11 +24,19 @@ pub struct Launched {
     pub per_node: Vec<(String, usize, u64, u64)>,
     /// Launches placed on another node than the one asked.
     pub forwarded: usize,
+    /// Launches refused: (seconds into the run, what the asked node answered). Not retried:
+    /// a client would see each of them.
+    pub refused: Vec<(f64, String)>,
 }
 
 impl Launched {
+    /// Sessions launched (and idle) per second.
     pub fn rate(&self) -> f64 {
-        self.sessions as f64 / self.elapsed.as_secs_f64()
+        self.launched() as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn launched(&self) -> usize {
+        self.per_node.iter().map(|(_, owned, _, _)| owned).sum()
     }
 
     /// Growth per owned session, in KiB, per node.
@@ -44,7 +52,7 @@ impl Launched {
     /// All nodes' growth over all sessions, in KiB.
     fn overall(&self) -> f64 {
         let growth: u64 = self.per_node.iter().map(|(_, _, before, after)| after.saturating_sub(*before)).sum();
-        growth as f64 / self.sessions.max(1) as f64
+        growth as f64 / self.launched().max(1) as f64
     }
 }
 
@@ -65,17 +73,28 @@ async fn warm_up(nodes: &[&Node], project: &str) {
 async fn launch_all(nodes: &[&Node], projects: &[String], n: usize, concurrency: usize, pinned: bool) -> Launched {
     let before: Vec<u64> = nodes.iter().map(|node| node.rss_kib()).collect();
     let started = Instant::now();
-    let launched: Vec<(String, String, usize)> = futures_util::stream::iter(0..n)
+    let results: Vec<Result<(String, String, usize), (f64, String)>> = futures_util::stream::iter(0..n)
         .map(|i| async move {
             let asked = nodes[i % nodes.len()];
-            let (id, owner) = asked.launch(&projects[i / PER_PROJECT], "", pinned).await;
+            let (id, owner) = asked
+                .try_launch(&projects[i / PER_PROJECT], "", pinned)
+                .await
+                .map_err(|e| (started.elapsed().as_secs_f64(), e))?;
             asked.wait_idle(&id, Duration::from_millis(10)).await;
-            (id, owner, i % nodes.len())
+            Ok((id, owner, i % nodes.len()))
         })
         .buffer_unordered(concurrency)
         .collect()
         .await;
     let elapsed = started.elapsed();
+    let (mut launched, mut refused) = (Vec::new(), Vec::new());
+    for result in results {
+        match result {
+            Ok(ok) => launched.push(ok),
+            Err(e) => refused.push(e),
+        }
+    }
+    refused.sort_by(|a, b| a.0.total_cmp(&b.0));
     // Whatever settles after the last idle (buffers freed, the janitor's first pass) settles.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let mut owned: BTreeMap<&str, usize> = BTreeMap::new();
@@ -92,7 +111,7 @@ async fn launch_all(nodes: &[&Node], projects: &[String], n: usize, concurrency:
         .collect();
     // Closed 16 at a time, through the node each was asked of (forwarded to its owner).
     futures_util::stream::iter(launched.iter()).for_each_concurrent(16, |(id, _, asked)| nodes[*asked].close(id)).await;
-    Launched { sessions: n, elapsed, per_node, forwarded }
+    Launched { sessions: n, elapsed, per_node, forwarded, refused }
 }
 
 async fn projects(node: &Node, root: &std::path::Path, n: usize, prefix: &str) -> Vec<String> {
@@ -120,19 +139,49 @@ pub async fn over_cluster(cluster: &Cluster, n: usize, concurrency: usize) -> La
     launch_all(&nodes, &projects, n, concurrency, false).await
 }
 
-pub fn report(single: &Launched, cluster: &Launched, concurrency: usize) {
-    let n = single.sessions;
+fn refusals(run: &Launched) -> String {
+    match run.refused.first() {
+        None => "none refused".to_string(),
+        Some((_, first)) => {
+            let times: Vec<String> = run.refused.iter().take(20).map(|(t, _)| format!("{t:.1}")).collect();
+            format!(
+                "{} of {} REFUSED (at {} s into the run); the first: {first}",
+                run.refused.len(),
+                run.sessions,
+                times.join(", ")
+            )
+        }
+    }
+}
+
+pub fn report_single(single: &Launched, concurrency: usize) {
+    let (_, owned, before, after) = &single.per_node[0];
     println!(
-        "launches: {n} sessions, {concurrency} in flight, POST until idle: single service {:.1} sessions/s ({:.1} s), three nodes {:.1} sessions/s ({:.1} s); cluster/single {:.2}x",
+        "launches, single service: {} sessions, {concurrency} in flight, POST until idle: {:.1} sessions/s ({:.1} s); {}",
+        single.sessions,
         single.rate(),
         single.elapsed.as_secs_f64(),
+        refusals(single)
+    );
+    println!(
+        "  memory, single service: RSS {before} KiB -> {after} KiB with {owned} idle sessions: {:.1} KiB per idle session",
+        single.overall()
+    );
+}
+
+pub fn report(single: &Launched, cluster: &Launched, concurrency: usize) {
+    let n = cluster.sessions;
+    println!(
+        "launches, three nodes: {n} sessions, {concurrency} in flight, asked of a, b, c in turn, POST until idle: {:.1} sessions/s ({:.1} s), single service {:.1} sessions/s; cluster/single {:.2}x; {}",
         cluster.rate(),
         cluster.elapsed.as_secs_f64(),
-        cluster.rate() / single.rate()
+        single.rate(),
+        cluster.rate() / single.rate(),
+        refusals(cluster)
     );
     let owners: Vec<String> = cluster.per_node.iter().map(|(name, owned, _, _)| format!("{name} {owned}")).collect();
     println!(
-        "  placement: sessions per node {}; {} of {n} launches forwarded to another node than the one asked",
+        "  placement: sessions per node {}; {} of them placed on another node than the one asked (forwarded)",
         owners.join(", "),
         cluster.forwarded
     );
@@ -143,9 +192,8 @@ pub fn report(single: &Launched, cluster: &Launched, concurrency: usize) {
             per / single_per.max(1e-9)
         );
     }
-    let (_, _, before, after) = &single.per_node[0];
     println!(
-        "  memory, single service: RSS {before} KiB -> {after} KiB with {n} idle sessions: {single_per:.1} KiB per idle session; three nodes together {:.1} KiB per idle session ({:.2}x)",
+        "  memory, three nodes together: {:.1} KiB per idle session, {:.2}x the single service's {single_per:.1} KiB",
         cluster.overall(),
         cluster.overall() / single_per.max(1e-9)
     );

@@ -160,18 +160,28 @@ impl Node {
     /// `pinned`: on this node whatever placement would say (a single service has no
     /// placement). Returns the session's id and owner.
     pub async fn launch(&self, project: &str, model: &str, pinned: bool) -> (String, String) {
+        match self.try_launch(project, model, pinned).await {
+            Ok(launched) => launched,
+            Err(e) => panic!("{e}\n{}", self.log_tail()),
+        }
+    }
+
+    /// [`Node::launch`], with what a refused launch was answered.
+    pub async fn try_launch(&self, project: &str, model: &str, pinned: bool) -> Result<(String, String), String> {
         let body = if model.is_empty() { json!({}) } else { json!({ "model": model }) };
         let mut req = self.http.post(format!("{}/api/projects/{project}/sessions", self.base)).json(&body);
         if pinned && self.clustered {
             req = req.header(SECRET_HEADER, SECRET);
         }
-        let res = req.send().await.expect("launch");
+        let res = req.send().await.map_err(|e| format!("launch on {}: {e}", self.name))?;
         let status = res.status().as_u16();
         let text = res.text().await.unwrap_or_default();
-        assert_eq!(status, 201, "launch on {}: {text}\n{}", self.name, self.log_tail());
+        if status != 201 {
+            return Err(format!("launch on {}: {status} {text}", self.name));
+        }
         let v: Value = serde_json::from_str(&text).expect("json");
         let owner = v["owner_node"].as_str().unwrap_or(&self.name).to_string();
-        (v["id"].as_str().expect("id").to_string(), owner)
+        Ok((v["id"].as_str().expect("id").to_string(), owner))
     }
 
     /// Polls the session (any node reads it) every `every` until it is idle.
@@ -208,6 +218,9 @@ impl Drop for Node {
     /// SIGTERM (the node ends its CLIs and leaves the cluster), then SIGKILL if it takes too
     /// long, and the cgroups it recorded are cleared.
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("node {}'s log, its end:\n{}", self.name, self.log_tail());
+        }
         // SAFETY: signalling our own child by pid.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let deadline = Instant::now() + Duration::from_secs(30);
