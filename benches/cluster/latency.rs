@@ -12,6 +12,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 
+use crate::common;
 use crate::node::Cluster;
 
 fn now_ns() -> u64 {
@@ -40,6 +41,8 @@ struct Seen {
     /// Subscribers whose turn's end (the `result`) never came before the deadline.
     unfinished: u64,
     latencies: Vec<Duration>,
+    /// (write time in ns since the epoch, latency) of each line, for the latency over the run.
+    timeline: Vec<(u64, Duration)>,
 }
 
 impl Seen {
@@ -49,6 +52,25 @@ impl Seen {
         self.duplicates += other.duplicates;
         self.unfinished += other.unfinished;
         self.latencies.extend(other.latencies);
+        self.timeline.extend(other.timeline);
+    }
+
+    /// The median latency of the lines written in each second of the run, from `start_ns`.
+    fn by_second(&self, start_ns: u64, seconds: u64) -> String {
+        let mut buckets: Vec<Vec<Duration>> = vec![Vec::new(); seconds as usize + 1];
+        for (written, latency) in &self.timeline {
+            let s = (written.saturating_sub(start_ns) / 1_000_000_000).min(seconds) as usize;
+            buckets[s].push(*latency);
+        }
+        let medians: Vec<String> = buckets
+            .iter_mut()
+            .filter(|b| !b.is_empty())
+            .map(|b| {
+                b.sort();
+                format!("{:.1}", ms(pct(b, 0.5)))
+            })
+            .collect();
+        medians.join(", ")
     }
 }
 
@@ -98,7 +120,9 @@ async fn subscribe(url: String, lines: u64, deadline: Instant, ready: Arc<tokio:
         }
         highest = highest.max(Some(i));
         if let Some(w) = data["written_ns"].as_u64() {
-            seen.latencies.push(Duration::from_nanos(received.saturating_sub(w)));
+            let latency = Duration::from_nanos(received.saturating_sub(w));
+            seen.latencies.push(latency);
+            seen.timeline.push((w, latency));
         }
     }
     seen
@@ -148,6 +172,26 @@ pub async fn cross_node(cluster: &Cluster, sessions: usize, total_rate: u64, sec
     ready.wait().await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let started = Instant::now();
+    let start_ns = now_ns();
+    // A's write backlog (health's unstored_lines) each second while the turns run, at its
+    // highest of samples every 100 ms: B reads what A stored.
+    let backlog = {
+        let (http, url) = (a.http.clone(), format!("{}/api/health", a.base));
+        tokio::spawn(async move {
+            let mut peaks = vec![0u64; seconds as usize + 1];
+            while started.elapsed() < Duration::from_secs(seconds + 1) {
+                let second = (started.elapsed().as_secs() as usize).min(seconds as usize);
+                if let Ok(res) = http.get(&url).send().await {
+                    let health: Value = res.json().await.unwrap_or(Value::Null);
+                    let pending = health["checks"]["unstored_lines"].as_u64().unwrap_or(0);
+                    peaks[second] = peaks[second].max(pending);
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            peaks
+        })
+    };
+    let cpu_before: Vec<f64> = cluster.nodes.iter().map(|n| common::cpu_seconds_of_pid(n.pid())).collect();
     for id in &ids {
         a.message(id, "go").await;
     }
@@ -159,6 +203,13 @@ pub async fn cross_node(cluster: &Cluster, sessions: usize, total_rate: u64, sec
         cross.add(task.await.expect("subscriber on B"));
     }
     let took = started.elapsed();
+    let backlog = backlog.await.unwrap_or_default();
+    let cpu: Vec<String> = cluster
+        .nodes
+        .iter()
+        .zip(cpu_before)
+        .map(|(n, before)| format!("{} {:.1} s", n.name, common::cpu_seconds_of_pid(n.pid()) - before))
+        .collect();
     for id in &ids {
         a.close(id).await;
     }
@@ -172,6 +223,17 @@ pub async fn cross_node(cluster: &Cluster, sessions: usize, total_rate: u64, sec
     );
     println!("  {}", summary("subscribers on A (same node, baseline)", &same, expected));
     println!("  {}", summary("subscribers on B (cross-node)", &cross, expected));
+    let backlog: Vec<String> = backlog.iter().map(u64::to_string).collect();
+    println!(
+        "  median latency of the lines written in each second, on A: {} ms; on B: {} ms",
+        same.by_second(start_ns, seconds),
+        cross.by_second(start_ns, seconds)
+    );
+    println!(
+        "  A's write backlog (lines read, not yet stored; the most of each second): {}; nodes' CPU meanwhile: {}",
+        backlog.join(", "),
+        cpu.join(", ")
+    );
     let ratio = |p: f64| ms(pct(&cross.latencies, p)) / ms(pct(&same.latencies, p)).max(1e-9);
     let lost = expected.saturating_sub(cross.distinct);
     println!(
