@@ -146,7 +146,8 @@ fn summary(label: &str, seen: &Seen, expected: u64) -> String {
 }
 
 /// `sessions` sessions on node A writing `total_rate` events/s together for `seconds`.
-pub async fn cross_node(cluster: &Cluster, sessions: usize, total_rate: u64, seconds: u64) {
+/// `backlog`: sample A's write backlog meanwhile.
+pub async fn cross_node(cluster: &Cluster, sessions: usize, total_rate: u64, seconds: u64, backlog: bool) {
     let (a, b) = (&cluster.nodes[0], &cluster.nodes[1]);
     let per_session = (total_rate / sessions as u64).max(1);
     let lines = per_session * seconds;
@@ -173,9 +174,10 @@ pub async fn cross_node(cluster: &Cluster, sessions: usize, total_rate: u64, sec
     tokio::time::sleep(Duration::from_millis(300)).await;
     let started = Instant::now();
     let start_ns = now_ns();
-    // A's write backlog (health's unstored_lines) each second while the turns run, at its
-    // highest of samples every 100 ms: B reads what A stored.
-    let backlog = {
+    // When asked, A's write backlog (health's unstored_lines) each second while the turns run,
+    // at its highest of samples every 100 ms: B reads what A stored. Off by default: a health
+    // request is work enough (it probes the CLIs and the database) to slow A's own deliveries.
+    let backlog = backlog.then(|| {
         let (http, url) = (a.http.clone(), format!("{}/api/health", a.base));
         tokio::spawn(async move {
             let mut peaks = vec![0u64; seconds as usize + 1];
@@ -190,7 +192,7 @@ pub async fn cross_node(cluster: &Cluster, sessions: usize, total_rate: u64, sec
             }
             peaks
         })
-    };
+    });
     let cpu_before: Vec<f64> = cluster.nodes.iter().map(|n| common::cpu_seconds_of_pid(n.pid())).collect();
     for id in &ids {
         a.message(id, "go").await;
@@ -203,7 +205,10 @@ pub async fn cross_node(cluster: &Cluster, sessions: usize, total_rate: u64, sec
         cross.add(task.await.expect("subscriber on B"));
     }
     let took = started.elapsed();
-    let backlog = backlog.await.unwrap_or_default();
+    let backlog = match backlog {
+        Some(task) => task.await.unwrap_or_default(),
+        None => Vec::new(),
+    };
     let cpu: Vec<String> = cluster
         .nodes
         .iter()
@@ -224,6 +229,8 @@ pub async fn cross_node(cluster: &Cluster, sessions: usize, total_rate: u64, sec
     println!("  {}", summary("subscribers on A (same node, baseline)", &same, expected));
     println!("  {}", summary("subscribers on B (cross-node)", &cross, expected));
     let backlog: Vec<String> = backlog.iter().map(u64::to_string).collect();
+    let backlog =
+        if backlog.is_empty() { "not sampled (BENCH_CLUSTER_BACKLOG=1)".to_string() } else { backlog.join(", ") };
     println!(
         "  median latency of the lines written in each second, on A: {} ms; on B: {} ms",
         same.by_second(start_ns, seconds),
@@ -231,7 +238,7 @@ pub async fn cross_node(cluster: &Cluster, sessions: usize, total_rate: u64, sec
     );
     println!(
         "  A's write backlog (lines read, not yet stored; the most of each second): {}; nodes' CPU meanwhile: {}",
-        backlog.join(", "),
+        backlog,
         cpu.join(", ")
     );
     let ratio = |p: f64| ms(pct(&cross.latencies, p)) / ms(pct(&same.latencies, p)).max(1e-9);
