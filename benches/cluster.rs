@@ -13,16 +13,16 @@
 //! 2. Many sessions (cluster/launches.rs): N fake-CLI sessions launched (POST until idle, 16 in
 //!    flight) asked of the three nodes in turn and placed by the cluster, against the same N
 //!    launched on a single service (cluster mode off, its own database on the same server) in
-//!    the same run. The machine is one: the three nodes share its two cores, so the ratio shows
+//!    the same run, the two taking turns in rounds of N / 4. The machine is one: the three nodes share its two cores, so the ratio shows
 //!    what placement, forwarding and the cluster's bookkeeping cost, not what more machines
 //!    would add. And memory per idle session per node: each node's RSS growth (after a warm-up,
 //!    until all are idle) over the sessions it owns, against the single service's. A refused
 //!    launch is not retried: it is counted and reported with its answer.
 //!
 //! Sizes: BENCH_CLUSTER_SESSIONS (default 1000), BENCH_CLUSTER_CONCURRENCY (default 16),
-//! BENCH_CLUSTER_LATENCY_SESSIONS (default 20), BENCH_CLUSTER_RATE (events/s over all of them,
-//! default 1000), BENCH_CLUSTER_SECONDS (default 10). BENCH_PARTS: latency, launches (default
-//! both). BENCH_CLUSTER_BACKLOG=1 also samples node A's write backlog (its health) during the
+//! BENCH_CLUSTER_ROUNDS (default 4), BENCH_CLUSTER_LATENCY_SESSIONS (default 20),
+//! BENCH_CLUSTER_RATE (events/s over all of them, default 1000), BENCH_CLUSTER_SECONDS (default
+//! 10). BENCH_PARTS: latency, launches (default both). BENCH_CLUSTER_BACKLOG=1 also samples node A's write backlog (its health) during the
 //! latency run, to tell A's storage lag from the relay's: off by default, as it slows A a little.
 
 mod common;
@@ -66,10 +66,8 @@ fn main() {
             latency::cross_node(&cluster, latency_sessions, rate, seconds, backlog).await;
         }
         if part("launches") {
-            let single = launches::single(sessions, concurrency).await;
-            launches::report_single(&single, concurrency);
-            let spread = launches::over_cluster(&cluster, sessions, concurrency).await;
-            launches::report(&single, &spread, concurrency);
+            let rounds = env_usize("BENCH_CLUSTER_ROUNDS", 4);
+            launches::compare(&cluster, sessions, concurrency, rounds).await;
         }
     });
 }
