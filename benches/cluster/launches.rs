@@ -18,17 +18,20 @@ use crate::node::{fresh_database, Cluster, Node};
 /// Sessions a project may hold at most.
 const PER_PROJECT: usize = 1000;
 
+/// A launched session: its id, its owner, the index of the node asked.
+type Launch = (String, String, usize);
+/// A refused launch: seconds into the comparison, what the asked node answered.
+type Refusal = (f64, String);
+
 /// One side of the comparison: its nodes and what their launches gave.
 struct Side<'a> {
     nodes: Vec<&'a Node>,
     projects: Vec<String>,
     /// Each node's RSS after the warm-up, in KiB.
     before: Vec<u64>,
-    /// (session, owner, index of the node asked).
-    launched: Vec<(String, String, usize)>,
-    /// Launches refused: (seconds into the comparison, what the asked node answered). Not
-    /// retried: a client would see each of them.
-    refused: Vec<(f64, String)>,
+    launched: Vec<Launch>,
+    /// Not retried: a client would see each of them.
+    refused: Vec<Refusal>,
     /// Time spent launching, all rounds together.
     elapsed: Duration,
 }
@@ -58,7 +61,7 @@ impl<'a> Side<'a> {
     async fn round(&mut self, range: std::ops::Range<usize>, concurrency: usize, since: Instant) {
         let started = Instant::now();
         let (nodes, projects) = (&self.nodes, &self.projects);
-        let results: Vec<Result<(String, String, usize), (f64, String)>> = futures_util::stream::iter(range)
+        let results: Vec<Result<Launch, Refusal>> = futures_util::stream::iter(range)
             .map(|i| async move {
                 let asked = nodes[i % nodes.len()];
                 let (id, owner) = asked
