@@ -13,7 +13,7 @@ const session = (over: Partial<Session>): Session => ({
 
 const project = (over: Partial<Project>): Project => ({
   id: 'p1', name: 'one', folder_path: '/x/one', project_type: 'generic', source: 'created', max_sessions: 5,
-  created_at: '', updated_at: '', workspace_mode: 'shared', workspace_copy: [], ...over,
+  created_at: '', updated_at: '', workspace_mode: 'shared', workspace_copy: [], nodes: [], ...over,
 } as Project);
 
 const rule = (over: Partial<Rule>): Rule => ({
