@@ -23,7 +23,8 @@ const RELEASE_GRACE: Duration = Duration::from_secs(5);
 const RETRY_EVERY: Duration = Duration::from_millis(50);
 
 diesel::define_sql_function! {
-    /// PostgreSQL's non-waiting session-level advisory lock.
+    /// PostgreSQL's non-waiting session-level advisory lock (the claim's, the leadership's and
+    /// the cluster's folder locks).
     fn pg_try_advisory_lock(key: BigInt) -> Bool;
 }
 
@@ -32,13 +33,20 @@ diesel::define_sql_function! {
     fn pg_try_advisory_lock_shared(key: BigInt) -> Bool;
 }
 
-/// The advisory lock key of a node name (a hash of it, prefixed so it meets no other key).
-pub fn node_key(name: &str) -> i64 {
+/// An advisory lock key for a name: the first 8 bytes of a SHA-256 of `prefix` and `name`
+/// (stable across builds and machines, unlike the standard library's hasher; the prefix keeps
+/// one kind of key from meeting another).
+pub fn hashed_key(prefix: &[u8], name: &[u8]) -> i64 {
     use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(format!("conduit-node:{name}").as_bytes());
+    let digest = Sha256::new().chain_update(prefix).chain_update(name).finalize();
     let mut bytes = [0u8; 8];
     bytes.copy_from_slice(&digest[..8]);
     i64::from_be_bytes(bytes)
+}
+
+/// The advisory lock key of a node name.
+pub fn node_key(name: &str) -> i64 {
+    hashed_key(b"conduit-node:", name.as_bytes())
 }
 
 #[derive(Debug, thiserror::Error)]

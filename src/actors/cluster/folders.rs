@@ -8,20 +8,15 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use diesel::pg::PgConnection;
-use diesel::sql_types::BigInt;
 use diesel::RunQueryDsl;
-use sha2::{Digest, Sha256};
 
 use crate::db::backend::{open_postgres, PostgresUrl};
+use crate::db::claim::{hashed_key, pg_try_advisory_lock};
 
 /// How often a waiter asks again while another node holds the folder.
 const POLL: Duration = Duration::from_millis(250);
 /// How long the database may stay unreachable before the wait fails.
 const UNREACHABLE_FOR: Duration = Duration::from_secs(30);
-
-diesel::define_sql_function! {
-    fn pg_try_advisory_lock(key: BigInt) -> Bool;
-}
 
 /// Where the cluster's folder locks are held.
 #[derive(Debug, Clone)]
@@ -48,14 +43,9 @@ impl Drop for FolderClaim {
     }
 }
 
-/// The advisory lock key of a folder: the first 8 bytes of a SHA-256 of its canonical path
-/// (stable across builds and machines, unlike the standard library's hasher).
+/// The advisory lock key of a folder, from its canonical path.
 fn key(path: &Path) -> i64 {
-    let digest =
-        Sha256::new().chain_update(b"conduit-folder\0").chain_update(path.as_os_str().as_encoded_bytes()).finalize();
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&digest[..8]);
-    i64::from_be_bytes(first)
+    hashed_key(b"conduit-folder\0", path.as_os_str().as_encoded_bytes())
 }
 
 impl ClusterFolders {

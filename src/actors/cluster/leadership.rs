@@ -3,18 +3,14 @@
 //! next node to try takes it within one renewal period.
 
 use diesel::pg::PgConnection;
-use diesel::sql_types::BigInt;
 use diesel::RunQueryDsl;
 
 use crate::db::backend::{open_postgres, PostgresUrl};
+use crate::db::claim::pg_try_advisory_lock;
 use crate::domain::cluster::NodeRole;
 
 /// The advisory lock key of the cluster's leadership ("cndt-ldr" in ASCII).
 const LEADER_LOCK: i64 = 0x636e_6474_2d6c_6472;
-
-diesel::define_sql_function! {
-    fn pg_try_advisory_lock(key: BigInt) -> Bool;
-}
 
 /// The leadership connection between two renewals (a renewal takes it to the blocking pool
 /// and brings it back).
