@@ -2,8 +2,8 @@
 
 use actix::{Actor, Addr};
 
-use crate::actors::bus::Publish;
-use crate::actors::cluster::relay::{self, RelayHandle};
+use crate::actors::bus::{EventBus, ReportWatches};
+use crate::actors::cluster::relay::{self, BusLink, RelayHandle};
 use crate::actors::cluster::{ClusterNode, NodeView};
 use crate::actors::recovery::NodeScope;
 use crate::config::Settings;
@@ -35,7 +35,10 @@ pub(super) async fn join(
 }
 
 /// The relay of the other nodes' session events to `bus`; `None` outside cluster mode.
-pub(super) fn relay(settings: &Settings, bus: actix::Recipient<Publish>) -> Option<RelayHandle> {
+pub(super) fn relay(settings: &Settings, bus: &Addr<EventBus>) -> Option<RelayHandle> {
     let (Some(cluster), Database::Postgres(url)) = (&settings.cluster, &settings.database) else { return None };
-    Some(relay::start(url.clone(), settings.db_busy_timeout_ms, cluster.node.clone(), bus))
+    let (report, watches) = std::sync::mpsc::channel();
+    bus.do_send(ReportWatches(report));
+    let link = BusLink { publish: bus.clone().recipient(), stored: bus.clone().recipient(), watches };
+    Some(relay::start(url.clone(), settings.db_busy_timeout_ms, cluster.node.clone(), link))
 }

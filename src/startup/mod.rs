@@ -138,7 +138,7 @@ impl Application {
         let settings = Arc::new(settings);
         let (writer, _writer_thread) = Writer::start_notifying(store.clone(), node_name.clone());
         let bus = EventBus::new(settings.stream_history_bytes).start();
-        let relay = cluster::relay(&settings, bus.clone().recipient());
+        let relay = cluster::relay(&settings, &bus);
         let engine = PermissionEngine::new(store.clone(), writer.clone(), Some(bus.clone().recipient()))
             .with_shell_analysis(settings.shell_analysis)
             .start();

@@ -8,14 +8,18 @@ use actix::prelude::*;
 
 use super::state::{Sub, Topic, TopicKey};
 use super::{
-    CatchUp, CaughtUp, CloseStreams, EventBus, EventMeta, Follow, HistoryBytes, Outbox, Publish, Subscribe,
-    SubscriberCount, Subscription, Unsubscribe, WatcherCount, OUTBOX_BYTES,
+    CatchUp, CaughtUp, CloseStreams, EventBus, EventMeta, Follow, HistoryBytes, Outbox, Publish, ReportWatches,
+    Stored, Subscribe, SubscriberCount, Subscription, Unsubscribe, WatcherCount, OUTBOX_BYTES,
 };
 use crate::domain::events::Scope;
 
 /// How long a finished agent run's topic stays for replay when nobody follows it. A closed
 /// session's goes at the next sweep: its store replays it.
 const CLOSED_TOPIC_TTL: Duration = Duration::from_secs(600);
+/// How long a session's topic with nothing in memory stays unfollowed. Only its number is
+/// left, and a subscriber learns that from the store; it lasts past the moment between a
+/// subscriber reading the store's head and subscribing, when a `Stored` may come.
+const EMPTY_TOPIC_TTL: Duration = Duration::from_secs(60);
 const SWEEP_EVERY: Duration = Duration::from_secs(10);
 
 impl Actor for EventBus {
@@ -24,10 +28,13 @@ impl Actor for EventBus {
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.run_interval(SWEEP_EVERY, |bus, _| {
             let ttl = |t: &Topic| if t.stored { Duration::ZERO } else { CLOSED_TOPIC_TTL };
+            let closed = |t: &Topic| t.closed_at.is_some_and(|at| at.elapsed() >= ttl(t));
+            // In cluster mode, the topics of other nodes' sessions nobody here follows.
+            let empty = |t: &Topic| t.stored && t.history.is_empty() && t.touched.elapsed() >= EMPTY_TOPIC_TTL;
             let expired: Vec<TopicKey> = bus
                 .topics
                 .iter()
-                .filter(|(k, t)| t.closed_at.is_some_and(|at| at.elapsed() >= ttl(t)) && !bus.followed(k))
+                .filter(|(k, t)| (closed(t) || empty(t)) && !bus.followed(k))
                 .map(|(k, _)| k.clone())
                 .collect();
             for key in expired {
@@ -42,6 +49,10 @@ impl Handler<Publish> for EventBus {
 
     fn handle(&mut self, msg: Publish, _ctx: &mut Context<Self>) {
         let event = msg.0;
+        if let (true, Scope::Session(id), Some(seq)) = (event.relayed, event.scope(), event.topic_seq) {
+            // A relayed event past a hole: the ones between are in the store.
+            self.stored_up_to(&Some(id.clone()), seq.saturating_sub(1));
+        }
         let meta = Arc::new(EventMeta { kind: event.kind, name: event.name.clone(), relayed: event.relayed });
         let global = (!event.topic_only).then(|| self.record(None, &event, &meta, false));
         let own = match event.scope() {
@@ -71,6 +82,7 @@ impl Handler<Subscribe> for EventBus {
     fn handle(&mut self, msg: Subscribe, _ctx: &mut Context<Self>) -> Self::Result {
         self.next_id += 1;
         let outbox = Arc::new(Outbox::new(msg.outbox, OUTBOX_BYTES));
+        let watches = !msg.internal && matches!(msg.follow, Follow::Everything | Follow::Session { .. });
         let (key, stored, stored_head) = match msg.follow {
             Follow::Everything => (None, false, 0),
             Follow::Session { id, stored_head } => (Some(id), true, stored_head),
@@ -82,7 +94,10 @@ impl Handler<Subscribe> for EventBus {
         if let Some(since) = msg.since.filter(|s| *s < topic.seq) {
             outbox.set_behind(since + 1);
         }
-        self.subscribers.insert(self.next_id, Sub { topic: key, outbox: outbox.clone(), internal: msg.internal });
+        if watches {
+            self.report(&key, true);
+        }
+        self.subscribers.insert(self.next_id, Sub { topic: key, outbox: outbox.clone(), internal: msg.internal, watches });
         MessageResult(Subscription { id: self.next_id, outbox })
     }
 }
@@ -127,6 +142,9 @@ impl Handler<Unsubscribe> for EventBus {
     fn handle(&mut self, msg: Unsubscribe, _ctx: &mut Context<Self>) {
         if let Some(sub) = self.subscribers.remove(&msg.0) {
             sub.outbox.close();
+            if sub.watches {
+                self.report(&sub.topic, false);
+            }
         }
     }
 }
@@ -136,12 +154,19 @@ impl Handler<CloseStreams> for EventBus {
 
     fn handle(&mut self, _msg: CloseStreams, _ctx: &mut Context<Self>) {
         // Conduit's own followers (webhook delivery) stay to the end.
+        let mut unfollowed = Vec::new();
         self.subscribers.retain(|_, sub| {
             if !sub.internal {
                 sub.outbox.close();
+                if sub.watches {
+                    unfollowed.push(sub.topic.clone());
+                }
             }
             sub.internal
         });
+        for key in unfollowed {
+            self.report(&key, false);
+        }
     }
 }
 
@@ -166,5 +191,25 @@ impl Handler<HistoryBytes> for EventBus {
 
     fn handle(&mut self, _msg: HistoryBytes, _ctx: &mut Context<Self>) -> usize {
         self.held
+    }
+}
+
+impl Handler<Stored> for EventBus {
+    type Result = ();
+
+    fn handle(&mut self, msg: Stored, _ctx: &mut Context<Self>) {
+        self.stored_up_to(&Some(msg.session), msg.head);
+    }
+}
+
+impl Handler<ReportWatches> for EventBus {
+    type Result = ();
+
+    fn handle(&mut self, msg: ReportWatches, _ctx: &mut Context<Self>) {
+        let followed: Vec<TopicKey> = self.subscribers.values().filter(|s| s.watches).map(|s| s.topic.clone()).collect();
+        self.watch_report = Some(msg.0);
+        for key in followed {
+            self.report(&key, true);
+        }
     }
 }

@@ -87,3 +87,26 @@ pub struct WatcherCount(pub String);
 #[derive(Message)]
 #[rtype(result = "usize")]
 pub struct HistoryBytes;
+
+/// Cluster mode: the store holds `session`'s events up to `head`. When the bus has seen fewer,
+/// the ones between were never published here (the relay did not read them back, or missed
+/// their notice), so the session's followers catch up from the store.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Stored {
+    pub session: String,
+    pub head: u64,
+}
+
+/// A client starts or stops following a session (`Some`) or everything (`None`). Sent to the
+/// reporter registered with [`ReportWatches`], so the relay reads back only what is followed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchChange {
+    Follow(Option<String>),
+    Unfollow(Option<String>),
+}
+
+/// Registers where [`WatchChange`]s go; the bus first sends what is followed already.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ReportWatches(pub std::sync::mpsc::Sender<WatchChange>);

@@ -19,8 +19,8 @@ mod state;
 pub use super::outbox::{Delivery, EventMeta, Outbox, Take, OUTBOX_BYTES};
 pub use event::Event;
 pub use messages::{
-    CatchUp, CaughtUp, CloseStreams, Follow, HistoryBytes, Publish, Subscribe, SubscriberCount, Subscription,
-    Unsubscribe, WatcherCount,
+    CatchUp, CaughtUp, CloseStreams, Follow, HistoryBytes, Publish, ReportWatches, Stored, Subscribe,
+    SubscriberCount, Subscription, Unsubscribe, WatchChange, WatcherCount,
 };
 pub use state::EventBus;
 

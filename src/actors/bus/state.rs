@@ -5,7 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{Delivery, Event, EventMeta, Outbox, HISTORY_BYTES};
+use super::{Delivery, Event, EventMeta, Outbox, WatchChange, HISTORY_BYTES};
 
 /// Histories longer than this are freed off the bus's thread (see `drop_topic`).
 const FREE_HERE: usize = 1024;
@@ -20,6 +20,8 @@ pub(super) struct Topic {
     pub(super) closed_at: Option<Instant>,
     /// A session's topic: what left the history can be read from the store.
     pub(super) stored: bool,
+    /// When an event or a stored head last came: a topic idle, empty and unfollowed is dropped.
+    pub(super) touched: Instant,
 }
 
 impl Topic {
@@ -32,6 +34,8 @@ pub(super) struct Sub {
     pub(super) topic: TopicKey,
     pub(super) outbox: Arc<Outbox>,
     pub(super) internal: bool,
+    /// A client following a session or everything: reported to the watch reporter.
+    pub(super) watches: bool,
 }
 
 pub struct EventBus {
@@ -43,6 +47,8 @@ pub struct EventBus {
     pub(super) subscribers: HashMap<u64, Sub>,
     pub(super) next_id: u64,
     generations: u64,
+    /// Cluster mode: the relay's mirror of what clients follow here.
+    pub(super) watch_report: Option<std::sync::mpsc::Sender<WatchChange>>,
 }
 
 impl Default for EventBus {
@@ -62,6 +68,7 @@ impl EventBus {
             subscribers: HashMap::new(),
             next_id: 0,
             generations: 0,
+            watch_report: None,
         }
     }
 
@@ -69,7 +76,14 @@ impl EventBus {
         let generations = &mut self.generations;
         self.topics.entry(key.clone()).or_insert_with(|| {
             *generations += 1;
-            Topic { generation: *generations, seq: 0, history: VecDeque::new(), closed_at: None, stored }
+            Topic {
+                generation: *generations,
+                seq: 0,
+                history: VecDeque::new(),
+                closed_at: None,
+                stored,
+                touched: Instant::now(),
+            }
         })
     }
 
@@ -81,6 +95,7 @@ impl EventBus {
             None => topic.seq + 1,
         };
         topic.seq = topic.seq.max(seq);
+        topic.touched = Instant::now();
         if key.is_some() {
             // A resumed session's topic is live again.
             let ends = matches!(event.kind, "session.closed" | "agent.execution.finished" | "process.exited");
@@ -115,6 +130,37 @@ impl EventBus {
             if topic.history.len() > FREE_HERE {
                 tokio::task::spawn_blocking(move || drop(topic));
             }
+        }
+    }
+
+    /// The store holds `key`'s events up to `head`. Past what the topic has seen, the events
+    /// between were never published here: its history (now with a hole) is set aside, and
+    /// its followers catch up from the store from the first one missing.
+    pub(super) fn stored_up_to(&mut self, key: &TopicKey, head: u64) {
+        let topic = self.topic(key, true);
+        topic.touched = Instant::now();
+        if head <= topic.seq {
+            return;
+        }
+        let missing = topic.seq + 1;
+        topic.seq = head;
+        // Their entries in `order` no longer match the history's front: eviction skips them.
+        let set_aside: usize = topic.history.drain(..).map(|d| d.cost()).sum();
+        self.held -= set_aside;
+        for sub in self.subscribers.values().filter(|s| &s.topic == key) {
+            if !sub.outbox.is_behind() {
+                sub.outbox.set_behind(missing);
+            }
+        }
+    }
+
+    /// Tells the watch reporter (if any) that a client follows `key`, or no longer does.
+    pub(super) fn report(&mut self, key: &TopicKey, follows: bool) {
+        let Some(report) = &self.watch_report else { return };
+        let change = if follows { WatchChange::Follow(key.clone()) } else { WatchChange::Unfollow(key.clone()) };
+        if report.send(change).is_err() {
+            // The relay stopped; nobody reads the mirror any more.
+            self.watch_report = None;
         }
     }
 

@@ -153,3 +153,77 @@ async fn unsubscribing_closes_the_outbox_and_internal_consumers_are_not_clients(
     bus.send(Subscribe { follow: Follow::Everything, since: None, outbox: 10, internal: true }).await.expect("bus");
     assert_eq!(bus.send(SubscriberCount).await.expect("bus"), 0, "internal consumers are not clients");
 }
+
+fn relayed(session: &str, seq: u64) -> Event {
+    let mut e = numbered(session, seq);
+    e.relayed = true;
+    e
+}
+
+async fn catch_up(bus: &Addr<EventBus>, sub: &Subscription, from: u64) -> CaughtUp {
+    bus.send(CatchUp { subscriber: sub.id, from, max_events: 100, max_bytes: 1 << 20 }).await.expect("bus")
+}
+
+#[actix_rt::test]
+async fn a_relayed_event_past_a_hole_sends_the_sessions_followers_to_the_store_for_the_hole() {
+    let bus = EventBus::default().start();
+    let sub = subscribe(&bus, Follow::Session { id: "s".into(), stored_head: 3 }, None, 100).await;
+    bus.do_send(Publish(relayed("s", 4)));
+    bus.do_send(Publish(relayed("s", 8)));
+    let Take::Events(got) = take(&sub).await else { panic!("events") };
+    assert_eq!(seqs(&got), [4]);
+    let Take::Behind(from) = take(&sub).await else { panic!("behind") };
+    assert_eq!(from, 5);
+    match catch_up(&bus, &sub, from).await {
+        CaughtUp::FromStore { from, until } => assert_eq!((from, until), (5, 8), "5 to 7 from the store"),
+        other => panic!("expected FromStore, got {other:?}"),
+    }
+    let CaughtUp::Events { missed, events } = catch_up(&bus, &sub, 8).await else { panic!("events") };
+    assert_eq!((missed, seqs(&events)), (0, vec![8]));
+    bus.do_send(Publish(relayed("s", 9)));
+    let Take::Events(live) = take(&sub).await else { panic!("live again") };
+    assert_eq!(seqs(&live), [9]);
+}
+
+#[actix_rt::test]
+async fn a_stored_head_past_the_topic_sends_followers_to_the_store_and_one_behind_it_does_nothing() {
+    let bus = EventBus::default().start();
+    let sub = subscribe(&bus, Follow::Session { id: "s".into(), stored_head: 3 }, None, 100).await;
+    bus.do_send(Stored { session: "s".into(), head: 3 });
+    bus.do_send(Stored { session: "s".into(), head: 2 });
+    assert!(matches!(take(&sub).await, Take::Idle), "the store holds nothing new");
+    bus.do_send(Stored { session: "s".into(), head: 6 });
+    let Take::Behind(from) = take(&sub).await else { panic!("behind") };
+    match catch_up(&bus, &sub, from).await {
+        CaughtUp::FromStore { from, until } => assert_eq!((from, until), (4, 7)),
+        other => panic!("expected FromStore, got {other:?}"),
+    }
+    // A subscriber that comes after starts from the head the store reported.
+    let late = subscribe(&bus, Follow::Session { id: "s".into(), stored_head: 3 }, Some(3), 100).await;
+    let Take::Behind(from) = take(&late).await else { panic!("behind") };
+    assert_eq!(from, 4);
+}
+
+#[actix_rt::test]
+async fn the_watch_reporter_hears_clients_follow_sessions_and_everything_and_stop() {
+    let bus = EventBus::default().start();
+    let a = subscribe(&bus, session("a"), None, 10).await;
+    subscribe(&bus, Follow::Execution("run".into()), None, 10).await;
+    bus.send(Subscribe { follow: Follow::Everything, since: None, outbox: 10, internal: true }).await.expect("bus");
+    let (report, changes) = std::sync::mpsc::channel();
+    bus.send(ReportWatches(report)).await.expect("bus");
+    subscribe(&bus, Follow::Everything, None, 10).await;
+    bus.send(Unsubscribe(a.id)).await.expect("bus");
+    bus.send(CloseStreams).await.expect("bus");
+    let got: Vec<WatchChange> = changes.try_iter().collect();
+    assert_eq!(
+        got,
+        [
+            WatchChange::Follow(Some("a".into())),
+            WatchChange::Follow(None),
+            WatchChange::Unfollow(Some("a".into())),
+            WatchChange::Unfollow(None),
+        ],
+        "only clients following a session or everything"
+    );
+}

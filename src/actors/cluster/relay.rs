@@ -3,15 +3,22 @@
 //! this node's bus with their stored numbers, so a subscriber here follows a session running
 //! anywhere, in order. A subscriber that (re)connects catches up from the store by number as
 //! always; the relay only carries what happens while it listens.
+//!
+//! Only the sessions some client here follows are read back (the bus keeps the relay's
+//! [`Watched`] mirror up to date). For the others, and after listening again, the bus only
+//! learns how far the store goes ([`Stored`]): a subscriber that came meanwhile catches up
+//! from the store, so a mirror a moment behind the bus costs a read, never an event.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Recipient;
 use diesel::RunQueryDsl;
 
-use crate::actors::bus::{Event, Publish};
+use crate::actors::bus::{Event, Publish, Stored, WatchChange};
 use crate::db::backend::{open_postgres, PostgresUrl};
 use crate::db::relay::{self, Range};
 use crate::db::DbConnection;
@@ -32,7 +39,44 @@ impl Drop for RelayHandle {
     }
 }
 
-pub fn start(url: PostgresUrl, busy_timeout_ms: u64, node: String, bus: Recipient<Publish>) -> RelayHandle {
+/// The relay's side of this node's bus.
+pub struct BusLink {
+    pub publish: Recipient<Publish>,
+    pub stored: Recipient<Stored>,
+    /// What clients start and stop following (see `ReportWatches`).
+    pub watches: Receiver<WatchChange>,
+}
+
+/// What this node's clients follow: the sessions worth reading back.
+#[derive(Debug, Default)]
+struct Watched {
+    everything: usize,
+    sessions: HashMap<String, usize>,
+}
+
+impl Watched {
+    fn apply(&mut self, change: WatchChange) {
+        match change {
+            WatchChange::Follow(None) => self.everything += 1,
+            WatchChange::Unfollow(None) => self.everything = self.everything.saturating_sub(1),
+            WatchChange::Follow(Some(id)) => *self.sessions.entry(id).or_default() += 1,
+            WatchChange::Unfollow(Some(id)) => {
+                if let Some(n) = self.sessions.get_mut(&id) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.sessions.remove(&id);
+                    }
+                }
+            }
+        }
+    }
+
+    fn wants(&self, session: &str) -> bool {
+        self.everything > 0 || self.sessions.contains_key(session)
+    }
+}
+
+pub fn start(url: PostgresUrl, busy_timeout_ms: u64, node: String, bus: BusLink) -> RelayHandle {
     let stop = Arc::new(AtomicBool::new(false));
     let stopping = stop.clone();
     let spawned = std::thread::Builder::new()
@@ -44,14 +88,23 @@ pub fn start(url: PostgresUrl, busy_timeout_ms: u64, node: String, bus: Recipien
     RelayHandle { stop }
 }
 
-fn run(url: &PostgresUrl, busy_timeout_ms: u64, node: &str, bus: &Recipient<Publish>, stop: &AtomicBool) {
+fn run(url: &PostgresUrl, busy_timeout_ms: u64, node: &str, bus: &BusLink, stop: &AtomicBool) {
     let mut conn: Option<DbConnection> = None;
     let mut poll = IDLE_POLL;
+    let mut watched = Watched::default();
+    let mut listened_before = false;
     while !stop.load(Ordering::Relaxed) {
+        watched_now(&mut watched, &bus.watches);
         let listening = match conn.as_mut() {
             Some(conn) => conn,
             None => match listen(url, busy_timeout_ms) {
-                Ok(c) => conn.insert(c),
+                Ok(mut c) => {
+                    if listened_before {
+                        resync(&mut c, &watched, bus);
+                    }
+                    listened_before = true;
+                    conn.insert(c)
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "cluster: the event relay cannot listen; retrying");
                     std::thread::sleep(Duration::from_secs(1));
@@ -59,7 +112,7 @@ fn run(url: &PostgresUrl, busy_timeout_ms: u64, node: &str, bus: &Recipient<Publ
                 }
             },
         };
-        match relay_pending(listening, node, bus) {
+        match relay_pending(listening, node, bus, &watched) {
             Ok(0) => poll = (poll * 2).min(IDLE_POLL),
             Ok(_) => poll = BUSY_POLL,
             Err(e) => {
@@ -71,6 +124,27 @@ fn run(url: &PostgresUrl, busy_timeout_ms: u64, node: &str, bus: &Recipient<Publ
     }
 }
 
+fn watched_now(watched: &mut Watched, changes: &Receiver<WatchChange>) {
+    for change in changes.try_iter() {
+        watched.apply(change);
+    }
+}
+
+/// After listening again: the notices sent meanwhile are lost, so the bus learns how far the
+/// store holds each followed session, and their followers catch up from it. A follower of
+/// everything has no store to catch up from.
+fn resync(conn: &mut DbConnection, watched: &Watched, bus: &BusLink) {
+    if watched.everything > 0 {
+        tracing::warn!("cluster: the event relay listens again; followers of every event may have missed other nodes' events meanwhile (sessions' followers catch up)");
+    }
+    for session in watched.sessions.keys() {
+        match crate::db::messages::last_seq(conn, session) {
+            Ok(head) => bus.stored.do_send(Stored { session: session.clone(), head }),
+            Err(e) => tracing::warn!(error = %e, session = %session, "cluster: the relay could not read a session's head"),
+        }
+    }
+}
+
 fn listen(url: &PostgresUrl, busy_timeout_ms: u64) -> Result<DbConnection, String> {
     let mut conn = open_postgres(url, busy_timeout_ms).map_err(|e| e.to_string())?;
     diesel::sql_query(format!("LISTEN {}", relay::CHANNEL)).execute(&mut conn).map_err(|e| e.to_string())?;
@@ -78,7 +152,7 @@ fn listen(url: &PostgresUrl, busy_timeout_ms: u64) -> Result<DbConnection, Strin
 }
 
 /// Publishes the events of every notice waiting; returns how many notices there were.
-fn relay_pending(conn: &mut DbConnection, node: &str, bus: &Recipient<Publish>) -> Result<usize, String> {
+fn relay_pending(conn: &mut DbConnection, node: &str, bus: &BusLink, watched: &Watched) -> Result<usize, String> {
     let DbConnection::Pg(pg) = conn else { return Err("the relay needs PostgreSQL".to_string()) };
     let mut ranges: Vec<Range> = Vec::new();
     let mut notices = 0;
@@ -93,12 +167,39 @@ fn relay_pending(conn: &mut DbConnection, node: &str, bus: &Recipient<Publish>) 
         }
     }
     for range in &ranges {
+        if !watched.wants(&range.session_id) {
+            bus.stored.do_send(Stored { session: range.session_id.clone(), head: range.to.max(0) as u64 });
+            continue;
+        }
         for stored in relay::read(conn, range).map_err(|e| e.to_string())? {
             let kind = crate::actors::feed::static_kind(&stored.kind);
             let mut event = Event::new(kind, stored.name, Some(range.session_id.clone()), stored.data);
             (event.timestamp, event.topic_seq, event.relayed) = (stored.timestamp, Some(stored.seq), true);
-            bus.do_send(Publish(event));
+            bus.publish.do_send(Publish(event));
         }
     }
     Ok(notices)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mirror_counts_followers_and_following_everything_wants_every_session() {
+        let mut watched = Watched::default();
+        let (a, b) = (Some("a".to_string()), Some("b".to_string()));
+        for change in [WatchChange::Follow(a.clone()), WatchChange::Follow(a.clone()), WatchChange::Follow(b.clone())] {
+            watched.apply(change);
+        }
+        watched.apply(WatchChange::Unfollow(a.clone()));
+        watched.apply(WatchChange::Unfollow(b.clone()));
+        watched.apply(WatchChange::Unfollow(b));
+        assert!(watched.wants("a") && !watched.wants("b") && !watched.wants("c"));
+        watched.apply(WatchChange::Follow(None));
+        assert!(watched.wants("c"));
+        watched.apply(WatchChange::Unfollow(None));
+        watched.apply(WatchChange::Unfollow(a));
+        assert!(!watched.wants("a") && !watched.wants("c"));
+    }
 }
