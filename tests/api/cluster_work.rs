@@ -1,7 +1,7 @@
 //! Cluster mode, where the work runs: a project's nodes decide where its sessions go, a
 //! session's commands and processes are followed through any node, two nodes never run agents
-//! in one folder at once, and a node cut off past its lease ends its own sessions. PostgreSQL
-//! pass only.
+//! in one folder at once, and a node cut off past its lease (stopped, or its database silent)
+//! ends its own sessions, those still preparing included. PostgreSQL pass only.
 
 use std::time::{Duration, Instant};
 
@@ -166,4 +166,100 @@ async fn a_node_cut_off_past_its_lease_ends_its_own_sessions() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let row = a.get_json(&format!("/api/sessions/{id}")).await;
     assert_eq!((row["status"].as_str(), row["closed_reason"].as_str()), (Some("error"), Some("node_lost")), "{row}");
+}
+
+/// Every server process of one test database, stopped (`SIGSTOP`) until dropped: its queries
+/// wait, as behind a dead link, instead of failing.
+struct StoppedBackends(Vec<i32>);
+
+impl StoppedBackends {
+    fn of(url: &str) -> StoppedBackends {
+        use diesel::prelude::*;
+        #[derive(QueryableByName)]
+        struct Backend {
+            #[diesel(sql_type = diesel::sql_types::Integer)]
+            pid: i32,
+        }
+        let mut conn = diesel::PgConnection::establish(url).expect("connect to the test database");
+        let backends: Vec<Backend> = diesel::sql_query(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        )
+        .load(&mut conn)
+        .expect("the database's server processes");
+        let pids: Vec<i32> = backends.into_iter().map(|b| b.pid).collect();
+        for pid in &pids {
+            // SAFETY: a signal to a server process of this test's own database.
+            assert_eq!(unsafe { libc::kill(*pid, libc::SIGSTOP) }, 0, "stop {pid}");
+        }
+        StoppedBackends(pids)
+    }
+}
+
+impl Drop for StoppedBackends {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            // SAFETY: as above; resumes what `of` stopped, even when the test fails.
+            unsafe { libc::kill(*pid, libc::SIGCONT) };
+        }
+    }
+}
+
+#[actix_web::test]
+async fn a_node_whose_database_stops_answering_ends_its_own_sessions() {
+    let Some(cluster) = Cluster::new() else { return };
+    let a = cluster.node("a");
+    wait_cluster(&a, Duration::from_secs(20), |v| crate::cluster::live_leaders(v) == ["a"]).await;
+    let project = cluster.project(&a, "unanswered").await;
+    let session = a.launch(&project, json!({})).await;
+    let id = session["id"].as_str().expect("id").to_string();
+    let idle = a.wait_status(&id, "idle", Duration::from_secs(30)).await;
+    let pid = idle["cli_pid"].as_i64().expect("pid") as i32;
+
+    // No error comes back, only silence: the renewal that waits a whole lease counts as failed.
+    let stopped = StoppedBackends::of(&cluster.url);
+    let gone = gone_within(pid, Duration::from_millis(LEASE_MS * 2 + 3000)).await;
+    drop(stopped);
+    if !gone {
+        kill_all(&[pid]);
+    }
+    assert!(gone, "the CLI {pid} ran on while the node could not renew its lease\n{}", a.log());
+    let row = a.wait_for(&id, Duration::from_secs(30), |r| r["status"] == "error").await;
+    assert_eq!(row["closed_reason"], "node_lost", "{row}");
+}
+
+#[actix_web::test]
+async fn a_session_still_preparing_when_its_node_is_cut_off_never_starts_its_cli() {
+    let Some(cluster) = Cluster::new() else { return };
+    let a = cluster.node("a");
+    wait_cluster(&a, Duration::from_secs(20), |v| crate::cluster::live_leaders(v) == ["a"]).await;
+    let folder = cluster.root.path().join("preparing");
+    crate::workspaces_real::repo(&folder, &[("README.md", "a worktree per session\n")]);
+    let body = json!({"name": "preparing", "folder_path": folder, "setup_script": "echo setup-begins; sleep 8"});
+    let res = a.post("/api/projects", body).await;
+    assert_eq!(res.status().as_u16(), 201);
+    let project: Value = res.json().await.expect("json");
+    let project = project["id"].as_str().expect("id").to_string();
+    let mut events = a.client.get(a.url("/api/events/stream")).send().await.expect("events");
+
+    // The node is cut off while the worktree's setup runs, and is back before it ends.
+    let launch_path = format!("/api/projects/{project}/sessions");
+    let launching = a.post(&launch_path, json!({}));
+    let cutting = async {
+        crate::cluster::read_sse(&mut events, Duration::from_secs(30), |seen| {
+            seen.iter().any(|(_, _, data)| data.contains("setup-begins"))
+        })
+        .await;
+        let stopped = StoppedBackends::of(&cluster.url);
+        tokio::time::sleep(Duration::from_millis(LEASE_MS + 2000)).await;
+        drop(stopped);
+    };
+    let (res, ()) = tokio::join!(launching, cutting);
+    let session: Value = res.json().await.expect("json");
+    assert_eq!(
+        (session["status"].as_str(), session["closed_reason"].as_str()),
+        (Some("error"), Some("node_lost")),
+        "{session}\n{}",
+        a.log()
+    );
+    assert!(session["cli_pid"].is_null(), "no CLI started: {session}");
 }

@@ -149,7 +149,16 @@ impl Handler<Renew> for ClusterNode {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, _: Renew, _ctx: &mut Context<Self>) -> Self::Result {
-        let Some(seat) = self.seat.take().filter(|_| !self.leaving) else {
+        if self.leaving {
+            return Box::pin(actix::fut::ready(()));
+        }
+        let Some(seat) = self.seat.take() else {
+            // The last renewal is still out. One that hangs (no answer, no error) for a whole
+            // lease counts as failed: the leader may be declaring this node lost meanwhile.
+            if self.renewed_at.elapsed() >= self.cluster.lease {
+                tracing::error!(node = %self.cluster.node, "cluster: a lease renewal has not answered for a whole lease");
+                self.fence_now();
+            }
             return Box::pin(actix::fut::ready(()));
         };
         let (url, busy) = (self.url.clone(), self.busy_timeout_ms);

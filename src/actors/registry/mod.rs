@@ -141,6 +141,9 @@ pub struct SessionRegistry {
     live: HashMap<SessionId, Live>,
     /// Sessions getting their worktree ready (see `workspace.rs`).
     preparing: HashMap<SessionId, Preparing>,
+    /// Sessions that were preparing when this node lost its cluster lease: their CLI must not
+    /// start once the worktree is ready (another node may resume them).
+    lost_while_preparing: HashSet<SessionId>,
     /// Projects being deleted: no launch in them.
     closing: std::collections::HashSet<ProjectId>,
     /// Agent runs working in a worktree of their own, by execution id: (repository, worktree,
@@ -199,6 +202,7 @@ impl SessionRegistry {
             bus,
             live: HashMap::new(),
             preparing: HashMap::new(),
+            lost_while_preparing: HashSet::new(),
             closing: Default::default(),
             run_worktrees: HashMap::new(),
             cli_version: None,
@@ -336,8 +340,10 @@ impl Handler<Fence> for SessionRegistry {
     fn handle(&mut self, _msg: Fence, _ctx: &mut Context<Self>) -> Self::Result {
         tracing::error!(
             sessions = self.live.len(),
+            preparing = self.preparing.len(),
             "this node lost its cluster lease: ending its sessions (node_lost)"
         );
+        self.lost_while_preparing.extend(self.preparing.keys().cloned());
         close_all(self.live.values().map(|l| l.addr.clone()).collect(), libc::SIGTERM, ClosedReason::NodeLost)
     }
 }

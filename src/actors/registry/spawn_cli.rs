@@ -48,12 +48,18 @@ impl SessionRegistry {
 
     /// The CLI could not be started: the row records why (and a new session's stream says it
     /// was created, as its first event).
-    pub(super) fn launch_failed(&self, mut row: Session, reason: String, announce: Option<u64>) -> Session {
+    pub(super) fn launch_failed(
+        &self,
+        mut row: Session,
+        reason: String,
+        closed: ClosedReason,
+        announce: Option<u64>,
+    ) -> Session {
         let now = time::now();
         row.status = SessionStatus::Error;
         row.error_message = Some(reason);
         row.closed_at = Some(now);
-        row.closed_reason = Some(ClosedReason::LaunchFailed);
+        row.closed_reason = Some(closed);
         self.writer.persist(WriteOp::Session {
             id: row.id.clone(),
             patch: SessionPatch {
@@ -111,7 +117,7 @@ impl SessionRegistry {
         let (spawned, adapter) = match spawned {
             Ok(spawned) => spawned,
             Err(reason) => {
-                let row = self.launch_failed(row, reason, announce.then_some(last_seq + 1));
+                let row = self.launch_failed(row, reason, ClosedReason::LaunchFailed, announce.then_some(last_seq + 1));
                 // A read right after the answer must see the failure: wait for it to be stored.
                 let writer = self.writer.clone();
                 return Box::pin(
@@ -145,7 +151,12 @@ impl SessionRegistry {
                 act.children.remove(&started.spawned.pid);
                 let tree = started.spawned.tree.clone();
                 tokio::task::spawn_blocking(move || tree.end(Duration::from_secs(2)));
-                let _ = act.launch_failed(started.row, format!("the session could not be recorded: {e}"), None);
+                let _ = act.launch_failed(
+                    started.row,
+                    format!("the session could not be recorded: {e}"),
+                    ClosedReason::LaunchFailed,
+                    None,
+                );
                 Err(LaunchError::Storage(e))
             }
         }))

@@ -20,6 +20,7 @@ use crate::db::messages::NewSessionEvent;
 use crate::db::projects::Project;
 use crate::db::sessions::{Session, SessionPatch};
 use crate::db::writer::{WriteOp, Writer};
+use crate::domain::session::ClosedReason;
 use crate::domain::workspace::branch_for;
 use crate::sandbox::Fence;
 use crate::workspace::setup::{self, OutputLine};
@@ -196,15 +197,23 @@ impl super::SessionRegistry {
         };
         let options = spec.options;
         ctx.spawn(work.into_actor(self).then(move |(row, prepared, seq), act, _ctx| {
-            let prepared = prepared.and_then(|fence| match act.shutting_down {
-                true => Err("the service is shutting down".to_string()),
-                false => Ok(fence),
+            let lost = act.lost_while_preparing.remove(&row.id);
+            let prepared = prepared.map_err(|reason| (reason, ClosedReason::LaunchFailed)).and_then(|fence| {
+                match (act.shutting_down, lost) {
+                    (true, _) => Err(("the service is shutting down".to_string(), ClosedReason::LaunchFailed)),
+                    // Written as the leader's verdict is, so neither overwrites the other.
+                    (_, true) => Err((
+                        "this node lost its cluster lease while the session's worktree was prepared".to_string(),
+                        ClosedReason::NodeLost,
+                    )),
+                    _ => Ok(fence),
+                }
             });
             let fence = match prepared {
                 Ok(fence) => fence,
-                Err(reason) => {
+                Err((reason, closed)) => {
                     act.preparing.remove(&row.id);
-                    let row = act.launch_failed(row, reason, Some(seq + 1));
+                    let row = act.launch_failed(row, reason, closed, Some(seq + 1));
                     let writer = act.writer.clone();
                     return Box::pin(
                         async move {
