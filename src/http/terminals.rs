@@ -8,7 +8,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{projects, AppState};
+use super::{peers, projects, terminals_across, AppState};
 use crate::actors::subscriber::MAX_FRAME_BYTES;
 use crate::actors::terminal::{
     client, Describe, EndTerminal, FindTerminal, ListTerminals, StartError, StartTerminal, TerminalView, Workspace,
@@ -172,18 +172,35 @@ pub struct TerminalFilter {
     pub project_id: Option<String>,
 }
 
-/// The live terminals, oldest first.
+/// The live terminals, oldest first; in cluster mode every live node's.
 #[utoipa::path(get, path = "/api/terminals", tag = "terminals", params(TerminalFilter),
     responses(
-        (status = 200, description = "Live terminals", body = [TerminalView]),
+        (status = 200, description = "Live terminals (in cluster mode, of every live node)", body = [TerminalView],
+            headers(("x-conduit-unreachable-nodes" = String,
+                description = "Cluster mode: the live nodes that could not be asked, comma-separated; their terminals are missing from the list"))),
         (status = 400, description = "Bad query string (an id that is not a UUID)", body = ErrorBody),
+        (status = 503, description = "The database does not answer (cluster mode)", body = ErrorBody),
     ))]
-pub async fn list(state: web::Data<AppState>, query: web::Query<TerminalFilter>) -> AppResult<HttpResponse> {
+pub async fn list(
+    state: web::Data<AppState>,
+    query: web::Query<TerminalFilter>,
+    req: HttpRequest,
+) -> AppResult<HttpResponse> {
     let bad = |e: crate::domain::ids::InvalidId| AppError::bad_request("invalid_query", e.to_string());
     let session_id = query.session_id.as_deref().map(SessionId::parse).transpose().map_err(bad)?;
     let project_id = query.project_id.as_deref().map(ProjectId::parse).transpose().map_err(bad)?;
     let views = state.terminals.send(ListTerminals { session_id, project_id }).await.map_err(registry_gone)?;
-    Ok(HttpResponse::Ok().json(views))
+    // A peer asks for this node's own; anyone else gets every node's.
+    if state.settings.cluster.is_none() || peers::from_peer(req.headers()) {
+        return Ok(HttpResponse::Ok().json(views));
+    }
+    let here = views.iter().filter_map(|view| serde_json::to_value(view).ok()).collect();
+    let (views, unreachable) = terminals_across::everywhere(&state, req.query_string(), here).await?;
+    let mut response = HttpResponse::Ok();
+    if !unreachable.is_empty() {
+        response.insert_header((terminals_across::UNREACHABLE_HEADER, unreachable.join(", ")));
+    }
+    Ok(response.json(views))
 }
 
 /// One live terminal.
