@@ -209,6 +209,7 @@ pub async fn list(
     responses(
         (status = 200, description = "The terminal", body = TerminalView),
         (status = 404, description = "No such terminal (or it ended)", body = ErrorBody),
+        (status = 503, description = "Cluster mode: it may run on a node that cannot be reached (`owner_unreachable`)", body = ErrorBody),
     ))]
 pub async fn get(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
     let id: TerminalId = id.parse()?;
@@ -226,6 +227,7 @@ pub async fn get(state: web::Data<AppState>, id: web::Path<String>) -> AppResult
     responses(
         (status = 204, description = "Ended; its processes are gone"),
         (status = 404, description = "No such terminal (or it already ended)", body = ErrorBody),
+        (status = 503, description = "Cluster mode: it may run on a node that cannot be reached (`owner_unreachable`)", body = ErrorBody),
     ))]
 pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
     let id: TerminalId = id.parse()?;
@@ -257,7 +259,8 @@ pub struct WsQuery {
 /// queued the last chunk (a fast program is held back, nothing is dropped). A client whose
 /// queue stays full for 2 s is closed with 1013 (try again later): reconnecting repaints it
 /// from the scrollback. The server pings every 30 s and closes after 75 s without a frame;
-/// frames over 1 MiB close with 1009.
+/// frames over 1 MiB close with 1009. In cluster mode any node answers: the node asked carries
+/// the socket to the node running the terminal, and closes it with 1001 if that node goes away.
 #[utoipa::path(get, path = "/api/terminals/{id}/ws", tag = "terminals",
     params(("id" = String, Path, description = "Terminal id (UUID)"), WsQuery),
     responses(
@@ -265,6 +268,7 @@ pub struct WsQuery {
         (status = 400, description = "Not a WebSocket upgrade request", body = ErrorBody),
         (status = 404, description = "No such terminal (or it ended)", body = ErrorBody),
         (status = 409, description = "The terminal is ending", body = ErrorBody),
+        (status = 503, description = "Cluster mode: the node running it cannot be reached (`owner_unreachable`)", body = ErrorBody),
     ))]
 pub async fn ws(
     state: web::Data<AppState>,
