@@ -87,9 +87,11 @@ async fn connect(cluster: &ClusterSettings, address: &str, path: &str) -> Result
         let value = HeaderValue::from_str(value).map_err(|e| Refused::Unreachable(e.to_string()))?;
         request.headers_mut().insert(name, value);
     }
-    let mut config = WebSocketConfig::default();
-    config.max_message_size = Some(MAX_FRAME_BYTES);
-    config.max_frame_size = Some(MAX_FRAME_BYTES);
+    let config = WebSocketConfig {
+        max_message_size: Some(MAX_FRAME_BYTES),
+        max_frame_size: Some(MAX_FRAME_BYTES),
+        ..Default::default()
+    };
     let connecting = tokio_tungstenite::connect_async_with_config(request, Some(config), true);
     match tokio::time::timeout(CONNECT_WAIT, connecting).await {
         Ok(Ok((upstream, _))) => Ok(upstream),

@@ -112,7 +112,7 @@ async fn kill_in(state: &AppState, owner: Owner, raw: &str, body: &KillRequest) 
 
 async fn kill_all_here(state: &AppState, owner: Owner, body: &KillRequest) -> AppResult<usize> {
     let (signal, grace) = body.parts(state)?;
-    Ok(ask(state, KillAll { owner, signal, grace }).await?)
+    ask(state, KillAll { owner, signal, grace }).await
 }
 
 async fn cleanup_here(state: &AppState, owner: Owner) -> AppResult<usize> {
