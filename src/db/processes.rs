@@ -110,15 +110,20 @@ pub fn list(
 }
 
 /// Deletes an owner's ended processes (all of them, or those ended before `before`); returns
-/// their ids (their logs go too).
+/// their ids (their logs go too). With `node` (cluster mode), only that node's and those no
+/// node recorded: another node's logs are on its own disk, so that node deletes its rows.
 pub fn delete_ended(
     conn: &mut DbConnection,
     owner: Option<&Owner>,
     before: Option<&str>,
+    node: Option<&str>,
 ) -> Result<Vec<ProcessId>, StoreError> {
     conn.transaction(|conn| {
         let mut query =
             processes::table.filter(processes::status.ne(ProcessStatus::Running)).select(processes::id).into_boxed();
+        if let Some(node) = node {
+            query = query.filter(processes::owner_node.eq(node.to_string()).or(processes::owner_node.is_null()));
+        }
         query = match owner {
             Some(Owner::Session(id)) => query.filter(processes::session_id.eq(id.as_str())),
             Some(Owner::Project(id)) => {
@@ -137,6 +142,26 @@ pub fn delete_ended(
         Ok::<_, diesel::result::Error>(ids)
     })
     .map_err(StoreError::from)
+}
+
+/// The nodes recorded as running (`running`) or having run the processes of a project's
+/// folder (not its sessions'), by name.
+pub fn nodes_of(conn: &mut DbConnection, project: &ProjectId, running: bool) -> Result<Vec<String>, StoreError> {
+    let mut query = processes::table
+        .filter(processes::project_id.eq(project.as_str()))
+        .filter(processes::session_id.is_null())
+        .select(processes::owner_node)
+        .distinct()
+        .into_boxed();
+    query = if running {
+        query.filter(processes::status.eq(ProcessStatus::Running))
+    } else {
+        query.filter(processes::status.ne(ProcessStatus::Running))
+    };
+    let names: Vec<Option<String>> = query.load(conn)?;
+    let mut names: Vec<String> = names.into_iter().flatten().collect();
+    names.sort();
+    Ok(names)
 }
 
 /// After a crash of the service: every process still marked running is `lost`. Returns their

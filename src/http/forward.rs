@@ -4,34 +4,34 @@
 //! process's log stream). Reads of the database (`GET` of the session and its messages) are
 //! answered here, and so are the session's event streams (events are relayed between nodes).
 //! A request about a background process goes to the node that runs it (its logs are on that
-//! node's disk). WebSockets are not forwarded: terminals live on the node that started them.
+//! node's disk). A request about a terminal (`GET`, `DELETE`, its WebSocket) goes to the node
+//! running it, found by asking the live peers (see [`super::terminals_across`]); the WebSocket
+//! is carried both ways by [`super::ws_proxy`]. A new session's terminal starts on the
+//! session's owner (`POST .../terminals` is an action on the session).
 //!
 //! Launches and resumes are placed (see [`super::placement`]) and forwarded to the node chosen.
+//! Lists and project-wide actions that span nodes fan out instead (`GET /api/terminals`, a
+//! project's `kill-all` and `cleanup`: see [`super::peers::fan_out`]).
 //!
 //! The receiving node trusts a request carrying the right secret as coming from a node of its
 //! cluster (see [`super::guard`]) and never forwards it again.
-
-use std::sync::OnceLock;
-use std::time::Duration;
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::{header, Method, StatusCode};
 use actix_web::middleware::Next;
-use actix_web::{web, Error, HttpMessage, HttpResponse, ResponseError};
+use actix_web::{web, Error, FromRequest, HttpMessage, HttpResponse, ResponseError};
 use futures_util::StreamExt;
 
+use super::peers::{self, error_chain};
 use super::placement::{self, Placing};
+use super::{terminals_across, ws_proxy};
 use crate::db::{nodes, processes, sessions};
 use crate::domain::cluster::NodeState;
-use crate::domain::ids::{ProcessId, ProjectId, SessionId};
+use crate::domain::ids::{ProcessId, ProjectId, SessionId, TerminalId};
 use crate::error::AppError;
 use crate::http::AppState;
 
-/// Carries the cluster secret on node-to-node requests.
-pub const SECRET_HEADER: &str = "x-conduit-cluster-secret";
-/// Names the node that forwarded a request (for the owner's logs).
-const FORWARDED_BY: &str = "x-conduit-forwarded-by";
 /// The largest body forwarded: the API's own JSON limit.
 const MAX_BODY: usize = 1 << 20;
 
@@ -41,7 +41,7 @@ pub async fn to_owner(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
     let target = match req.app_data::<web::Data<AppState>>() {
-        Some(state) if state.settings.cluster.is_some() && !req.headers().contains_key(SECRET_HEADER) => {
+        Some(state) if state.settings.cluster.is_some() && !peers::from_peer(req.headers()) => {
             target(req.method(), req.path(), upgrading(&req)).map(|target| (state.clone(), target))
         }
         _ => None,
@@ -53,9 +53,20 @@ pub async fn to_owner(
         Target::Session(id) => owner_address(&state, id).await,
         Target::Process(id) => process_owner(&state, id).await,
         Target::Place(placing) => placement::place(&state, placing).await,
+        Target::Terminal(ref id) => terminals_across::owner(&state, id).await,
     };
     match destination {
         Ok(None) => next.call(req).await.map(ServiceResponse::map_into_boxed_body),
+        Ok(Some((node, address))) if upgrading(&req) => {
+            // Only a terminal's WebSocket gets here (`target` leaves every other upgrade alone).
+            let (http, mut payload) = req.into_parts();
+            let payload = web::Payload::from_request(&http, &mut payload).await?;
+            let answer = match state.settings.cluster.as_ref() {
+                Some(cluster) => ws_proxy::proxy(cluster, &http, payload, &node, &address).await,
+                None => AppError::internal("not a cluster").error_response(),
+            };
+            Ok(ServiceResponse::new(http, answer))
+        }
         Ok(Some((node, address))) => {
             let answer = match read_body(&mut req).await {
                 Ok(body) => forward(&state, &req, &node, &address, body).await,
@@ -67,21 +78,29 @@ pub async fn to_owner(
     }
 }
 
-/// Where a request goes: to the node running its session or process, or (a launch, a
-/// resume) to the node placement picks.
+/// Where a request goes: to the node running its session, process or terminal, or (a launch,
+/// a resume) to the node placement picks.
 enum Target {
     Session(SessionId),
     Process(ProcessId),
     Place(Placing),
+    Terminal(TerminalId),
 }
 
 /// What a request is about, when it may have to go to another node.
 fn target(method: &Method, path: &str, upgrading: bool) -> Option<Target> {
+    let (scope, rest) = path.strip_prefix("/api/")?.split_once('/')?;
+    let (id, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    if scope == "terminals" {
+        // The terminal itself and its WebSocket: both only where its PTY is.
+        if !matches!(tail, "" | "ws") {
+            return None;
+        }
+        return TerminalId::parse(id).ok().map(Target::Terminal);
+    }
     if upgrading {
         return None;
     }
-    let (scope, rest) = path.strip_prefix("/api/")?.split_once('/')?;
-    let (id, tail) = rest.split_once('/').unwrap_or((rest, ""));
     let process = tail.strip_prefix("processes/").and_then(|rest| rest.split('/').next());
     if let Some(id) = process.and_then(|id| ProcessId::parse(id).ok()) {
         return Some(Target::Process(id));
@@ -160,31 +179,6 @@ async fn read_body(req: &mut ServiceRequest) -> Result<web::Bytes, AppError> {
     Ok(body.freeze())
 }
 
-fn client() -> &'static reqwest::Client {
-    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
-    CLIENT.get_or_init(|| {
-        reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(2))
-            // Under the nodes' own keep-alive (actix: 5 s), so a pooled connection is never
-            // reused just as the owner closes it (seen once in 4,400 forwarded launches).
-            .pool_idle_timeout(Duration::from_secs(2))
-            .build()
-            .unwrap_or_else(|_| reqwest::Client::new())
-    })
-}
-
-/// An error with its causes ("error sending request" alone says nothing).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 /// Sends the request to `address` and translates the answer back.
 async fn forward(state: &AppState, req: &ServiceRequest, owner: &str, address: &str, body: web::Bytes) -> HttpResponse {
     let Some(cluster) = state.settings.cluster.as_ref() else {
@@ -194,11 +188,7 @@ async fn forward(state: &AppState, req: &ServiceRequest, owner: &str, address: &
     let Ok(method) = reqwest::Method::from_bytes(req.method().as_str().as_bytes()) else {
         return AppError::bad_request("bad_method", "this method cannot be forwarded").error_response();
     };
-    let mut outgoing = client()
-        .request(method, format!("{address}{path}"))
-        .header(SECRET_HEADER, &cluster.secret)
-        .header(FORWARDED_BY, &cluster.node)
-        .body(body);
+    let mut outgoing = peers::request(cluster, method, address, path).body(body);
     for name in [header::CONTENT_TYPE, header::ACCEPT] {
         if let Some(value) = req.headers().get(&name).and_then(|v| v.to_str().ok()) {
             outgoing = outgoing.header(name.as_str(), value);
@@ -234,6 +224,7 @@ mod tests {
             Some(Target::Process(_)) => "process owner",
             Some(Target::Place(Placing::Launch(_))) => "placed launch",
             Some(Target::Place(Placing::Resume(_))) => "placed resume",
+            Some(Target::Terminal(_)) => "terminal owner",
         }
     }
 
@@ -259,5 +250,14 @@ mod tests {
         assert_eq!(kind(Method::POST, "/api/projects/not-an-id/sessions"), "here", "the handler answers 404");
         assert_eq!(kind(Method::POST, "/api/projects/import"), "here");
         assert!(target(&Method::POST, &s("/message"), true).is_none(), "an upgrade is answered here");
+        assert!(target(&Method::GET, &s("/ws"), true).is_none(), "session events are relayed");
+        assert_eq!(kind(Method::POST, &s("/terminals")), "owner", "a session's terminal starts on its owner");
+        let t = |tail: &str| format!("/api/terminals/{id}{tail}");
+        assert_eq!(kind(Method::GET, &t("")), "terminal owner");
+        assert_eq!(kind(Method::DELETE, &t("")), "terminal owner");
+        assert!(matches!(target(&Method::GET, &t("/ws"), true), Some(Target::Terminal(_))), "its WebSocket is carried");
+        assert_eq!(kind(Method::GET, "/api/terminals"), "here", "the list fans out in its handler");
+        assert_eq!(kind(Method::GET, "/api/terminals/not-an-id"), "here", "the handler answers 400");
+        assert_eq!(kind(Method::POST, &format!("/api/projects/{id}/processes/kill-all")), "here", "it fans out");
     }
 }

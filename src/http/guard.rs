@@ -117,7 +117,7 @@ impl AccessPolicy {
 
     /// `Err` with the response to send when the request is refused.
     pub fn check(&self, req: &ServiceRequest) -> Result<(), AppError> {
-        if let Some(given) = req.headers().get(super::forward::SECRET_HEADER) {
+        if let Some(given) = req.headers().get(super::peers::SECRET_HEADER) {
             return match &self.cluster_secret {
                 Some(secret) if bool::from(given.as_bytes().ct_eq(secret.as_bytes())) => Ok(()),
                 _ => Err(AppError::new(

@@ -17,6 +17,7 @@ pub mod guard;
 pub mod health;
 pub mod openapi;
 pub mod pagination;
+mod peers;
 mod placement;
 pub mod processes;
 pub mod projects;
@@ -24,8 +25,10 @@ pub mod rules;
 pub mod sessions;
 pub mod streams;
 pub mod terminals;
+mod terminals_across;
 pub mod usage;
 pub mod webhooks;
+mod ws_proxy;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -131,6 +131,7 @@ impl Modify for BearerToken {
         terminals::StartTerminalBody, crate::actors::terminal::TerminalView, crate::domain::terminal::TerminalStatus,
         processes::CommandSpec, processes::exec::ExecRequest, processes::exec::ExecResult,
         processes::background::KillRequest, processes::background::KillSignal, processes::background::Count,
+        processes::across::Spread, processes::across::NodePart, processes::across::Unreached,
         processes::logs::LogPage, crate::actors::workbench::Stream, crate::db::processes::ProcessRow,
         crate::domain::process::ProcessKind, crate::domain::process::ProcessStatus,
         crate::domain::workspace::WorkspaceMode, sessions::review::SessionDiff, crate::workspace::review::FileChange,

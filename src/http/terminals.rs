@@ -8,7 +8,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{projects, AppState};
+use super::{peers, projects, terminals_across, AppState};
 use crate::actors::subscriber::MAX_FRAME_BYTES;
 use crate::actors::terminal::{
     client, Describe, EndTerminal, FindTerminal, ListTerminals, StartError, StartTerminal, TerminalView, Workspace,
@@ -172,18 +172,35 @@ pub struct TerminalFilter {
     pub project_id: Option<String>,
 }
 
-/// The live terminals, oldest first.
+/// The live terminals, oldest first; in cluster mode every live node's.
 #[utoipa::path(get, path = "/api/terminals", tag = "terminals", params(TerminalFilter),
     responses(
-        (status = 200, description = "Live terminals", body = [TerminalView]),
+        (status = 200, description = "Live terminals (in cluster mode, of every live node)", body = [TerminalView],
+            headers(("x-conduit-unreachable-nodes" = String,
+                description = "Cluster mode: the live nodes that could not be asked, comma-separated; their terminals are missing from the list"))),
         (status = 400, description = "Bad query string (an id that is not a UUID)", body = ErrorBody),
+        (status = 503, description = "The database does not answer (cluster mode)", body = ErrorBody),
     ))]
-pub async fn list(state: web::Data<AppState>, query: web::Query<TerminalFilter>) -> AppResult<HttpResponse> {
+pub async fn list(
+    state: web::Data<AppState>,
+    query: web::Query<TerminalFilter>,
+    req: HttpRequest,
+) -> AppResult<HttpResponse> {
     let bad = |e: crate::domain::ids::InvalidId| AppError::bad_request("invalid_query", e.to_string());
     let session_id = query.session_id.as_deref().map(SessionId::parse).transpose().map_err(bad)?;
     let project_id = query.project_id.as_deref().map(ProjectId::parse).transpose().map_err(bad)?;
     let views = state.terminals.send(ListTerminals { session_id, project_id }).await.map_err(registry_gone)?;
-    Ok(HttpResponse::Ok().json(views))
+    // A peer asks for this node's own; anyone else gets every node's.
+    if state.settings.cluster.is_none() || peers::from_peer(req.headers()) {
+        return Ok(HttpResponse::Ok().json(views));
+    }
+    let here = views.iter().filter_map(|view| serde_json::to_value(view).ok()).collect();
+    let (views, unreachable) = terminals_across::everywhere(&state, req.query_string(), here).await?;
+    let mut response = HttpResponse::Ok();
+    if !unreachable.is_empty() {
+        response.insert_header((terminals_across::UNREACHABLE_HEADER, unreachable.join(", ")));
+    }
+    Ok(response.json(views))
 }
 
 /// One live terminal.
@@ -192,6 +209,7 @@ pub async fn list(state: web::Data<AppState>, query: web::Query<TerminalFilter>)
     responses(
         (status = 200, description = "The terminal", body = TerminalView),
         (status = 404, description = "No such terminal (or it ended)", body = ErrorBody),
+        (status = 503, description = "Cluster mode: it may run on a node that cannot be reached (`owner_unreachable`)", body = ErrorBody),
     ))]
 pub async fn get(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
     let id: TerminalId = id.parse()?;
@@ -209,6 +227,7 @@ pub async fn get(state: web::Data<AppState>, id: web::Path<String>) -> AppResult
     responses(
         (status = 204, description = "Ended; its processes are gone"),
         (status = 404, description = "No such terminal (or it already ended)", body = ErrorBody),
+        (status = 503, description = "Cluster mode: it may run on a node that cannot be reached (`owner_unreachable`)", body = ErrorBody),
     ))]
 pub async fn delete(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
     let id: TerminalId = id.parse()?;
@@ -240,7 +259,8 @@ pub struct WsQuery {
 /// queued the last chunk (a fast program is held back, nothing is dropped). A client whose
 /// queue stays full for 2 s is closed with 1013 (try again later): reconnecting repaints it
 /// from the scrollback. The server pings every 30 s and closes after 75 s without a frame;
-/// frames over 1 MiB close with 1009.
+/// frames over 1 MiB close with 1009. In cluster mode any node answers: the node asked carries
+/// the socket to the node running the terminal, and closes it with 1001 if that node goes away.
 #[utoipa::path(get, path = "/api/terminals/{id}/ws", tag = "terminals",
     params(("id" = String, Path, description = "Terminal id (UUID)"), WsQuery),
     responses(
@@ -248,6 +268,7 @@ pub struct WsQuery {
         (status = 400, description = "Not a WebSocket upgrade request", body = ErrorBody),
         (status = 404, description = "No such terminal (or it ended)", body = ErrorBody),
         (status = 409, description = "The terminal is ending", body = ErrorBody),
+        (status = 503, description = "Cluster mode: the node running it cannot be reached (`owner_unreachable`)", body = ErrorBody),
     ))]
 pub async fn ws(
     state: web::Data<AppState>,

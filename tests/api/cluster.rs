@@ -12,7 +12,7 @@ use crate::support::service::{command, fake_cli, ServiceConfig, TestService};
 
 /// Short, so the tests wait little; a node renews every lease / 6.
 pub(crate) const LEASE_MS: u64 = 3000;
-const SECRET: &str = "a-cluster-secret-for-tests";
+pub(crate) const SECRET: &str = "a-cluster-secret-for-tests";
 
 /// A cluster: its database and a folder every node shares as its project root.
 pub(crate) struct Cluster {

@@ -221,10 +221,13 @@ impl Handler<Cleanup> for Workbench {
     type Result = ResponseFuture<Result<usize, crate::db::StoreError>>;
 
     fn handle(&mut self, msg: Cleanup, _ctx: &mut Context<Self>) -> Self::Result {
-        let (store, root) = (self.deps.store.clone(), self.deps.dir.clone());
+        let (store, root, node) = (self.deps.store.clone(), self.deps.dir.clone(), self.deps.node.clone());
         Box::pin(async move {
             let Cleanup { owner, before } = msg;
-            let ids = store.run(move |conn| processes::delete_ended(conn, owner.as_ref(), before.as_deref())).await?;
+            // Only what this node ran: the logs it removes are on its own disk.
+            let delete =
+                move |conn: &mut _| processes::delete_ended(conn, owner.as_ref(), before.as_deref(), node.as_deref());
+            let ids = store.run(delete).await?;
             let n = ids.len();
             if n > 0 {
                 let _ = tokio::task::spawn_blocking(move || ids.iter().for_each(|id| logs::remove(&root, id))).await;

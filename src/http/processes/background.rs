@@ -2,20 +2,21 @@
 //! up the ended ones.
 
 use actix_web::http::header;
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::across::{self, Act, Spread};
 use super::{ask, process_of, project, session, start, CommandSpec, Workspace};
 use crate::actors::workbench::{Cleanup, Kill, KillAll};
 use crate::db::processes::{self, ProcessRow};
 use crate::domain::process::{Owner, ProcessKind, ProcessStatus};
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::http::pagination::Page;
-use crate::http::AppState;
+use crate::http::{peers, AppState};
 
 /// A signal a kill may start with.
-#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
 pub enum KillSignal {
     #[serde(rename = "SIGTERM")]
     Term,
@@ -47,7 +48,7 @@ impl KillSignal {
     }
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KillRequest {
     /// Sent to every process of its tree first (default `SIGTERM`).
@@ -109,15 +110,13 @@ async fn kill_in(state: &AppState, owner: Owner, raw: &str, body: &KillRequest) 
     Ok(HttpResponse::Accepted().json(row))
 }
 
-async fn kill_all_in(state: &AppState, owner: Owner, body: &KillRequest) -> AppResult<HttpResponse> {
+async fn kill_all_here(state: &AppState, owner: Owner, body: &KillRequest) -> AppResult<usize> {
     let (signal, grace) = body.parts(state)?;
-    let count = ask(state, KillAll { owner, signal, grace }).await?;
-    Ok(HttpResponse::Accepted().json(Count { count }))
+    ask(state, KillAll { owner, signal, grace }).await
 }
 
-async fn cleanup_in(state: &AppState, owner: Owner) -> AppResult<HttpResponse> {
-    let count = ask(state, Cleanup { owner: Some(owner), before: None }).await??;
-    Ok(HttpResponse::Ok().json(Count { count }))
+async fn cleanup_here(state: &AppState, owner: Owner) -> AppResult<usize> {
+    Ok(ask(state, Cleanup { owner: Some(owner), before: None }).await??)
 }
 
 /// Start a background process in the session's workspace; answered at once.
@@ -288,27 +287,34 @@ pub async fn kill_all_session(
     body: web::Json<KillRequest>,
 ) -> AppResult<HttpResponse> {
     let ws = session(&state, &id, false).await?;
-    kill_all_in(&state, ws.owner, &body).await
+    let count = kill_all_here(&state, ws.owner, &body).await?;
+    Ok(HttpResponse::Accepted().json(Count { count }))
 }
 
-/// Kill every running command and process of the project's folder (not its sessions').
+/// Kill every running command and process of the project's folder (not its sessions'), on
+/// every node that runs some (cluster mode); `unreachable` names the nodes that could not be.
 #[utoipa::path(post, path = "/api/projects/{id}/processes/kill-all", tag = "processes", request_body = KillRequest,
     params(("id" = String, Path, description = "Project id (UUID)")),
     responses(
-        (status = 202, description = "Ending this many", body = Count),
+        (status = 202, description = "Ending this many, per node", body = Spread),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 413, description = "The body is larger than 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 404, description = "No such project", body = ErrorBody),
         (status = 422, description = "Bad signal or grace", body = ErrorBody),
+        (status = 503, description = "The database does not answer", body = ErrorBody),
     ))]
 pub async fn kill_all_project(
     state: web::Data<AppState>,
     id: web::Path<String>,
     body: web::Json<KillRequest>,
+    req: HttpRequest,
 ) -> AppResult<HttpResponse> {
     let ws = project(&state, &id).await?;
-    kill_all_in(&state, ws.owner, &body).await
+    let count = kill_all_here(&state, ws.owner, &body).await?;
+    let act = Act::KillAll(serde_json::to_value(&*body).unwrap_or_default());
+    let spread = across::spread(&state, &ws.project_id, act, count, peers::from_peer(req.headers())).await?;
+    Ok(HttpResponse::Accepted().json(spread))
 }
 
 /// Remove the session's ended commands and processes, with their logs.
@@ -320,17 +326,26 @@ pub async fn kill_all_project(
     ))]
 pub async fn cleanup_session(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
     let ws = session(&state, &id, false).await?;
-    cleanup_in(&state, ws.owner).await
+    let count = cleanup_here(&state, ws.owner).await?;
+    Ok(HttpResponse::Ok().json(Count { count }))
 }
 
-/// Remove the project folder's ended commands and processes, with their logs.
+/// Remove the project folder's ended commands and processes, with their logs, on every node
+/// that ran some (cluster mode); `unreachable` names the nodes that could not be asked.
 #[utoipa::path(post, path = "/api/projects/{id}/processes/cleanup", tag = "processes",
     params(("id" = String, Path, description = "Project id (UUID)")),
     responses(
-        (status = 200, description = "Removed this many", body = Count),
+        (status = 200, description = "Removed this many, per node", body = Spread),
         (status = 404, description = "No such project", body = ErrorBody),
+        (status = 503, description = "The database does not answer", body = ErrorBody),
     ))]
-pub async fn cleanup_project(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
+pub async fn cleanup_project(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    req: HttpRequest,
+) -> AppResult<HttpResponse> {
     let ws = project(&state, &id).await?;
-    cleanup_in(&state, ws.owner).await
+    let count = cleanup_here(&state, ws.owner).await?;
+    let spread = across::spread(&state, &ws.project_id, Act::Cleanup, count, peers::from_peer(req.headers())).await?;
+    Ok(HttpResponse::Ok().json(spread))
 }

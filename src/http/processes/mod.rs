@@ -7,6 +7,7 @@
 //! - [`background`]: start, list, get, kill, kill-all, cleanup.
 //! - [`logs`]: a background process's stored logs by offset, and followed live.
 
+pub mod across;
 pub mod background;
 pub mod exec;
 pub mod logs;
