@@ -21,9 +21,21 @@ pub struct Event {
     pub data: String,
     /// The number in its session's topic, when the session numbered (and stored) it.
     pub topic_seq: Option<u64>,
-    /// Cluster mode: another node's event, relayed here for this node's subscribers (its own
-    /// node already sent its webhooks).
-    pub relayed: bool,
+    /// Cluster mode: whether it is another node's event, and how it came here.
+    pub origin: Origin,
+}
+
+/// Where an event comes from. Another node's events are relayed here for this node's
+/// subscribers (their own node already sent their webhooks), two ways: read back from the store
+/// once committed, and straight from the owner's live feed, ahead of its commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    Here,
+    /// Read back from the store: the events before it are stored too.
+    Stored,
+    /// From the owner's (this node's) live feed: its store may not hold it (nor the ones
+    /// before) yet.
+    Live(std::sync::Arc<str>),
 }
 
 impl Event {
@@ -38,7 +50,7 @@ impl Event {
             timestamp: crate::domain::time::now(),
             data,
             topic_seq: None,
-            relayed: false,
+            origin: Origin::Here,
         }
     }
 
@@ -54,6 +66,11 @@ impl Event {
 
     pub fn json(kind: &'static str, name: impl Into<String>, session_id: Option<String>, data: &Value) -> Event {
         Event::new(kind, name, session_id, data.to_string())
+    }
+
+    /// Another node's event.
+    pub fn relayed(&self) -> bool {
+        self.origin != Origin::Here
     }
 
     pub(super) fn scope(&self) -> Scope {

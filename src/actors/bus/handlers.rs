@@ -9,7 +9,7 @@ use actix::prelude::*;
 use super::state::{Sub, Topic, TopicKey};
 use super::{
     CatchUp, CaughtUp, CloseStreams, EventBus, EventMeta, Follow, HistoryBytes, Outbox, Publish, ReportWatches,
-    Stored, Subscribe, SubscriberCount, Subscription, Unsubscribe, WatcherCount, OUTBOX_BYTES,
+    FeedGone, Stored, Subscribe, SubscriberCount, Subscription, Unsubscribe, WatcherCount, OUTBOX_BYTES,
 };
 use crate::domain::events::Scope;
 
@@ -49,11 +49,12 @@ impl Handler<Publish> for EventBus {
 
     fn handle(&mut self, msg: Publish, _ctx: &mut Context<Self>) {
         let event = msg.0;
-        if let (true, Scope::Session(id), Some(seq)) = (event.relayed, event.scope(), event.topic_seq) {
-            // A relayed event past a hole: the ones between are in the store.
-            self.stored_up_to(&Some(id.clone()), seq.saturating_sub(1));
+        if let (Scope::Session(id), Some(seq)) = (event.scope(), event.topic_seq) {
+            if !self.takes_relayed(&id, seq, &event.origin) {
+                return;
+            }
         }
-        let meta = Arc::new(EventMeta { kind: event.kind, name: event.name.clone(), relayed: event.relayed });
+        let meta = Arc::new(EventMeta { kind: event.kind, name: event.name.clone(), relayed: event.relayed() });
         let global = (!event.topic_only).then(|| self.record(None, &event, &meta, false));
         let own = match event.scope() {
             Scope::Global => None,
@@ -91,6 +92,7 @@ impl Handler<Subscribe> for EventBus {
         let topic = self.topic(&key, stored);
         // A session's topic not in memory starts where its store ends.
         topic.seq = topic.seq.max(stored_head);
+        topic.confirmed = topic.confirmed.max(stored_head);
         if let Some(since) = msg.since.filter(|s| *s < topic.seq) {
             outbox.set_behind(since + 1);
         }
@@ -211,5 +213,13 @@ impl Handler<ReportWatches> for EventBus {
         for key in followed {
             self.report(&key, true);
         }
+    }
+}
+
+impl Handler<FeedGone> for EventBus {
+    type Result = ();
+
+    fn handle(&mut self, msg: FeedGone, _ctx: &mut Context<Self>) {
+        self.forget_unconfirmed(&msg.0);
     }
 }

@@ -110,3 +110,10 @@ pub enum WatchChange {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct ReportWatches(pub std::sync::mpsc::Sender<WatchChange>);
+
+/// Cluster mode: the node that fed these events live is gone (lost, or restarted). What it fed
+/// past its store may never be stored, and the session, resumed, numbers its next events from
+/// where its store ends: those numbers must not look like copies of events already here.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct FeedGone(pub Arc<str>);

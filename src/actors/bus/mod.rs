@@ -14,12 +14,13 @@
 mod event;
 mod handlers;
 mod messages;
+mod relayed;
 mod state;
 
 pub use super::outbox::{Delivery, EventMeta, Outbox, Take, OUTBOX_BYTES};
-pub use event::Event;
+pub use event::{Event, Origin};
 pub use messages::{
-    CatchUp, CaughtUp, CloseStreams, Follow, HistoryBytes, Publish, ReportWatches, Stored, Subscribe,
+    CatchUp, CaughtUp, CloseStreams, FeedGone, Follow, HistoryBytes, Publish, ReportWatches, Stored, Subscribe,
     SubscriberCount, Subscription, Unsubscribe, WatchChange, WatcherCount,
 };
 pub use state::EventBus;

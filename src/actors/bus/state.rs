@@ -22,6 +22,10 @@ pub(super) struct Topic {
     pub(super) stored: bool,
     /// When an event or a stored head last came: a topic idle, empty and unfollowed is dropped.
     pub(super) touched: Instant,
+    /// Cluster mode: how far the store is known to hold the session (`seq` may be past it,
+    /// with events an owner's live feed brought), and the node whose feed brought them.
+    pub(super) confirmed: u64,
+    pub(super) fed_by: Option<Arc<str>>,
 }
 
 impl Topic {
@@ -83,6 +87,8 @@ impl EventBus {
                 closed_at: None,
                 stored,
                 touched: Instant::now(),
+                confirmed: 0,
+                fed_by: None,
             }
         })
     }
@@ -139,6 +145,7 @@ impl EventBus {
     pub(super) fn stored_up_to(&mut self, key: &TopicKey, head: u64) {
         let topic = self.topic(key, true);
         topic.touched = Instant::now();
+        topic.confirmed = topic.confirmed.max(head);
         if head <= topic.seq {
             return;
         }
@@ -152,6 +159,16 @@ impl EventBus {
                 sub.outbox.set_behind(missing);
             }
         }
+    }
+
+    /// Empties `key`'s history under a new generation: the numbers it held may come again,
+    /// and eviction must not take their new events for the old ones.
+    pub(super) fn restart_history(&mut self, key: &TopicKey) {
+        self.generations += 1;
+        let Some(topic) = self.topics.get_mut(key) else { return };
+        topic.generation = self.generations;
+        let dropped: usize = topic.history.drain(..).map(|d| d.cost()).sum();
+        self.held -= dropped;
     }
 
     /// Tells the watch reporter (if any) that a client follows `key`, or no longer does.

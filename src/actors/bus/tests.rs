@@ -155,8 +155,16 @@ async fn unsubscribing_closes_the_outbox_and_internal_consumers_are_not_clients(
 }
 
 fn relayed(session: &str, seq: u64) -> Event {
+    from_node(session, seq, Origin::Stored)
+}
+
+fn live() -> Origin {
+    Origin::Live(std::sync::Arc::from("a"))
+}
+
+fn from_node(session: &str, seq: u64, origin: Origin) -> Event {
     let mut e = numbered(session, seq);
-    e.relayed = true;
+    e.origin = origin;
     e
 }
 
@@ -226,4 +234,66 @@ async fn the_watch_reporter_hears_clients_follow_sessions_and_everything_and_sto
         ],
         "only clients following a session or everything"
     );
+}
+
+#[actix_rt::test]
+async fn each_relayed_event_is_published_once_whichever_way_brings_it_first() {
+    let bus = EventBus::default().start();
+    let sub = subscribe(&bus, Follow::Session { id: "s".into(), stored_head: 3 }, None, 100).await;
+    bus.do_send(Publish(from_node("s", 4, live())));
+    bus.do_send(Publish(from_node("s", 4, Origin::Stored)));
+    bus.do_send(Publish(from_node("s", 5, Origin::Stored)));
+    bus.do_send(Publish(from_node("s", 5, live())));
+    bus.do_send(Publish(from_node("s", 6, live())));
+    let Take::Events(got) = take(&sub).await else { panic!("events") };
+    assert_eq!(seqs(&got), [4, 5, 6]);
+    assert!(matches!(take(&sub).await, Take::Idle), "no copy, no hole");
+}
+
+#[actix_rt::test]
+async fn the_live_feed_past_a_hole_is_left_to_the_store_and_so_is_what_nobody_here_follows() {
+    let bus = EventBus::default().start();
+    let sub = subscribe(&bus, Follow::Session { id: "s".into(), stored_head: 3 }, None, 100).await;
+    // 4 and 5 may not be stored yet: the followers must not be sent to the store for them.
+    bus.do_send(Publish(from_node("s", 6, live())));
+    assert!(matches!(take(&sub).await, Take::Idle), "dropped, not a hole to catch up");
+    for seq in 4..=6 {
+        bus.do_send(Publish(from_node("s", seq, Origin::Stored)));
+    }
+    bus.do_send(Publish(from_node("s", 7, live())));
+    let Take::Events(got) = take(&sub).await else { panic!("events") };
+    assert_eq!(seqs(&got), [4, 5, 6, 7]);
+    // A session nobody here follows: the feed's events are dropped (its store has them).
+    bus.do_send(Stored { session: "t".into(), head: 1 });
+    bus.do_send(Publish(from_node("t", 2, live())));
+    let late = subscribe(&bus, Follow::Session { id: "t".into(), stored_head: 1 }, Some(1), 100).await;
+    assert!(matches!(take(&late).await, Take::Idle), "nothing of t was kept");
+    // Someone following everything takes every session's.
+    let everything = subscribe(&bus, Follow::Everything, None, 100).await;
+    bus.do_send(Publish(from_node("t", 2, live())));
+    let Take::Events(got) = take(&everything).await else { panic!("events") };
+    assert_eq!(got.len(), 1);
+}
+
+#[actix_rt::test]
+async fn what_a_gone_node_fed_past_its_store_is_forgotten_and_its_numbers_come_again() {
+    let bus = EventBus::default().start();
+    let sub = subscribe(&bus, Follow::Session { id: "s".into(), stored_head: 3 }, None, 100).await;
+    for seq in 4..=6 {
+        bus.do_send(Publish(from_node("s", seq, live())));
+    }
+    bus.do_send(Stored { session: "s".into(), head: 4 });
+    let Take::Events(got) = take(&sub).await else { panic!("events") };
+    assert_eq!(seqs(&got), [4, 5, 6]);
+    // Another node's going changes nothing here.
+    bus.do_send(FeedGone(std::sync::Arc::from("b")));
+    bus.do_send(Publish(from_node("s", 5, Origin::Stored)));
+    assert!(matches!(take(&sub).await, Take::Idle), "5 is here already");
+    // Node a dies with 6 never stored; 5 was (its commit notice came late).
+    bus.do_send(FeedGone(std::sync::Arc::from("a")));
+    // The session resumes elsewhere and numbers on from its store: 6 is a new event.
+    bus.do_send(Publish(from_node("s", 6, Origin::Stored)));
+    bus.do_send(Publish(from_node("s", 7, Origin::Live(std::sync::Arc::from("c")))));
+    let Take::Events(got) = take(&sub).await else { panic!("events") };
+    assert_eq!(seqs(&got), [6, 7]);
 }
