@@ -8,6 +8,7 @@
 pub mod agents;
 pub mod changes;
 pub mod cluster;
+pub mod cluster_feed;
 pub mod dashboard;
 pub mod errors;
 pub mod fields;
@@ -99,6 +100,7 @@ pub fn route_table() -> Vec<RouteSpec> {
     vec![
         route!(GET, "/api/health", health::health),
         route!(GET, "/api/cluster", cluster::cluster),
+        route!(GET, "/api/cluster/feed", cluster_feed::feed),
         route!(GET, "/api/openapi.json", openapi::document),
         route!(GET, "/api/projects/discover", projects::discover::discover),
         route!(POST, "/api/projects/import", projects::create::import),

@@ -5,7 +5,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    agents, cluster, folders, health, processes, projects, rules, sessions, streams, terminals, usage, webhooks,
+    agents, cluster, cluster_feed, folders, health, processes, projects, rules, sessions, streams, terminals, usage, webhooks,
 };
 use crate::db::projects::Project;
 use crate::error::{ErrorBody, ErrorDetail};
@@ -34,6 +34,7 @@ impl Modify for BearerToken {
     paths(
         health::health,
         cluster::cluster,
+        cluster_feed::feed,
         document,
         projects::discover::discover,
         projects::create::import,

@@ -3,6 +3,7 @@
 use actix::{Actor, Addr};
 
 use crate::actors::bus::{EventBus, ReportWatches};
+use crate::actors::cluster::live_feed::LiveFeeds;
 use crate::actors::cluster::relay::{self, BusLink, RelayHandle};
 use crate::actors::cluster::{ClusterNode, NodeView};
 use crate::actors::recovery::NodeScope;
@@ -34,11 +35,21 @@ pub(super) async fn join(
     Ok(Some((node.start(), view)))
 }
 
-/// The relay of the other nodes' session events to `bus`; `None` outside cluster mode.
-pub(super) fn relay(settings: &Settings, bus: &Addr<EventBus>) -> Option<RelayHandle> {
+/// The relay of the other nodes' session events to `bus`, both ways: read back from the store,
+/// and from the nodes' live feeds. `None` outside cluster mode.
+pub(super) fn relay(settings: &Settings, store: &Store, bus: &Addr<EventBus>) -> Option<Relay> {
     let (Some(cluster), Database::Postgres(url)) = (&settings.cluster, &settings.database) else { return None };
     let (report, watches) = std::sync::mpsc::channel();
     bus.do_send(ReportWatches(report));
-    let link = BusLink { publish: bus.clone().recipient(), stored: bus.clone().recipient(), watches };
-    Some(relay::start(url.clone(), settings.db_busy_timeout_ms, cluster.node.clone(), link))
+    let live = LiveFeeds::new(cluster.clone(), store.clone(), bus.clone().recipient(), bus.clone().recipient()).start();
+    let feeds = live.clone().recipient();
+    let link = BusLink { publish: bus.clone().recipient(), stored: bus.clone().recipient(), watches, feeds };
+    let stored = relay::start(url.clone(), settings.db_busy_timeout_ms, cluster.node.clone(), link);
+    Some(Relay { _stored: stored, _live: live })
+}
+
+/// Both ways of relaying, for as long as the service runs.
+pub(super) struct Relay {
+    _stored: RelayHandle,
+    _live: Addr<LiveFeeds>,
 }

@@ -73,7 +73,7 @@ pub struct Application {
     /// Cluster mode: this node's membership (it leaves at a clean shutdown).
     cluster: Option<Addr<crate::actors::cluster::ClusterNode>>,
     /// Cluster mode: the other nodes' session events, relayed to this node's bus.
-    _relay: Option<crate::actors::cluster::relay::RelayHandle>,
+    _relay: Option<cluster::Relay>,
     /// One service per database, for as long as this one runs.
     _lock: InstanceLock,
     /// On PostgreSQL: one service per database, for as long as this one runs.
@@ -138,7 +138,7 @@ impl Application {
         let settings = Arc::new(settings);
         let (writer, _writer_thread) = Writer::start_notifying(store.clone(), node_name.clone());
         let bus = EventBus::new(settings.stream_history_bytes).start();
-        let relay = cluster::relay(&settings, &bus);
+        let relay = cluster::relay(&settings, &store, &bus);
         let engine = PermissionEngine::new(store.clone(), writer.clone(), Some(bus.clone().recipient()))
             .with_shell_analysis(settings.shell_analysis)
             .start();

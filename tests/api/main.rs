@@ -14,6 +14,7 @@ mod budgets_real;
 mod changes;
 mod cli;
 mod cluster;
+mod cluster_feed;
 mod cluster_terminals;
 mod cluster_work;
 mod containment;

@@ -8,6 +8,7 @@
 
 pub mod folders;
 mod leadership;
+pub mod live_feed;
 pub mod relay;
 
 use std::time::{Duration, Instant};

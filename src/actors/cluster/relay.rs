@@ -1,13 +1,14 @@
-//! The other nodes' session events, live: a thread of its own listens on PostgreSQL's
-//! `conduit_events` channel, reads each range another node stored, and publishes the events on
-//! this node's bus with their stored numbers, so a subscriber here follows a session running
-//! anywhere, in order. A subscriber that (re)connects catches up from the store by number as
-//! always; the relay only carries what happens while it listens.
+//! The other nodes' session events, once committed: a thread of its own listens on PostgreSQL's
+//! `conduit_events` channel and tells this node's bus how far the store holds each session
+//! ([`Stored`]), so a subscriber here misses nothing another node stored. The events
+//! themselves come sooner, from the owners' live feeds (see [`super::live_feed`]): when a
+//! stored head is past what a feed brought, the session's followers catch up from the store.
 //!
-//! Only the sessions some client here follows are read back (the bus keeps the relay's
-//! [`Watched`] mirror up to date). For the others, and after listening again, the bus only
-//! learns how far the store goes ([`Stored`]): a subscriber that came meanwhile catches up
-//! from the store, so a mirror a moment behind the bus costs a read, never an event.
+//! Only a follower of everything (the global stream) has no store to catch up from: while one
+//! is here, the stored ranges are read back and published ([`Origin::Stored`]); the bus keeps
+//! whichever copy comes first. The relay also tells the live feeds whether anyone here follows
+//! anything, as the bus reports it ([`WatchChange`]), so a node nobody watches reads no feed.
+//! A subscriber that (re)connects catches up from the store by number as always.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,7 +19,8 @@ use std::time::Duration;
 use actix::Recipient;
 use diesel::RunQueryDsl;
 
-use crate::actors::bus::{Event, Publish, Stored, WatchChange};
+use super::live_feed::Watching;
+use crate::actors::bus::{Event, Origin, Publish, Stored, WatchChange};
 use crate::db::backend::{open_postgres, PostgresUrl};
 use crate::db::relay::{self, Range};
 use crate::db::DbConnection;
@@ -45,9 +47,11 @@ pub struct BusLink {
     pub stored: Recipient<Stored>,
     /// What clients start and stop following (see `ReportWatches`).
     pub watches: Receiver<WatchChange>,
+    /// Told whether anyone here follows anything, when that changes.
+    pub feeds: Recipient<Watching>,
 }
 
-/// What this node's clients follow: the sessions worth reading back.
+/// What this node's clients follow.
 #[derive(Debug, Default)]
 struct Watched {
     everything: usize,
@@ -71,8 +75,13 @@ impl Watched {
         }
     }
 
-    fn wants(&self, session: &str) -> bool {
-        self.everything > 0 || self.sessions.contains_key(session)
+    /// Someone follows everything: the stored events are read back for them.
+    fn reads_back(&self) -> bool {
+        self.everything > 0
+    }
+
+    fn anyone(&self) -> bool {
+        self.everything > 0 || !self.sessions.is_empty()
     }
 }
 
@@ -94,7 +103,7 @@ fn run(url: &PostgresUrl, busy_timeout_ms: u64, node: &str, bus: &BusLink, stop:
     let mut watched = Watched::default();
     let mut listened_before = false;
     while !stop.load(Ordering::Relaxed) {
-        watched_now(&mut watched, &bus.watches);
+        watched_now(&mut watched, bus);
         let listening = match conn.as_mut() {
             Some(conn) => conn,
             None => match listen(url, busy_timeout_ms) {
@@ -124,9 +133,13 @@ fn run(url: &PostgresUrl, busy_timeout_ms: u64, node: &str, bus: &BusLink, stop:
     }
 }
 
-fn watched_now(watched: &mut Watched, changes: &Receiver<WatchChange>) {
-    for change in changes.try_iter() {
+fn watched_now(watched: &mut Watched, bus: &BusLink) {
+    let before = watched.anyone();
+    for change in bus.watches.try_iter() {
         watched.apply(change);
+    }
+    if watched.anyone() != before {
+        bus.feeds.do_send(Watching(watched.anyone()));
     }
 }
 
@@ -167,14 +180,14 @@ fn relay_pending(conn: &mut DbConnection, node: &str, bus: &BusLink, watched: &W
         }
     }
     for range in &ranges {
-        if !watched.wants(&range.session_id) {
+        if !watched.reads_back() {
             bus.stored.do_send(Stored { session: range.session_id.clone(), head: range.to.max(0) as u64 });
             continue;
         }
         for stored in relay::read(conn, range).map_err(|e| e.to_string())? {
             let kind = crate::actors::feed::static_kind(&stored.kind);
             let mut event = Event::new(kind, stored.name, Some(range.session_id.clone()), stored.data);
-            (event.timestamp, event.topic_seq, event.relayed) = (stored.timestamp, Some(stored.seq), true);
+            (event.timestamp, event.topic_seq, event.origin) = (stored.timestamp, Some(stored.seq), Origin::Stored);
             bus.publish.do_send(Publish(event));
         }
     }
@@ -186,7 +199,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_mirror_counts_followers_and_following_everything_wants_every_session() {
+    fn the_mirror_counts_followers_and_reads_back_only_for_a_follower_of_everything() {
         let mut watched = Watched::default();
         let (a, b) = (Some("a".to_string()), Some("b".to_string()));
         for change in [WatchChange::Follow(a.clone()), WatchChange::Follow(a.clone()), WatchChange::Follow(b.clone())] {
@@ -195,11 +208,11 @@ mod tests {
         watched.apply(WatchChange::Unfollow(a.clone()));
         watched.apply(WatchChange::Unfollow(b.clone()));
         watched.apply(WatchChange::Unfollow(b));
-        assert!(watched.wants("a") && !watched.wants("b") && !watched.wants("c"));
+        assert!(watched.anyone() && !watched.reads_back());
         watched.apply(WatchChange::Follow(None));
-        assert!(watched.wants("c"));
+        assert!(watched.reads_back());
         watched.apply(WatchChange::Unfollow(None));
         watched.apply(WatchChange::Unfollow(a));
-        assert!(!watched.wants("a") && !watched.wants("c"));
+        assert!(!watched.anyone() && !watched.reads_back());
     }
 }
