@@ -30,11 +30,15 @@ impl EventBus {
                 true
             }
             Origin::Live(node) => {
-                let followed = self.subscribers.values().any(|s| s.watches && (s.topic.is_none() || s.topic == key));
-                let Some(topic) = self.topics.get_mut(&key).filter(|t| t.seq + 1 == seq && followed) else {
+                if !self.topics.get(&key).is_some_and(|t| t.seq + 1 == seq) {
                     return false;
-                };
-                topic.fed_by = Some(node.clone());
+                }
+                if !self.subscribers.values().any(|s| s.watches && (s.topic.is_none() || s.topic == key)) {
+                    return false;
+                }
+                if let Some(topic) = self.topics.get_mut(&key) {
+                    topic.fed_by = Some(node.clone());
+                }
                 true
             }
         }

@@ -1,9 +1,10 @@
 //! `LiveFeeds`: this node reads every live peer's feed (`GET /api/cluster/feed`) and publishes
 //! the events on its bus as they happen on their owner, ahead of the owner's commit.
 //!
-//! The relay's read-back from the store stays: it carries whatever a feed drops or delays
-//! (a reconnect, a slow peer, a frame too large to carry), and the bus keeps whichever copy of
-//! an event comes first (`EventBus::takes_relayed`). So a feed only ever saves time.
+//! The store stays the source: the relay tells the bus how far each session is stored, and
+//! what a feed dropped or delayed (a reconnect, a slow peer, a frame too large to carry) the
+//! session's followers read from the store; the bus keeps whichever copy of an event comes
+//! first (`EventBus::takes_relayed`). So a feed only ever saves time.
 //!
 //! One task per peer, kept by this actor: every second it reads the live nodes and starts the
 //! missing tasks, and aborts those of nodes no longer live. A task reconnects on its own.
@@ -190,20 +191,25 @@ impl Reader {
     async fn run(self) {
         let mut failing = false;
         loop {
-            match self.read().await {
-                Ok(()) => failing = false,
-                // Once per outage: the read-back carries the events meanwhile.
-                Err(e) if !failing => {
-                    failing = true;
-                    tracing::info!(peer = %self.peer, error = %e, "cluster: a peer's live feed is down; its events come from the store until it is back");
-                }
-                Err(_) => {}
+            let e = self.read(&mut failing).await;
+            // Once per outage: the store carries the events meanwhile.
+            if !failing {
+                failing = true;
+                tracing::info!(peer = %self.peer, error = %e, "cluster: a peer's live feed is down; its events come from the store until it is back");
             }
             tokio::time::sleep(RECONNECT_AFTER).await;
         }
     }
 
-    async fn read(&self) -> Result<(), String> {
+    /// Reads the feed until it fails; returns why. `failing` is cleared once connected.
+    async fn read(&self, failing: &mut bool) -> String {
+        match self.connected(failing).await {
+            Err(e) => e,
+            Ok(()) => "the feed ended".to_string(),
+        }
+    }
+
+    async fn connected(&self, failing: &mut bool) -> Result<(), String> {
         let answer = self
             .client
             .get(&self.url)
@@ -215,12 +221,13 @@ impl Reader {
         if !answer.status().is_success() {
             return Err(format!("the feed answered {}", answer.status()));
         }
+        *failing = false;
         let mut body = answer.bytes_stream();
         let mut pending: Vec<u8> = Vec::new();
         loop {
             let chunk = match tokio::time::timeout(SILENT_LIMIT, body.next()).await {
                 Err(_) => return Err("the feed went silent".to_string()),
-                Ok(None) => return Err("the feed ended".to_string()),
+                Ok(None) => return Ok(()),
                 Ok(Some(chunk)) => chunk.map_err(|e| e.to_string())?,
             };
             pending.extend_from_slice(&chunk);
