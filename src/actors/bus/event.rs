@@ -87,6 +87,12 @@ impl Event {
     pub fn frame(&self, seq: u64, global: bool) -> String {
         let session_seq = self.topic_seq.filter(|_| global && self.session_id.is_some());
         let numbers = events::Numbers { seq, session_seq };
-        events::frame(&self.name, numbers, self.kind, &self.scope(), &self.timestamp, &self.data)
+        let subject = match (&self.session_id, &self.execution_id, &self.process_id) {
+            (Some(s), _, _) => events::Subject::Session(s),
+            (None, Some(e), _) => events::Subject::Execution(e),
+            (None, None, Some(p)) => events::Subject::Process(p),
+            (None, None, None) => events::Subject::Global,
+        };
+        events::frame_of(&self.name, numbers, self.kind, subject, &self.timestamp, &self.data)
     }
 }
