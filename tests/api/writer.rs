@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use conduit::db::backlog::Backlog;
-use conduit::db::messages::{self, NewMessage};
+use conduit::db::messages::{self, NewMessage, NewSessionEvent};
 use conduit::db::writer::{WriteError, WriteOp, Writer};
 use conduit::db::{DbConnection, Store, StoreError};
 use diesel::connection::SimpleConnection;
@@ -41,6 +41,17 @@ async fn store_with_session(dir: &std::path::Path) -> Store {
         .await
         .expect("seed");
     store
+}
+
+fn event(session: &str, seq: i64) -> WriteOp {
+    WriteOp::Event(NewSessionEvent {
+        session_id: session.to_string(),
+        seq,
+        kind: "assistant.delta".to_string(),
+        name: "assistant_delta".to_string(),
+        data: format!("{{\"n\":{seq}}}"),
+        timestamp: conduit::domain::time::now(),
+    })
 }
 
 async fn stored(store: &Store) -> Vec<messages::Message> {
@@ -148,4 +159,60 @@ async fn a_user_turn_gets_its_id_and_its_delivery_is_recorded() {
     let rows = stored(&store).await;
     assert_eq!(rows[0].id, id);
     assert_eq!(rows[0].delivered_at.as_deref(), Some("2026-11-22T00:00:00.000Z"));
+}
+
+/// On PostgreSQL a row's session is checked once per statement by a trigger, not by a foreign
+/// key: the same refusals and the same cascade as SQLite's foreign keys, on both backends.
+#[actix_web::test]
+async fn deleting_a_session_takes_its_lines_and_events_and_rows_of_a_missing_session_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = store_with_session(dir.path()).await;
+    store
+        .run(|conn| {
+            conn.batch_execute(
+                "INSERT INTO sessions (id, project_id, name, status, created_at, last_active_at) VALUES ('t', 'p', 'n', 'idle', 'now', 'now');",
+            )
+            .map_err(StoreError::from)
+        })
+        .await
+        .expect("a second session");
+    let (writer, _thread) = Writer::start(store.clone());
+    for n in 0..3 {
+        for session in ["s", "t"] {
+            writer.persist(line(session, n));
+            writer.persist(event(session, 100 + n as i64));
+        }
+    }
+    writer.flush().await.expect("flush");
+    let counts = |store: Store| async move {
+        store
+            .run(|conn| {
+                let mut count = |table: &str, session: &str| {
+                    #[derive(diesel::QueryableByName)]
+                    struct Count {
+                        #[diesel(sql_type = diesel::sql_types::BigInt)]
+                        n: i64,
+                    }
+                    let sql = format!("SELECT count(*) AS n FROM {table} WHERE session_id = '{session}'");
+                    diesel::RunQueryDsl::get_result::<Count>(diesel::sql_query(sql), conn).map(|c| c.n)
+                };
+                Ok([count("messages", "s")?, count("session_events", "s")?, count("messages", "t")?, count("session_events", "t")?])
+            })
+            .await
+            .expect("count")
+    };
+    assert_eq!(counts(store.clone()).await, [3, 3, 3, 3]);
+
+    store
+        .run(|conn| conn.batch_execute("DELETE FROM sessions WHERE id = 's'").map_err(StoreError::from))
+        .await
+        .expect("delete a session");
+    assert_eq!(counts(store.clone()).await, [0, 0, 3, 3], "the deleted session's rows went with it, and only those");
+
+    for op in [line("s", 9), event("s", 109)] {
+        let refused = writer.persist_acked(op).await;
+        assert!(matches!(refused, Err(WriteError::Rejected(_))), "{refused:?}");
+    }
+    writer.persist_acked(event("t", 109)).await.expect("the other session's event is taken");
+    assert_eq!(counts(store).await, [0, 0, 3, 4]);
 }
