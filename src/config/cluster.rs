@@ -9,6 +9,11 @@ use super::layers::Layers;
 use super::ConfigError;
 use crate::db::Database;
 
+/// Carries the cluster secret on node-to-node requests (forwarded actions, fan-outs, feeds).
+pub const SECRET_HEADER: &str = "x-conduit-cluster-secret";
+/// Names the node that sent a node-to-node request (for the receiver's logs).
+pub const FORWARDED_BY: &str = "x-conduit-forwarded-by";
+
 /// This node's place in a cluster. `Debug` never shows the secret.
 #[derive(Clone)]
 pub struct ClusterSettings {

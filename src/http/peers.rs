@@ -16,10 +16,7 @@ use crate::domain::cluster::NodeState;
 use crate::error::AppError;
 use crate::http::AppState;
 
-/// Carries the cluster secret on node-to-node requests.
-pub const SECRET_HEADER: &str = "x-conduit-cluster-secret";
-/// Names the node that sent a request (for the receiver's logs).
-pub(super) const FORWARDED_BY: &str = "x-conduit-forwarded-by";
+pub use crate::config::{FORWARDED_BY, SECRET_HEADER};
 /// How long a fan-out waits for one node: its parts answer at once (a kill only signals; the
 /// grace runs on afterwards), so a node slower than this is as good as unreachable.
 const FAN_OUT_WAIT: Duration = Duration::from_secs(10);

@@ -22,6 +22,7 @@ use serde_json::value::RawValue;
 use tokio::task::JoinHandle;
 
 use crate::actors::bus::{Event, FeedGone, Origin, Publish};
+use crate::config::{FORWARDED_BY, SECRET_HEADER};
 use crate::config::ClusterSettings;
 use crate::db::{nodes, Store};
 use crate::domain::cluster::NodeState;
@@ -35,9 +36,6 @@ const RECONNECT_AFTER: Duration = Duration::from_millis(500);
 const SILENT_LIMIT: Duration = Duration::from_secs(40);
 /// A line longer than this is no frame (frames carry at most a bounded payload).
 const MAX_LINE: usize = 64 << 20;
-/// Headers naming the secret and this node (see `http::peers`).
-const SECRET_HEADER: &str = "x-conduit-cluster-secret";
-const FORWARDED_BY: &str = "x-conduit-forwarded-by";
 
 pub struct LiveFeeds {
     cluster: ClusterSettings,
