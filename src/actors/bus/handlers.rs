@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 
+use super::event::Origin;
 use super::state::{Sub, Topic, TopicKey};
 use super::{
     CatchUp, CaughtUp, CloseStreams, EventBus, EventMeta, Follow, HistoryBytes, Outbox, Publish, ReportWatches,
@@ -49,8 +50,9 @@ impl Handler<Publish> for EventBus {
 
     fn handle(&mut self, msg: Publish, _ctx: &mut Context<Self>) {
         let event = msg.0;
-        if let (Scope::Session(id), Some(seq)) = (event.scope(), event.topic_seq) {
-            if !self.takes_relayed(&id, seq, &event.origin) {
+        // This node's own events are always taken: only another node's are looked at.
+        if let (false, Some(id), Some(seq)) = (event.origin == Origin::Here, &event.session_id, event.topic_seq) {
+            if !self.takes_relayed(id, seq, &event.origin) {
                 return;
             }
         }
@@ -97,7 +99,7 @@ impl Handler<Subscribe> for EventBus {
             outbox.set_behind(since + 1);
         }
         if watches {
-            self.report(&key, true);
+            self.watch(&key, true);
         }
         self.subscribers.insert(self.next_id, Sub { topic: key, outbox: outbox.clone(), internal: msg.internal, watches });
         MessageResult(Subscription { id: self.next_id, outbox })
@@ -145,7 +147,7 @@ impl Handler<Unsubscribe> for EventBus {
         if let Some(sub) = self.subscribers.remove(&msg.0) {
             sub.outbox.close();
             if sub.watches {
-                self.report(&sub.topic, false);
+                self.watch(&sub.topic, false);
             }
         }
     }
@@ -167,7 +169,7 @@ impl Handler<CloseStreams> for EventBus {
             sub.internal
         });
         for key in unfollowed {
-            self.report(&key, false);
+            self.watch(&key, false);
         }
     }
 }

@@ -30,16 +30,14 @@ impl EventBus {
                 true
             }
             Origin::Live(node) => {
-                if !self.topics.get(&key).is_some_and(|t| t.seq + 1 == seq) {
-                    return false;
+                let watched = self.watched(&key);
+                match self.topics.get_mut(&key) {
+                    Some(topic) if watched && topic.seq + 1 == seq => {
+                        topic.fed_by = Some(node.clone());
+                        true
+                    }
+                    _ => false,
                 }
-                if !self.subscribers.values().any(|s| s.watches && (s.topic.is_none() || s.topic == key)) {
-                    return false;
-                }
-                if let Some(topic) = self.topics.get_mut(&key) {
-                    topic.fed_by = Some(node.clone());
-                }
-                true
             }
         }
     }

@@ -53,6 +53,9 @@ pub struct EventBus {
     generations: u64,
     /// Cluster mode: the relay's mirror of what clients follow here.
     pub(super) watch_report: Option<std::sync::mpsc::Sender<WatchChange>>,
+    /// How many clients (no internal subscriber) follow each topic, `None` for everything:
+    /// whether a peer's live event is wanted here, answered without a scan of the subscribers.
+    watchers: HashMap<TopicKey, usize>,
 }
 
 impl Default for EventBus {
@@ -73,6 +76,7 @@ impl EventBus {
             next_id: 0,
             generations: 0,
             watch_report: None,
+            watchers: HashMap::new(),
         }
     }
 
@@ -172,6 +176,24 @@ impl EventBus {
     }
 
     /// Tells the watch reporter (if any) that a client follows `key`, or no longer does.
+    /// A client starts (`follows`) or stops following `key`: counted, and reported to the relay.
+    pub(super) fn watch(&mut self, key: &TopicKey, follows: bool) {
+        if follows {
+            *self.watchers.entry(key.clone()).or_insert(0) += 1;
+        } else if let Some(n) = self.watchers.get_mut(key) {
+            *n -= 1;
+            if *n == 0 {
+                self.watchers.remove(key);
+            }
+        }
+        self.report(key, follows);
+    }
+
+    /// Whether a client here follows `key`'s session or everything.
+    pub(super) fn watched(&self, key: &TopicKey) -> bool {
+        self.watchers.contains_key(&None) || self.watchers.contains_key(key)
+    }
+
     pub(super) fn report(&mut self, key: &TopicKey, follows: bool) {
         let Some(report) = &self.watch_report else { return };
         let change = if follows { WatchChange::Follow(key.clone()) } else { WatchChange::Unfollow(key.clone()) };
@@ -181,6 +203,9 @@ impl EventBus {
         }
     }
 
+    /// Whether any subscriber follows `key` itself, Conduit's own included: such a topic is
+    /// kept. [`EventBus::watched`] is another question (is a peer's live event wanted here?),
+    /// answered for clients only, and a follower of everything counts there.
     pub(super) fn followed(&self, key: &TopicKey) -> bool {
         self.subscribers.values().any(|s| &s.topic == key)
     }
