@@ -175,7 +175,6 @@ impl EventBus {
         self.held -= dropped;
     }
 
-    /// Tells the watch reporter (if any) that a client follows `key`, or no longer does.
     /// A client starts (`follows`) or stops following `key`: counted, and reported to the relay.
     pub(super) fn watch(&mut self, key: &TopicKey, follows: bool) {
         if follows {
@@ -194,6 +193,7 @@ impl EventBus {
         self.watchers.contains_key(&None) || self.watchers.contains_key(key)
     }
 
+    /// Tells the watch reporter (if any) that a client follows `key`, or no longer does.
     pub(super) fn report(&mut self, key: &TopicKey, follows: bool) {
         let Some(report) = &self.watch_report else { return };
         let change = if follows { WatchChange::Follow(key.clone()) } else { WatchChange::Unfollow(key.clone()) };
