@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::job::{Ack, Job, WriteError, WriteOp};
 use super::stats::WriterStats;
 use super::transaction::{is_permanent, Connection};
-use crate::db::checkpoint::Checkpointer;
+use crate::db::checkpoint::{Checkpointer, WalWatch};
 use crate::db::{Store, StoreError};
 
 /// Jobs per transaction at most.
@@ -39,7 +39,8 @@ impl Summary {
 
 pub(super) fn run(store: Store, notify_as: Option<String>, rx: Receiver<Job>, stats: &WriterStats) {
     let _checkpointer = Checkpointer::start(store.clone());
-    let mut db = Connection { store, conn: None, unchecked: 0, notify_as };
+    let wal = WalWatch::of(store.database());
+    let mut db = Connection { store, conn: None, unchecked: 0, wal, notify_as };
     let mut carried: VecDeque<Job> = VecDeque::new();
     let mut backoff = RETRY_FIRST;
     let mut failing_log = Summary { last: None };

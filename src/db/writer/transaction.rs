@@ -1,7 +1,7 @@
 //! One batch, one transaction, on the writer's own connection.
 
 use super::job::{Ack, Job, WriteOp};
-use crate::db::checkpoint::{self, WRITER_CHECKPOINT_BYTES, WRITER_PRAGMAS};
+use crate::db::checkpoint::{self, WalWatch, WRITER_CHECKPOINT_BYTES, WRITER_PRAGMAS};
 use crate::db::messages::{self, NewMessage, NewSessionEvent};
 use crate::db::{permission_log, sessions, usage, webhooks};
 use crate::db::{DbConnection, Store, StoreError};
@@ -16,6 +16,8 @@ pub(super) struct Connection {
     pub(super) conn: Option<DbConnection>,
     /// Bytes committed since the writer's last checkpoint of its own.
     pub(super) unchecked: usize,
+    /// SQLite: the WAL's size, checked after each commit.
+    pub(super) wal: Option<WalWatch>,
     /// Cluster mode: this node's name, in the notices of stored events.
     pub(super) notify_as: Option<String>,
 }
@@ -37,7 +39,8 @@ impl Connection {
             }
             Ok(_) => {
                 self.unchecked += jobs.iter().map(Job::bytes).sum::<usize>();
-                if self.unchecked >= WRITER_CHECKPOINT_BYTES {
+                let wal_over = self.wal.as_mut().is_some_and(WalWatch::over_limit);
+                if wal_over || self.unchecked >= WRITER_CHECKPOINT_BYTES {
                     checkpoint::checkpoint(conn);
                     self.unchecked = 0;
                 }
