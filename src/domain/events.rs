@@ -78,6 +78,18 @@ impl Scope {
     }
 }
 
+impl Subject<'_> {
+    /// The owned scope, for who keeps it past the event (a topic's key).
+    pub fn to_scope(self) -> Scope {
+        match self {
+            Subject::Global => Scope::Global,
+            Subject::Session(id) => Scope::Session(id.to_string()),
+            Subject::Execution(id) => Scope::Execution(id.to_string()),
+            Subject::Process(id) => Scope::Process(id.to_string()),
+        }
+    }
+}
+
 /// The frame streams send:
 /// `{"event","seq"[,"session_seq"],"type","session_id"[,"execution_id"],"timestamp","data"}`;
 /// when `data` is over [`MAX_FRAME_DATA_BYTES`], `"data":null,"truncated":true,"data_bytes":N`

@@ -74,11 +74,16 @@ impl Event {
     }
 
     pub(super) fn scope(&self) -> Scope {
+        self.subject().to_scope()
+    }
+
+    /// Who it is about: its session, else its agent run, else its process, else no one.
+    fn subject(&self) -> events::Subject<'_> {
         match (&self.session_id, &self.execution_id, &self.process_id) {
-            (Some(s), _, _) => Scope::Session(s.clone()),
-            (None, Some(e), _) => Scope::Execution(e.clone()),
-            (None, None, Some(p)) => Scope::Process(p.clone()),
-            (None, None, None) => Scope::Global,
+            (Some(s), _, _) => events::Subject::Session(s),
+            (None, Some(e), _) => events::Subject::Execution(e),
+            (None, None, Some(p)) => events::Subject::Process(p),
+            (None, None, None) => events::Subject::Global,
         }
     }
 
@@ -87,12 +92,6 @@ impl Event {
     pub fn frame(&self, seq: u64, global: bool) -> String {
         let session_seq = self.topic_seq.filter(|_| global && self.session_id.is_some());
         let numbers = events::Numbers { seq, session_seq };
-        let subject = match (&self.session_id, &self.execution_id, &self.process_id) {
-            (Some(s), _, _) => events::Subject::Session(s),
-            (None, Some(e), _) => events::Subject::Execution(e),
-            (None, None, Some(p)) => events::Subject::Process(p),
-            (None, None, None) => events::Subject::Global,
-        };
-        events::frame_of(&self.name, numbers, self.kind, subject, &self.timestamp, &self.data)
+        events::frame_of(&self.name, numbers, self.kind, self.subject(), &self.timestamp, &self.data)
     }
 }
