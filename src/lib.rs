@@ -12,6 +12,7 @@ pub mod error;
 pub mod http;
 pub mod process;
 pub mod protocol;
+pub mod redact;
 pub mod sandbox;
 pub mod startup;
 pub mod supervisor;
