@@ -1,4 +1,4 @@
-//! The command line: `conduit [serve] | migrate | db reset --yes | --version`.
+//! The command line: `conduit [serve] | migrate | db reset --yes | redact --all | --version`.
 
 use std::path::PathBuf;
 
@@ -27,6 +27,14 @@ pub enum Command {
     Db {
         #[command(subcommand)]
         action: DbAction,
+    },
+    /// Rewrite stored rows without the secrets they hold (lines, events, permission decisions,
+    /// agent runs, session errors, webhook errors), reporting what changed. Safe while the
+    /// service runs; running it again changes nothing.
+    Redact {
+        /// Every stored row (the only scope there is).
+        #[arg(long)]
+        all: bool,
     },
     /// Inside a `strict` sandbox: limit TCP connections to the given ports, then become
     /// PROGRAM. Started by the service, not by people.

@@ -14,6 +14,7 @@ pub mod process;
 pub mod protocol;
 pub mod redact;
 pub mod sandbox;
+pub mod secrets;
 pub mod startup;
 pub mod supervisor;
 pub mod telemetry;

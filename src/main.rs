@@ -45,6 +45,7 @@ async fn main() -> ExitCode {
         }
         Command::Migrate => migrate(&settings).await,
         Command::Db { action: DbAction::Reset { yes } } => reset(&settings, yes).await,
+        Command::Redact { all } => redact(&settings, all).await,
         Command::SandboxExec { .. } => Ok(()),
     };
     match outcome {
@@ -73,6 +74,29 @@ async fn reset(settings: &Settings, yes: bool) -> Result<(), String> {
         return Err(format!("refusing to erase {} without --yes (nothing was changed)", settings.database));
     }
     maintain(settings, true).await
+}
+
+/// `conduit redact --all`: every stored row without its secrets, and a report of what changed.
+async fn redact(settings: &Settings, all: bool) -> Result<(), String> {
+    if !all {
+        return Err("say what to redact: --all (every stored row; nothing was changed)".to_string());
+    }
+    let store = db::Store::open_blocking(settings.database.clone(), 1, settings.db_busy_timeout_ms)
+        .await
+        .map_err(|e| e.to_string())?;
+    let report = store.run(db::redaction::redact_all).await.map_err(|e| e.to_string())?;
+    for table in &report.tables {
+        println!("{}: {} row(s) read, {} changed", table.table, table.rows_read, table.rows_changed);
+    }
+    let total: u64 = report.redacted.values().sum();
+    println!("redacted {total} secret(s) in {}", settings.database);
+    for (kind, n) in &report.redacted {
+        println!("  {kind}: {n}");
+    }
+    if report.file_rewritten == Some(false) {
+        println!("the file was not rewritten (the service was using it): old bytes may remain in its free space; run again once it is stopped");
+    }
+    Ok(())
 }
 
 /// Migrates the database (after erasing it, with `erase`), holding its lock throughout: never

@@ -1,5 +1,6 @@
 //! Logging: tracing with one span per request. Query strings are never logged (a WebSocket or
-//! SSE client may carry its token there), nor are headers.
+//! SSE client may carry its token there), nor are headers. Every line is written without the
+//! secrets it may quote (an error naming a URL with its password, a CLI's stderr).
 
 use std::time::Instant;
 
@@ -8,7 +9,10 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::Error;
 use tracing::Instrument;
+use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::EnvFilter;
+
+use crate::redact::Redactor;
 
 use crate::config::LogFormat;
 
@@ -16,11 +20,51 @@ use crate::config::LogFormat;
 /// tests can build several applications in one process.
 pub fn init(level: &str, format: LogFormat) {
     let filter = EnvFilter::try_new(level).unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(ScrubbedStderr { json: format == LogFormat::Json });
     let _ = match format {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
         LogFormat::Pretty => builder.compact().try_init(),
     };
+}
+
+/// Standard error, one scrubbed log line at a time.
+struct ScrubbedStderr {
+    json: bool,
+}
+
+impl<'a> MakeWriter<'a> for ScrubbedStderr {
+    type Writer = ScrubbedLine;
+
+    fn make_writer(&'a self) -> ScrubbedLine {
+        ScrubbedLine { json: self.json }
+    }
+}
+
+/// The formatter hands over each event whole, in one `write`, so a secret is never split
+/// between two calls.
+struct ScrubbedLine {
+    json: bool,
+}
+
+impl std::io::Write for ScrubbedLine {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut err = std::io::stderr().lock();
+        match std::str::from_utf8(buf) {
+            Ok(text) => {
+                let redactor = Redactor::standard();
+                let clean = if self.json { redactor.redact_json_text(text) } else { redactor.redact(text) };
+                err.write_all(clean.as_bytes())?;
+            }
+            Err(_) => err.write_all(buf)?,
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }
 
 /// Middleware: a `request` span around each request, and one line when it completes.

@@ -90,7 +90,15 @@ impl Feed {
             log.writer.flush().await.map_err(|e| e.to_string())?;
             let id = log.session_id.clone();
             log.store
-                .run(move |conn| messages::events_between(conn, &id, from, until, STEP_EVENTS as i64))
+                .run(move |conn| {
+                    let mut rows = messages::events_between(conn, &id, from, until, STEP_EVENTS as i64)?;
+                    // Stored with their secrets in `in_flight` mode (and before `at_rest` was
+                    // kept): replayed as the live stream sent them, without.
+                    for row in &mut rows {
+                        crate::secrets::scrub_json(&mut row.data);
+                    }
+                    Ok(rows)
+                })
                 .await
                 .map_err(|e| e.to_string())
         };

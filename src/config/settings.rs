@@ -77,6 +77,8 @@ pub struct Settings {
     pub processes: ProcessSettings,
     /// What a Bash part that cannot be analyzed means under a deny rule.
     pub shell_analysis: crate::domain::rules::ShellAnalysis,
+    /// Whether secrets are also kept out of the store, or only out of what leaves it.
+    pub redaction: crate::secrets::RedactionMode,
     pub log_level: String,
     pub log_format: LogFormat,
     /// HOME of the environment the settings came from (where the CLI keeps its transcripts).

@@ -77,6 +77,7 @@ fn bad_values_name_the_key_and_the_allowed_values() {
         ("CONDUIT_ALLOWED_ORIGINS", "evil.com", "`allowed_origins`", "http://"),
         ("CONDUIT_TRANSPORT", "tcp", "`transport`", "stdio, websocket, auto"),
         ("CONDUIT_SHELL_ANALYSIS", "loose", "`shell_analysis`", "strict, lenient"),
+        ("CONDUIT_REDACTION", "never", "`redaction`", "at_rest, in_flight"),
         ("CONDUIT_JANITOR_INTERVAL_MS", "10", "`janitor_interval_ms`", "50 to 86400000"),
         ("CONDUIT_JANITOR_INTERVAL_MS", "soon", "`janitor_interval_ms`", "integer"),
         ("CONDUIT_SESSION_IDLE_TIMEOUT_MS", "999", "`session_idle_timeout_ms`", "from 1000"),

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use super::layers::Layers;
 use super::{ConfigError, LogFormat, ProcessSettings, SandboxSettings, Settings, TerminalSettings};
 use crate::domain::rules::ShellAnalysis;
+use crate::secrets::RedactionMode;
 
 impl Settings {
     pub(super) fn from_layers(l: &Layers, home: Option<&str>) -> Result<Settings, ConfigError> {
@@ -45,6 +46,10 @@ impl Settings {
                 "shell_analysis",
                 format!("expected one of {}, got {shell_analysis:?}", ShellAnalysis::ALL.join(", ")),
             )
+        })?;
+        let redaction = l.string("redaction")?;
+        let redaction = RedactionMode::parse(&redaction).ok_or_else(|| {
+            l.err("redaction", format!("expected one of {}, got {redaction:?}", RedactionMode::ALL.join(", ")))
         })?;
         let db_path = l.string("db_path")?;
         if db_path.trim().is_empty() || db_path.contains('\0') {
@@ -131,6 +136,7 @@ impl Settings {
             },
             processes,
             shell_analysis,
+            redaction,
             log_level,
             log_format,
             home: home.filter(|h| !h.is_empty()).map(PathBuf::from),

@@ -164,6 +164,14 @@ pub fn save_execution(conn: &mut DbConnection, e: &Execution) -> Result<(), Stor
     Ok(())
 }
 
+/// The execution without secrets in what the CLI wrote or said.
+pub fn scrub_execution(e: &mut Execution) -> bool {
+    let raw = crate::secrets::scrub_lines(&mut e.raw_output);
+    let output = crate::secrets::scrub_text(&mut e.output);
+    let error = crate::secrets::scrub_optional_text(&mut e.error);
+    raw | output | error
+}
+
 pub fn find_execution(conn: &mut DbConnection, id: &ExecutionId) -> Result<Option<Execution>, StoreError> {
     Ok(agent_executions::table.find(id).select(Execution::as_select()).first(conn).optional()?)
 }

@@ -9,9 +9,9 @@
 //! or when the WAL passes [`WAL_SOFT_LIMIT`], which then finds most of the work done and lets
 //! the WAL start over instead of growing.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use diesel::connection::SimpleConnection;

@@ -18,6 +18,7 @@ pub mod nodes;
 pub mod permission_log;
 pub mod processes;
 pub mod projects;
+pub mod redaction;
 pub mod relay;
 pub mod rules;
 pub mod schema;

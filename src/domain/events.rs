@@ -257,7 +257,8 @@ mod tests {
             Scope::Process("p-22".into()),
         ];
         let names = ["assistant_delta", "item/agentMessage/delta", "odd \"name\"\n\\", "ünïcode"];
-        let numbers = [Numbers::of(0), Numbers::of(9), Numbers { seq: 10, session_seq: Some(99_999) }, Numbers::of(u64::MAX)];
+        let numbers =
+            [Numbers::of(0), Numbers::of(9), Numbers { seq: 10, session_seq: Some(99_999) }, Numbers::of(u64::MAX)];
         for scope in &scopes {
             for name in names {
                 for n in numbers {

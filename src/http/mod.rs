@@ -23,6 +23,7 @@ mod placement;
 pub mod processes;
 pub mod projects;
 pub mod rules;
+pub mod scrub;
 pub mod sessions;
 pub mod streams;
 pub mod terminals;

@@ -23,7 +23,7 @@ use crate::actors::webhooks::{ReloadWebhooks, WebhookDispatcher};
 use crate::actors::workbench::{self, ShutdownProcesses, Workbench};
 use crate::config::Settings;
 use crate::db::lock::{InstanceLock, LockError};
-use crate::db::writer::Writer;
+use crate::db::writer::{Writer, WriterSetup};
 use crate::db::Store;
 use crate::domain::folders::ProjectRoot;
 use crate::http::{guard::AccessPolicy, AppState};
@@ -136,7 +136,8 @@ impl Application {
         let cluster = cluster::join(&settings, &store).await?;
         let node_name = cluster.as_ref().map(|(_, view)| view.name.clone());
         let settings = Arc::new(settings);
-        let (writer, _writer_thread) = Writer::start_notifying(store.clone(), node_name.clone());
+        let setup = WriterSetup { notify_as: node_name.clone(), redact_at_rest: settings.redaction.at_rest() };
+        let (writer, _writer_thread) = Writer::start_with(store.clone(), setup);
         let bus = EventBus::new(settings.stream_history_bytes).start();
         let relay = cluster::relay(&settings, &store, &bus);
         let engine = PermissionEngine::new(store.clone(), writer.clone(), Some(bus.clone().recipient()))
@@ -227,6 +228,7 @@ impl Application {
             registry: registry.clone().recipient(),
             budgets: budgets.clone().recipient(),
             node: cluster.as_ref().map(|(_, view)| view.clone()),
+            redact_at_rest: settings.redaction.at_rest(),
         };
         let agents = AgentRegistry::new(run_deps, settings.max_agents).start();
         // Sessions parked at a usage limit when the service stopped wait out their reset again.

@@ -25,6 +25,7 @@ pub(super) fn http(
             .app_data(errors::path_config())
             // Inside the guard: only an admitted request is forwarded to another node.
             .wrap(from_fn(http::forward::to_owner))
+            .wrap(from_fn(http::scrub::answers))
             .wrap(from_fn(errors::objects_only))
             .wrap(from_fn(http::guard::enforce))
             .wrap(from_fn(telemetry::request_span))

@@ -30,6 +30,8 @@ pub struct RunDeps {
     /// In cluster mode: this node's name (the owner of its runs) and its role, which says
     /// whether it fires schedules (the leader alone does).
     pub node: Option<crate::actors::cluster::NodeView>,
+    /// Runs are stored without secrets (the `at_rest` redaction).
+    pub redact_at_rest: bool,
 }
 
 impl RunDeps {
@@ -44,7 +46,12 @@ impl RunDeps {
     }
 
     pub(super) fn records(&self) -> RunRecords {
-        RunRecords { store: self.store.clone(), bus: self.bus.clone(), budgets: None }
+        RunRecords {
+            store: self.store.clone(),
+            bus: self.bus.clone(),
+            budgets: None,
+            redact_at_rest: self.redact_at_rest,
+        }
     }
 }
 

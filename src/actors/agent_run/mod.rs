@@ -76,6 +76,8 @@ pub struct RunRecords {
     pub bus: Recipient<Publish>,
     /// Told after a run's cost is in the ledger (only the run's own records carry it).
     pub budgets: Option<crate::actors::session::holds::BudgetLink>,
+    /// Runs are stored without secrets (the `at_rest` redaction).
+    pub redact_at_rest: bool,
 }
 
 impl RunRecords {
@@ -97,8 +99,16 @@ impl RunRecords {
     }
 
     /// Stores the execution as it is now.
-    pub async fn save(&self, exec: Execution) {
-        if let Err(e) = self.store.run(move |conn| agents::save_execution(conn, &exec)).await {
+    pub async fn save(&self, mut exec: Execution) {
+        let at_rest = self.redact_at_rest;
+        let saved = self.store.run(move |conn| {
+            // Scrubbed here, on the blocking pool: the output can be megabytes.
+            if at_rest {
+                agents::scrub_execution(&mut exec);
+            }
+            agents::save_execution(conn, &exec)
+        });
+        if let Err(e) = saved.await {
             tracing::error!(error = %e, "could not store an agent execution");
         }
     }

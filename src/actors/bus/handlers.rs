@@ -9,8 +9,8 @@ use actix::prelude::*;
 use super::event::Origin;
 use super::state::{Sub, Topic, TopicKey};
 use super::{
-    CatchUp, CaughtUp, CloseStreams, EventBus, EventMeta, Follow, HistoryBytes, Outbox, Publish, ReportWatches,
-    FeedGone, Stored, Subscribe, SubscriberCount, Subscription, Unsubscribe, WatcherCount, OUTBOX_BYTES,
+    CatchUp, CaughtUp, CloseStreams, EventBus, EventMeta, FeedGone, Follow, HistoryBytes, Outbox, Publish,
+    ReportWatches, Stored, Subscribe, SubscriberCount, Subscription, Unsubscribe, WatcherCount, OUTBOX_BYTES,
 };
 use crate::domain::events::Scope;
 
@@ -49,13 +49,16 @@ impl Handler<Publish> for EventBus {
     type Result = ();
 
     fn handle(&mut self, msg: Publish, _ctx: &mut Context<Self>) {
-        let event = msg.0;
+        let mut event = msg.0;
         // This node's own events are always taken: only another node's are looked at.
         if let (false, Some(id), Some(seq)) = (event.origin == Origin::Here, &event.session_id, event.topic_seq) {
             if !self.takes_relayed(id, seq, &event.origin) {
                 return;
             }
         }
+        // Every stream, webhook and peer feed reads what this frames: one place keeps secrets
+        // out of all of them (the store keeps them only in `in_flight` mode).
+        crate::secrets::scrub_json(&mut event.data);
         let meta = Arc::new(EventMeta { kind: event.kind, name: event.name.clone(), relayed: event.relayed() });
         let global = (!event.topic_only).then(|| self.record(None, &event, &meta, false));
         let own = match event.scope() {
@@ -101,7 +104,8 @@ impl Handler<Subscribe> for EventBus {
         if watches {
             self.watch(&key, true);
         }
-        self.subscribers.insert(self.next_id, Sub { topic: key, outbox: outbox.clone(), internal: msg.internal, watches });
+        self.subscribers
+            .insert(self.next_id, Sub { topic: key, outbox: outbox.clone(), internal: msg.internal, watches });
         MessageResult(Subscription { id: self.next_id, outbox })
     }
 }
@@ -210,7 +214,8 @@ impl Handler<ReportWatches> for EventBus {
     type Result = ();
 
     fn handle(&mut self, msg: ReportWatches, _ctx: &mut Context<Self>) {
-        let followed: Vec<TopicKey> = self.subscribers.values().filter(|s| s.watches).map(|s| s.topic.clone()).collect();
+        let followed: Vec<TopicKey> =
+            self.subscribers.values().filter(|s| s.watches).map(|s| s.topic.clone()).collect();
         self.watch_report = Some(msg.0);
         for key in followed {
             self.report(&key, true);

@@ -145,8 +145,12 @@ impl SessionRegistry {
         let spawned = spawn(req).inspect_err(|_| self.run_ended(exec.id.as_str()))?;
         self.children.insert(spawned.pid);
         let peers = Peers { engine: self.engine.clone(), registry: ctx.address().recipient() };
-        let records =
-            RunRecords { store: self.store.clone(), bus: self.bus.clone(), budgets: Some(self.budget_link.clone()) };
+        let records = RunRecords {
+            store: self.store.clone(),
+            bus: self.bus.clone(),
+            budgets: Some(self.budget_link.clone()),
+            redact_at_rest: self.settings.redaction.at_rest(),
+        };
         let id = exec.id.clone();
         let limits = LimitPolicy::new(&self.settings, self.limit_board.clone());
         let run = OneTurn::new(agent, exec, records, parent, lock, limits);

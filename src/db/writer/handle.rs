@@ -14,6 +14,16 @@ use crate::db::backlog::Credit;
 use crate::db::messages::NewMessage;
 use crate::db::Store;
 
+/// How the writer thread writes.
+#[derive(Debug, Clone, Default)]
+pub struct WriterSetup {
+    /// In cluster mode: every transaction that stores session events also tells the other
+    /// nodes (PostgreSQL `NOTIFY`, as this node), so their subscribers get them live.
+    pub notify_as: Option<String>,
+    /// Secrets are taken out of lines, events and decisions before they are stored.
+    pub redact_at_rest: bool,
+}
+
 #[derive(Clone)]
 pub struct Writer {
     tx: Sender<Job>,
@@ -23,18 +33,16 @@ pub struct Writer {
 impl Writer {
     /// Starts the writer thread. It ends when every `Writer` clone is dropped, after draining.
     pub fn start(store: Store) -> (Writer, std::thread::JoinHandle<()>) {
-        Self::start_notifying(store, None)
+        Self::start_with(store, WriterSetup::default())
     }
 
-    /// In cluster mode: every transaction that stores session events also tells the other
-    /// nodes (PostgreSQL `NOTIFY`, as `node`), so their subscribers get them live.
-    pub fn start_notifying(store: Store, node: Option<String>) -> (Writer, std::thread::JoinHandle<()>) {
+    pub fn start_with(store: Store, setup: WriterSetup) -> (Writer, std::thread::JoinHandle<()>) {
         let (tx, rx) = channel();
         let stats = Arc::new(WriterStats::default());
         let thread_stats = stats.clone();
         let handle = std::thread::Builder::new()
             .name("conduit-writer".to_string())
-            .spawn(move || run(store, node, rx, &thread_stats))
+            .spawn(move || run(store, setup, rx, &thread_stats))
             .expect("spawning the writer thread");
         (Writer { tx, stats }, handle)
     }

@@ -16,10 +16,11 @@
 
 mod handle;
 mod job;
+mod scrub;
 mod stats;
 mod thread;
 mod transaction;
 
-pub use handle::Writer;
+pub use handle::{Writer, WriterSetup};
 pub use job::{WriteError, WriteOp};
 pub use stats::WriterStats;

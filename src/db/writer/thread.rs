@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
+use super::handle::WriterSetup;
 use super::job::{Ack, Job, WriteError, WriteOp};
 use super::stats::WriterStats;
 use super::transaction::{is_permanent, Connection};
@@ -37,10 +38,10 @@ impl Summary {
     }
 }
 
-pub(super) fn run(store: Store, notify_as: Option<String>, rx: Receiver<Job>, stats: &WriterStats) {
+pub(super) fn run(store: Store, setup: WriterSetup, rx: Receiver<Job>, stats: &WriterStats) {
     let _checkpointer = Checkpointer::start(store.clone());
     let wal = WalWatch::of(store.database());
-    let mut db = Connection { store, conn: None, unchecked: 0, wal, notify_as };
+    let mut db = Connection { store, conn: None, unchecked: 0, wal, notify_as: setup.notify_as };
     let mut carried: VecDeque<Job> = VecDeque::new();
     let mut backoff = RETRY_FIRST;
     let mut failing_log = Summary { last: None };
@@ -72,6 +73,11 @@ pub(super) fn run(store: Store, notify_as: Option<String>, rx: Receiver<Job>, st
                     open = false;
                     break;
                 }
+            }
+        }
+        if setup.redact_at_rest {
+            for job in &mut jobs {
+                super::scrub::scrub(&mut job.op);
             }
         }
         match db.transaction(&jobs) {

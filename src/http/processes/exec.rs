@@ -121,6 +121,14 @@ async fn answer(state: &AppState, ws: Workspace, body: ExecRequest) -> AppResult
     Err(lost())
 }
 
+/// A chunk of output as text, without secrets. A secret cut in two between chunks is not
+/// recognized in either half (the command's answer, read whole, has no such gap).
+pub(super) fn scrubbed_output(data: &[u8]) -> String {
+    let mut text = String::from_utf8_lossy(data).into_owned();
+    crate::secrets::scrub_text(&mut text);
+    text
+}
+
 fn sse_event(name: &str, data: &serde_json::Value) -> Bytes {
     Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
 }
@@ -137,7 +145,7 @@ fn stream(started: Started) -> HttpResponse {
             let mut output = output?;
             let frame = match output.recv().await {
                 Some(Output::Chunk(stream, data)) => {
-                    sse_event(stream.as_str(), &serde_json::json!({ "data": String::from_utf8_lossy(&data) }))
+                    sse_event(stream.as_str(), &serde_json::json!({ "data": scrubbed_output(&data) }))
                 }
                 Some(Output::Ended(ended)) => {
                     let result = ExecResult::of(id, &ended, &[], &[]);

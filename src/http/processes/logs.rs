@@ -160,7 +160,7 @@ impl Follower {
             if !data.is_empty() {
                 let at = self.offset;
                 self.offset += data.len() as u64;
-                let body = serde_json::json!({ "offset": at, "data": String::from_utf8_lossy(&data) });
+                let body = serde_json::json!({ "offset": at, "data": super::exec::scrubbed_output(&data) });
                 return Some(Bytes::from(format!(
                     "event: {}\nid: {}\ndata: {body}\n\n",
                     self.stream.as_str(),
