@@ -41,6 +41,7 @@ mod rebuild;
 mod rules;
 mod sandbox_real;
 mod schemathesis;
+mod secrets_real;
 mod security;
 mod sessions_api;
 mod sessions_fake;

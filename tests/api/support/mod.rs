@@ -8,4 +8,5 @@ pub mod fake_api;
 pub mod fake_models;
 pub mod pg_server;
 pub mod procs;
+pub mod receiver;
 pub mod service;
