@@ -12,6 +12,9 @@ npm --prefix ui test -- --run
 # The session tests drive examples/fake_cli as a plain binary (cargo test alone builds it
 # only under a hashed name).
 cargo build --release --examples
+# A failing test's message is the last thing it prints: a backtrace (the CI's environment may
+# ask for one) would push it out of the tail a CI log shows.
+export RUST_BACKTRACE=0
 cargo test --release --all-targets
 # The integration suite again, on PostgreSQL: a throwaway server, a database per test.
 scripts/with-postgres.sh cargo test --release --test api

@@ -156,7 +156,10 @@ pub(crate) async fn read_sse(
         let chunk = tokio::time::timeout_at(deadline.into(), res.chunk()).await;
         let bytes = match chunk {
             Ok(Ok(Some(bytes))) => bytes,
-            other => panic!("the stream stopped ({:?}); seen {events:?}", other.map(|r| r.map(|_| ()))),
+            other => {
+                let last: Vec<(&str, u64)> = events.iter().rev().take(8).map(|(n, id, _)| (n.as_str(), *id)).collect();
+                panic!("the stream stopped ({:?}) after {} events; the last, newest first: {last:?}", other.map(|r| r.map(|_| ())), events.len())
+            }
         };
         text.push_str(&String::from_utf8_lossy(&bytes));
         while let Some(end) = text.find("\n\n") {
