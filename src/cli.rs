@@ -1,4 +1,5 @@
-//! The command line: `conduit [serve] | migrate | db reset --yes | redact --all | --version`.
+//! The command line: `conduit [serve] | migrate | db reset --yes | redact --all | user add NAME |
+//! --version`.
 
 use std::path::PathBuf;
 
@@ -36,6 +37,11 @@ pub enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// Users (every user is an admin for now).
+    User {
+        #[command(subcommand)]
+        action: UserAction,
+    },
     /// Inside a `strict` sandbox: limit TCP connections to the given ports, then become
     /// PROGRAM. Started by the service, not by people.
     #[command(hide = true)]
@@ -56,5 +62,15 @@ pub enum DbAction {
         /// Confirm that every project, session and log row may be erased.
         #[arg(long)]
         yes: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserAction {
+    /// Create a user. The password is read from standard input (its first line), never from
+    /// the command line: `printf '%s\n' "$PASSWORD" | conduit user add NAME`.
+    Add {
+        /// 1 to 64 letters, digits, '.', '_', '-' or '@'.
+        name: String,
     },
 }

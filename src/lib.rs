@@ -3,6 +3,7 @@
 //! `main.rs` is thin; everything lives here so integration tests can build the real
 //! application on port 0 ([`startup::Application`]).
 
+pub mod accounts;
 pub mod actors;
 pub mod cli;
 pub mod config;

@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use conduit::cli::{Cli, Command, DbAction};
+use conduit::cli::{Cli, Command, DbAction, UserAction};
 use conduit::config::Settings;
 use conduit::startup::{Application, ServeOptions};
 use conduit::{db, telemetry};
@@ -41,11 +41,20 @@ async fn main() -> ExitCode {
                     false
                 }
             };
-            serve(settings, ServeOptions { insecure: cli.insecure, subreaper }).await
+            let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+            let first_user = match conduit::accounts::NewUser::from_env(&env) {
+                Ok(user) => user.map(std::sync::Arc::new),
+                Err(e) => {
+                    eprintln!("conduit: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            serve(settings, ServeOptions { insecure: cli.insecure, subreaper, first_user }).await
         }
         Command::Migrate => migrate(&settings).await,
         Command::Db { action: DbAction::Reset { yes } } => reset(&settings, yes).await,
         Command::Redact { all } => redact(&settings, all).await,
+        Command::User { action: UserAction::Add { name } } => user_add(&settings, &name).await,
         Command::SandboxExec { .. } => Ok(()),
     };
     match outcome {
@@ -145,5 +154,31 @@ fn erase_sqlite(path: &std::path::Path) -> Result<(), String> {
         }
     }
     println!("erased {}", path.display());
+    Ok(())
+}
+
+/// `conduit user add NAME`: the password is the first line of standard input. While a service
+/// runs on the database it has migrated it, and the user is simply added beside it.
+async fn user_add(settings: &Settings, name: &str) -> Result<(), String> {
+    let mut line = String::new();
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        eprint!("password for {name} (shown as typed): ");
+    }
+    std::io::stdin().read_line(&mut line).map_err(|e| format!("cannot read the password from standard input: {e}"))?;
+    let password = line.strip_suffix('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).unwrap_or(&line);
+    let user = conduit::accounts::NewUser::new(name, password).map_err(|e| e.to_string())?;
+    let (path, database, timeout) = (settings.db_path.clone(), settings.database.clone(), settings.db_busy_timeout_ms);
+    let added = tokio::task::spawn_blocking(move || {
+        let lock = db::lock::InstanceLock::acquire(&path);
+        let mut conn = database.connect(timeout).map_err(|e| e.to_string())?;
+        // Migrations only under the lock, never under a running service's feet.
+        if lock.is_ok() || database.is_postgres() {
+            db::migrate(&mut conn).map_err(|e| e.to_string())?;
+        }
+        conduit::accounts::add(&mut conn, &user).map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| e.to_string())??;
+    println!("user {} added to {}", added.name, settings.database);
     Ok(())
 }

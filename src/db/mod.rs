@@ -7,6 +7,7 @@
 //! is async: [`Store::run`] moves each closure onto tokio's blocking pool, so no diesel call
 //! ever runs on an actix worker thread.
 
+pub mod accounts;
 pub mod agents;
 pub mod backend;
 pub mod backlog;
@@ -15,6 +16,7 @@ pub mod claim;
 pub mod lock;
 pub mod messages;
 pub mod nodes;
+pub mod ownership;
 pub mod permission_log;
 pub mod processes;
 pub mod projects;

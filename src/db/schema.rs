@@ -305,3 +305,30 @@ diesel::table! {
 }
 
 diesel::allow_tables_to_appear_in_same_query!(nodes, sessions);
+
+diesel::table! {
+    users (id) {
+        id -> Text,
+        name -> Text,
+        password_hash -> Text,
+        created_at -> Text,
+    }
+}
+
+diesel::table! {
+    api_tokens (id) {
+        id -> Text,
+        name -> Text,
+        scope -> Text,
+        project_id -> Nullable<Text>,
+        created_by -> Nullable<Text>,
+        token_hash -> Text,
+        created_at -> Text,
+        expires_at -> Nullable<Text>,
+        revoked_at -> Nullable<Text>,
+        last_used_at -> Nullable<Text>,
+    }
+}
+
+diesel::joinable!(api_tokens -> projects (project_id));
+diesel::allow_tables_to_appear_in_same_query!(api_tokens, projects, users);

@@ -14,11 +14,12 @@ use diesel::expression::AsExpression;
 use diesel::serialize::{self, Output, ToSql};
 use diesel::sql_types::{Nullable, Text};
 
+use crate::domain::access::Scope;
 use crate::domain::agent::{AgentStatus, ExecutionStatus, TriggerKind};
 use crate::domain::agent_kind::AgentKind;
 use crate::domain::cluster::{NodeList, NodeRole, NodeState};
 use crate::domain::decision::{Decision, DecisionPoint, DecisionSource};
-use crate::domain::ids::{AgentId, ExecutionId, ProcessId, ProjectId, RuleId, SessionId, WebhookId};
+use crate::domain::ids::{AgentId, ExecutionId, ProcessId, ProjectId, RuleId, SessionId, TokenId, UserId, WebhookId};
 use crate::domain::process::{ProcessKind, ProcessStatus};
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::session::{ClosedReason, SessionStatus};
@@ -125,7 +126,7 @@ macro_rules! enum_sql {
     )+};
 }
 
-id_sql!(SessionId, ProjectId, AgentId, ExecutionId, RuleId, WebhookId, ProcessId);
+id_sql!(SessionId, ProjectId, AgentId, ExecutionId, RuleId, WebhookId, ProcessId, UserId, TokenId);
 enum_sql!(
     SessionStatus,
     ClosedReason,
@@ -140,7 +141,8 @@ enum_sql!(
     ProcessStatus,
     WorkspaceMode,
     NodeState,
-    NodeRole
+    NodeRole,
+    Scope
 );
 
 // A copy list is stored as the text it keeps; it was checked before it was stored.

@@ -155,6 +155,16 @@ id_type!(
     ProcessId,
     "process"
 );
+id_type!(
+    /// A user: a name and password that signs in.
+    UserId,
+    "user"
+);
+id_type!(
+    /// An API token (its id, never its secret).
+    TokenId,
+    "token"
+);
 
 #[cfg(test)]
 mod tests {

@@ -73,11 +73,13 @@ where
     }
 }
 
+pub mod access;
 pub mod agent;
 pub mod agent_events;
 pub mod agent_kind;
 pub mod budget;
 pub mod cluster;
+pub mod credentials;
 pub mod cron;
 pub mod decision;
 pub mod events;

@@ -6,8 +6,10 @@
 //! - State-changing requests and WebSocket upgrades that carry an `Origin` must come from the
 //!   service's own origin or a configured one: a web page cannot drive the API. Requests without
 //!   `Origin` (curl, scripts) pass; browsers always send it on cross-site writes.
-//! - When a token is configured, every `/api` request must carry it (`Authorization: Bearer`,
-//!   or `?token=` for WebSocket/SSE, which browsers cannot give headers). Compared in constant time.
+//! - Once a credential exists (`CONDUIT_AUTH_TOKEN`, a user, an API token), every `/api`
+//!   request must carry one (see [`super::auth`]); the identity it resolves to is put in the
+//!   request's extensions ([`Identity`]), and the route must be within its scope and, for a
+//!   token bound to a project, about that project (see [`super::scopes`]).
 //!
 //! - In cluster mode, a request carrying the cluster secret comes from another node forwarding
 //!   an action (see [`super::forward`]): with the right secret it is trusted as such; a wrong
@@ -22,16 +24,21 @@ use actix_web::middleware::Next;
 use actix_web::{web, Error, HttpMessage, ResponseError};
 use subtle::ConstantTimeEq;
 
-use super::errors;
+use super::auth::Authenticator;
+use super::scopes::{RouteIndex, Subject};
+use super::{errors, AppState};
 use crate::config::{is_loopback_host, Settings};
+use crate::domain::access::Identity;
 use crate::error::AppError;
 
 #[derive(Debug, Clone)]
 pub struct AccessPolicy {
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
-    token: Option<String>,
     cluster_secret: Option<String>,
+    /// Shared by every worker: it remembers whether credentials exist.
+    pub auth: std::sync::Arc<Authenticator>,
+    routes: std::sync::Arc<RouteIndex>,
 }
 
 /// Splits `host[:port]` (IPv6 in brackets) into the lower-cased host and the optional port.
@@ -60,8 +67,9 @@ impl AccessPolicy {
         AccessPolicy {
             allowed_hosts,
             allowed_origins: settings.allowed_origins.clone(),
-            token: settings.auth_token.clone(),
             cluster_secret: settings.cluster.as_ref().map(|c| c.secret.clone()),
+            auth: std::sync::Arc::new(Authenticator::new(settings.auth_token.clone())),
+            routes: std::sync::Arc::new(RouteIndex::default()),
         }
     }
 
@@ -90,36 +98,13 @@ impl AccessPolicy {
         origin == format!("http://{host}") || origin == format!("https://{host}")
     }
 
-    fn token_ok(&self, req: &ServiceRequest) -> bool {
-        let Some(expected) = &self.token else {
-            return true;
-        };
-        let from_header = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-            .map(str::trim)
-            .map(str::to_string);
-        let is_stream = req.path().ends_with("/ws") || req.path().ends_with("/stream");
-        let from_query = if is_stream {
-            web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
-                .ok()
-                .and_then(|q| q.get("token").cloned())
-        } else {
-            None
-        };
-        [from_header, from_query]
-            .into_iter()
-            .flatten()
-            .any(|given| bool::from(given.as_bytes().ct_eq(expected.as_bytes())))
-    }
-
-    /// `Err` with the response to send when the request is refused.
-    pub fn check(&self, req: &ServiceRequest) -> Result<(), AppError> {
+    /// The checks that need no database: the cluster secret, Host and Origin. `Ok(true)` for a
+    /// request another node forwards (trusted as it is), `Err` with the response to send when
+    /// the request is refused.
+    pub fn check(&self, req: &ServiceRequest) -> Result<bool, AppError> {
         if let Some(given) = req.headers().get(super::peers::SECRET_HEADER) {
             return match &self.cluster_secret {
-                Some(secret) if bool::from(given.as_bytes().ct_eq(secret.as_bytes())) => Ok(()),
+                Some(secret) if bool::from(given.as_bytes().ct_eq(secret.as_bytes())) => Ok(true),
                 _ => Err(AppError::new(
                     StatusCode::UNAUTHORIZED,
                     "bad_cluster_secret",
@@ -157,15 +142,47 @@ impl AccessPolicy {
             }
         }
 
-        if req.path().starts_with("/api") && !self.token_ok(req) {
-            return Err(AppError::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "A valid token is required: send `Authorization: Bearer <CONDUIT_AUTH_TOKEN>`.",
-            ));
-        }
-        Ok(())
+        Ok(false)
     }
+
+    /// Who sends an `/api` request, once they may send it: `Err` with the answer otherwise
+    /// (401 without a valid credential, 403 `insufficient_scope` beyond the credential's
+    /// scope, 404 for another project's row).
+    async fn admit(&self, req: &ServiceRequest) -> Result<Identity, AppError> {
+        let state = req.app_data::<web::Data<AppState>>();
+        let identity = self.auth.identify(req, state.map(|s| &s.store)).await?;
+        let Some(needed) = self.routes.find(req.method(), req.path()) else {
+            // No route answers: the router says 404 or 405, and nothing happens.
+            return Ok(identity);
+        };
+        if !identity.scope().allows(needed.scope) {
+            return Err(insufficient_scope(format!(
+                "{} {} needs a token with scope `{}`; this one has `{}`.",
+                req.method(),
+                req.path(),
+                needed.scope,
+                identity.scope()
+            )));
+        }
+        let Some(project) = identity.project() else { return Ok(identity) };
+        match needed.subject {
+            Subject::Open | Subject::ProjectList => Ok(identity),
+            Subject::Global => Err(insufficient_scope(format!(
+                "{} {} spans every project; this token is bound to project {project}.",
+                req.method(),
+                req.path()
+            ))),
+            Subject::Row(kind) => {
+                let state = state.ok_or_else(|| AppError::internal("app state missing from app data"))?;
+                super::owners::check(state, kind, req.path(), project).await?;
+                Ok(identity)
+            }
+        }
+    }
+}
+
+fn insufficient_scope(message: String) -> AppError {
+    AppError::forbidden("insufficient_scope", message)
 }
 
 /// The middleware: refuse early, or pass the request on.
@@ -174,24 +191,38 @@ pub async fn enforce(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
     let verdict = match req.app_data::<web::Data<AccessPolicy>>() {
-        Some(policy) => policy.check(&req),
+        Some(policy) => match policy.check(&req) {
+            Ok(true) => Ok(Some(Identity::Peer)),
+            Ok(false) if req.path().starts_with("/api") => policy.admit(&req).await.map(Some),
+            Ok(false) => Ok(None),
+            Err(refusal) => Err(refusal),
+        },
         None => Err(AppError::internal("access policy missing from app data")),
     };
-    if let Err(refusal) = verdict {
-        let mut response = refusal.error_response();
-        if refusal.status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
-        }
-        // A refused request's body is never read: its connection ends with the answer rather
-        // than after actix has drained whatever the client still sends.
-        if errors::has_body(req.headers()) {
-            let mut req = req;
-            let unread = req.take_payload();
-            return Ok(errors::closing(req.into_response(response), unread));
-        }
-        return Ok(req.into_response(response));
+    let identity = match verdict {
+        Ok(identity) => identity,
+        Err(refusal) => return Ok(refuse(req, refusal)),
+    };
+    if let Some(identity) = identity {
+        req.extensions_mut().insert(identity);
     }
     next.call(req).await.map(ServiceResponse::map_into_boxed_body)
+}
+
+/// The answer to a refused request.
+fn refuse(req: ServiceRequest, refusal: AppError) -> ServiceResponse<BoxBody> {
+    let mut response = refusal.error_response();
+    if refusal.status == StatusCode::UNAUTHORIZED {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+    }
+    // A refused request's body is never read: its connection ends with the answer rather
+    // than after actix has drained whatever the client still sends.
+    if errors::has_body(req.headers()) {
+        let mut req = req;
+        let unread = req.take_payload();
+        return errors::closing(req.into_response(response), unread);
+    }
+    req.into_response(response)
 }
 
 #[cfg(test)]
@@ -211,8 +242,9 @@ mod tests {
         let p = AccessPolicy {
             allowed_hosts: vec!["box.lan".into(), "other.lan:8080".into()],
             allowed_origins: vec!["http://localhost:5173".into()],
-            token: None,
             cluster_secret: None,
+            auth: std::sync::Arc::new(Authenticator::new(None)),
+            routes: std::sync::Arc::new(RouteIndex::default()),
         };
         for ok in ["127.0.0.1:3100", "localhost", "[::1]:3100", "box.lan:1234", "other.lan:8080"] {
             assert!(p.host_allowed(ok), "{ok}");

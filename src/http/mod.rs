@@ -6,6 +6,7 @@
 //! blocking pool.
 
 pub mod agents;
+pub mod auth;
 pub mod changes;
 pub mod cluster;
 pub mod cluster_feed;
@@ -17,6 +18,7 @@ pub mod forward;
 pub mod guard;
 pub mod health;
 pub mod openapi;
+mod owners;
 pub mod pagination;
 mod peers;
 mod placement;
@@ -24,10 +26,12 @@ pub mod processes;
 pub mod projects;
 pub mod rules;
 pub mod scrub;
+pub mod scopes;
 pub mod sessions;
 pub mod streams;
 pub mod terminals;
 mod terminals_across;
+pub mod tokens;
 pub mod usage;
 pub mod webhooks;
 mod ws_proxy;
@@ -156,6 +160,9 @@ pub fn route_table() -> Vec<RouteSpec> {
         route!(GET, "/api/locks", agents::locks::locks),
         route!(GET, "/api/usage", usage::usage),
         route!(GET, "/api/usage/limits", usage::limits),
+        route!(GET, "/api/tokens", tokens::list),
+        route!(POST, "/api/tokens", tokens::create),
+        route!(DELETE, "/api/tokens/{id}", tokens::revoke),
         route!(POST, "/api/sessions/{id}/terminals", terminals::start_for_session),
         route!(POST, "/api/projects/{id}/terminals", terminals::start_for_project),
         route!(GET, "/api/terminals", terminals::list),

@@ -5,7 +5,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    agents, cluster, cluster_feed, folders, health, processes, projects, rules, sessions, streams, terminals, usage, webhooks,
+    agents, cluster, cluster_feed, folders, health, processes, projects, rules, sessions, streams, terminals, tokens,
+    usage, webhooks,
 };
 use crate::db::projects::Project;
 use crate::error::{ErrorBody, ErrorDetail};
@@ -28,8 +29,11 @@ impl Modify for BearerToken {
     info(
         title = "Conduit",
         description = "Orchestration service for coding-agent CLIs. Errors are always \
-            `{\"error\":{\"code\",\"message\"}}`. When CONDUIT_AUTH_TOKEN is set every /api request \
-            needs `Authorization: Bearer <token>` (401 otherwise); a foreign Host or Origin gets 403."
+            `{\"error\":{\"code\",\"message\"}}`. Once a credential exists (CONDUIT_AUTH_TOKEN, a user, an \
+            API token) every /api request needs `Authorization: Bearer <token>` (401 otherwise); a token \
+            whose scope does not cover the route gets 403 `insufficient_scope` (`read`: GETs only; \
+            `operate`: no configuration; `admin`: everything), a token bound to a project 404 for other \
+            projects' rows. A foreign Host or Origin gets 403."
     ),
     paths(
         health::health,
@@ -115,6 +119,9 @@ impl Modify for BearerToken {
         processes::logs::stream_project,
         usage::usage,
         usage::limits,
+        tokens::list,
+        tokens::create,
+        tokens::revoke,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, Project, projects::create::CreateProject, projects::create::ImportProject, projects::update::UpdateProject,
@@ -140,6 +147,7 @@ impl Modify for BearerToken {
         sessions::review::MergeResult, sessions::review::MergeConflict, crate::workspace::review::MergeStrategy,
         usage::UsageReport, usage::UsageGroup, crate::db::usage::Figures, crate::actors::limits::LimitView, crate::actors::limits::LimitStatus,
         crate::actors::turn_gate::TurnQueue, crate::actors::turn_gate::TurnSlot,
+        tokens::CreateToken, tokens::CreatedToken, crate::db::accounts::TokenInfo, crate::domain::access::Scope,
     )),
     modifiers(&BearerToken),
     tags(
@@ -155,6 +163,7 @@ impl Modify for BearerToken {
         (name = "processes", description = "Commands (exec) and background processes in a session's workspace or a project's folder, under the permission rules and the sandbox"),
         (name = "usage", description = "The cost ledger: what every turn cost, summed; budgets and usage limits"),
         (name = "review", description = "A worktree session's changes: diff against its base, commit, merge into the base branch"),
+        (name = "tokens", description = "API tokens with a scope (read, operate, admin), an optional project and expiry; admin only"),
     )
 )]
 pub struct ApiDoc;

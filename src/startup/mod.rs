@@ -47,16 +47,21 @@ pub enum StartupError {
     Locked(#[from] LockError),
     #[error("{0}")]
     Claimed(#[from] crate::db::claim::ClaimError),
+    #[error("cannot create the first user: {0}")]
+    FirstUser(#[from] crate::accounts::AccountError),
 }
 
 /// Options that come from the command line rather than settings.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ServeOptions {
     /// Allow a non-loopback address without a token.
     pub insecure: bool,
     /// The process was made a child subreaper (the binary does this; in-process tests do not),
     /// so orphaned descendants of CLIs are re-parented here and must be reaped here.
     pub subreaper: bool,
+    /// The user created at start when no user exists (`CONDUIT_ADMIN_USER` and
+    /// `CONDUIT_ADMIN_PASSWORD`, read by the binary).
+    pub first_user: Option<Arc<crate::accounts::NewUser>>,
 }
 
 pub struct Application {
@@ -115,6 +120,11 @@ impl Application {
         let machine::Claimed { lock, postgres, containment } = claimed;
         let store =
             Store::open_blocking(settings.database.clone(), settings.db_pool_size, settings.db_busy_timeout_ms).await?;
+        if let Some(user) = &options.first_user {
+            if crate::accounts::add_first(&store, user).await? {
+                tracing::info!(user = user.name(), "the first user was created from CONDUIT_ADMIN_USER");
+            }
+        }
         let scope = cluster::node_scope(&settings, &store).await?;
         let recovered = recover_after_restart(&store, &containment, lock.previous(), scope).await?;
         if recovered.sessions > 0 || recovered.executions > 0 || recovered.commands > 0 {
@@ -129,6 +139,8 @@ impl Application {
         let port = listener.local_addr().map_err(|source| StartupError::Bind { addr: addr.clone(), source })?.port();
 
         let policy = web::Data::new(AccessPolicy::from_settings(&settings));
+        let credentials = store.run(|conn| crate::db::accounts::any_credential(conn, &crate::domain::time::now())).await?;
+        policy.auth.remember(credentials);
         let root = ProjectRoot::new(&settings.project_root);
         if !root.path().is_dir() {
             tracing::warn!(root = %root.path().display(), "the project root does not exist; browsing and projects will fail until it does");

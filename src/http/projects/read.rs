@@ -5,20 +5,31 @@ use actix_web::{web, HttpResponse};
 use super::load;
 use crate::actors::turn_gate::{ReadTurnQueue, TurnQueue};
 use crate::db::{self, projects::Project};
+use crate::domain::access::Identity;
 use crate::domain::ids::ProjectId;
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::http::pagination::Page;
 use crate::http::AppState;
 
-/// List projects, by name.
+/// List projects, by name (a token bound to a project: that one only).
 #[utoipa::path(get, path = "/api/projects", tag = "projects", params(Page),
     responses(
         (status = 200, description = "Projects", body = Vec<Project>),
         (status = 400, description = "Bad query string", body = ErrorBody),
         (status = 422, description = "limit/offset out of range", body = ErrorBody),
     ))]
-pub async fn list(state: web::Data<AppState>, page: web::Query<Page>) -> AppResult<HttpResponse> {
+pub async fn list(
+    state: web::Data<AppState>,
+    page: web::Query<Page>,
+    identity: Option<web::ReqData<Identity>>,
+) -> AppResult<HttpResponse> {
     let (limit, offset) = page.bounds()?;
+    // A token bound to a project sees that one only.
+    if let Some(own) = identity.as_ref().and_then(|i| i.project().cloned()) {
+        let row = state.store.run(move |conn| db::projects::find(conn, &own)).await?;
+        let rows: Vec<Project> = row.into_iter().skip(usize::try_from(offset).unwrap_or(usize::MAX)).collect();
+        return Ok(HttpResponse::Ok().json(rows));
+    }
     let rows = state.store.run(move |conn| db::projects::list(conn, limit, offset)).await?;
     Ok(HttpResponse::Ok().json(rows))
 }

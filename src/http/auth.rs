@@ -1,0 +1,215 @@
+//! Who a request comes from: the credentials it presents, checked against the configured
+//! `CONDUIT_AUTH_TOKEN`, the stored API tokens and the users (see [`Identity`]).
+//!
+//! - `Authorization: Bearer <token>` (or `?token=` on a WebSocket or SSE path, which browsers
+//!   cannot give headers): the configured token, compared in constant time, else a stored
+//!   token, found by its SHA-256 (not revoked, not expired). No lookup is cached, so a
+//!   revocation takes effect at once, on every node of a cluster (they share the database).
+//! - `Authorization: Basic <name:password>`: a user (every user is an admin for now). The
+//!   argon2id check is slow on purpose; it runs on the blocking pool, at most
+//!   [`PASSWORD_CHECKS`] at once, so guessing cannot take the machine.
+//! - Nothing valid: 401, unless no credential exists at all (no `CONDUIT_AUTH_TOKEN`, no user,
+//!   no live token): then the local-first open mode of a fresh install stays ([`Identity::Local`],
+//!   on loopback only; startup refuses other addresses without a token).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use actix_web::dev::ServiceRequest;
+use actix_web::http::{header, StatusCode};
+use actix_web::web;
+use subtle::ConstantTimeEq;
+use tokio::sync::Semaphore;
+
+use crate::db::{accounts, Store};
+use crate::domain::access::Identity;
+use crate::domain::{credentials, time};
+use crate::error::AppError;
+
+/// Password checks running at once (each takes tens of milliseconds and 19 MiB).
+pub const PASSWORD_CHECKS: usize = 2;
+/// How long "does any credential exist" is remembered before it is asked again. A credential
+/// made on this node is seen at once (see [`Authenticator::credentials_changed`]); one made
+/// elsewhere (`conduit user add`, another node) within this time.
+const KNOWN_FOR: Duration = Duration::from_secs(2);
+/// A token's `last_used_at` is written at most this often.
+const TOUCH_EVERY: Duration = Duration::from_secs(60);
+
+/// The credentials a request presents.
+#[derive(Default)]
+struct Presented {
+    bearers: Vec<String>,
+    basic: Option<(String, String)>,
+}
+
+fn presented(req: &ServiceRequest) -> Presented {
+    let mut found = Presented::default();
+    let authorization = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    if let Some(value) = authorization {
+        if let Some(token) = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")) {
+            found.bearers.push(token.trim().to_string());
+        } else if let Some(encoded) = value.strip_prefix("Basic ").or_else(|| value.strip_prefix("basic ")) {
+            found.basic = decode_basic(encoded.trim());
+        }
+    }
+    let is_stream = req.path().ends_with("/ws") || req.path().ends_with("/stream");
+    if is_stream {
+        let query = web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string());
+        if let Some(token) = query.ok().and_then(|q| q.get("token").cloned()) {
+            found.bearers.push(token);
+        }
+    }
+    found
+}
+
+/// `name:password` from a Basic credential; `None` when it is not one.
+fn decode_basic(encoded: &str) -> Option<(String, String)> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let (name, password) = text.split_once(':')?;
+    Some((name.to_string(), password.to_string()))
+}
+
+/// Checks credentials. Shared by every worker (it sits in the access policy).
+#[derive(Debug)]
+pub struct Authenticator {
+    configured: Option<String>,
+    /// Whether any credential was stored, and when that was last asked (`None`: to be asked
+    /// again, the answer kept for when the database cannot give one).
+    known: Mutex<Option<(Option<Instant>, bool)>>,
+    password_checks: Arc<Semaphore>,
+}
+
+impl Authenticator {
+    pub fn new(configured: Option<String>) -> Self {
+        Authenticator {
+            configured,
+            known: Mutex::new(None),
+            password_checks: Arc::new(Semaphore::new(PASSWORD_CHECKS)),
+        }
+    }
+
+    /// A credential was made or revoked on this node: ask the database again next time.
+    pub fn credentials_changed(&self) {
+        if let Ok(mut known) = self.known.lock() {
+            // Stale, not forgotten: it stays the answer while the database cannot give one.
+            if let Some((at, _)) = known.as_mut() {
+                *at = None;
+            }
+        }
+    }
+
+    /// The identity of an `/api` request; `Err` with the answer (401, or 503 when the
+    /// database cannot say).
+    pub async fn identify(&self, req: &ServiceRequest, store: Option<&Store>) -> Result<Identity, AppError> {
+        let given = presented(req);
+        if let Some(expected) = &self.configured {
+            if given.bearers.iter().any(|b| bool::from(b.as_bytes().ct_eq(expected.as_bytes()))) {
+                return Ok(Identity::Admin);
+            }
+        }
+        if let Some(store) = store {
+            for bearer in given.bearers.iter().filter(|b| credentials::looks_like_token(b)) {
+                if let Some(identity) = token(store, bearer).await? {
+                    return Ok(identity);
+                }
+            }
+            if let Some((name, password)) = given.basic {
+                if let Some(identity) = self.user(store, name, password).await? {
+                    return Ok(identity);
+                }
+            }
+        }
+        if self.configured.is_none() && !self.any_credential(store).await? {
+            return Ok(Identity::Local);
+        }
+        Err(unauthorized())
+    }
+
+    async fn any_credential(&self, store: Option<&Store>) -> Result<bool, AppError> {
+        let Some(store) = store else { return Ok(false) };
+        if let Ok(known) = self.known.lock() {
+            if let Some((Some(at), any)) = *known {
+                if at.elapsed() < KNOWN_FOR {
+                    return Ok(any);
+                }
+            }
+        }
+        match store.run(|conn| accounts::any_credential(conn, &time::now())).await {
+            Ok(any) => {
+                self.remember(any);
+                Ok(any)
+            }
+            // The database cannot say right now: what it last said stands (known since startup,
+            // see `remember`), so `/api/health` still answers in open mode and a closed
+            // service never opens for want of a database.
+            Err(e) => match self.known.lock().ok().and_then(|known| *known) {
+                Some((_, any)) => Ok(any),
+                None => Err(e.into()),
+            },
+        }
+    }
+
+    /// Records whether any credential is stored (at startup, and after each look).
+    pub fn remember(&self, any: bool) {
+        if let Ok(mut known) = self.known.lock() {
+            *known = Some((Some(Instant::now()), any));
+        }
+    }
+
+    async fn user(&self, store: &Store, name: String, password: String) -> Result<Option<Identity>, AppError> {
+        let Some(user) = store.run(move |conn| accounts::user_by_name(conn, &name)).await? else {
+            return Ok(None);
+        };
+        let _permit = self
+            .password_checks
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| AppError::internal(format!("password checks closed: {e}")))?;
+        let stored = user.password_hash.clone();
+        let matches = web::block(move || credentials::verify_password(&password, &stored))
+            .await
+            .map_err(|e| AppError::internal(format!("password check failed: {e}")))?;
+        Ok(matches.then_some(Identity::User { id: user.id }))
+    }
+}
+
+/// The stored, live token `secret` is, as an identity; its use is recorded (at most once a
+/// minute, in the background: a lost write costs nothing).
+async fn token(store: &Store, secret: &str) -> Result<Option<Identity>, AppError> {
+    let hash = credentials::token_hash(secret);
+    let Some(row) = store.run(move |conn| accounts::live_token_by_hash(conn, &hash, &time::now())).await? else {
+        return Ok(None);
+    };
+    if row.last_used_at.as_deref().is_none_or(|last| *last < *time::ago(TOUCH_EVERY)) {
+        let (store, id) = (store.clone(), row.id.clone());
+        actix_web::rt::spawn(async move {
+            if let Err(e) = store.run(move |conn| accounts::touch_token(conn, &id, &time::now())).await {
+                tracing::debug!(error = %e, "a token's last use was not recorded");
+            }
+        });
+    }
+    Ok(Some(Identity::Token { id: row.id, scope: row.scope, project: row.project_id }))
+}
+
+pub fn unauthorized() -> AppError {
+    AppError::new(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+        "A valid token is required: send `Authorization: Bearer <token>` (CONDUIT_AUTH_TOKEN or an API token).",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basic_credentials_are_decoded() {
+        assert_eq!(decode_basic("YWRhOnB3OndpdGg6Y29sb25z"), Some(("ada".into(), "pw:with:colons".into())));
+        assert_eq!(decode_basic("c2VjcmV0LXRva2Vu"), None, "no colon");
+        assert_eq!(decode_basic("%%%"), None);
+    }
+}
