@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use crate::helpers::spawn_app_with;
 
+const ADMIN_TOKEN: &str = "schemathesis-admin-token";
+
 fn schemathesis_binary() -> PathBuf {
     if let Some(explicit) = std::env::var_os("CONDUIT_SCHEMATHESIS") {
         return PathBuf::from(explicit);
@@ -35,11 +37,20 @@ async fn the_openapi_document_survives_schemathesis() {
     // A CLI that exists and ends at once: launches pass the check for the agent's CLI (a
     // missing one is a documented 503, which the fuzzer counts as a server error) and end in
     // `error` without leaving processes behind.
-    let app = spawn_app_with(|s| s.cli_path = "true".to_string()).await;
+    //
+    // It runs as an admin: what it makes (an API token, in open mode) would otherwise close
+    // the API to its later requests.
+    let app = spawn_app_with(|s| {
+        s.cli_path = "true".to_string();
+        s.auth_token = Some(ADMIN_TOKEN.to_string());
+    })
+    .await;
     // Something to find, list and update.
     app.mkdir("empty");
     app.mkdir("repo/.git");
-    app.create_project("Seed", "seed").await;
+    let seed = serde_json::json!({"name": "Seed", "folder_path": app.mkdir("seed")});
+    let res = app.client.post(app.url("/api/projects")).bearer_auth(ADMIN_TOKEN).json(&seed).send().await.expect("post");
+    assert_eq!(res.status().as_u16(), 201, "create project");
 
     let run = tokio::process::Command::new(&binary)
         .arg("run")
@@ -49,6 +60,7 @@ async fn the_openapi_document_survives_schemathesis() {
             "--exclude-path-regex",
             "^/api/((sessions/\\{id\\}|events)/stream|(sessions|projects)/\\{id\\}/processes/\\{process_id\\}/logs/stream)$",
         ])
+        .args(["--header", &format!("Authorization: Bearer {ADMIN_TOKEN}")])
         .args(["--max-examples", "100", "--no-color", "--generation-database", "none"])
         .args(["--request-timeout", "10"])
         .current_dir(app.dir.path())

@@ -11,9 +11,10 @@ use diesel::pg::PgConnection;
 use diesel::{Connection, RunQueryDsl};
 
 /// Conduit's tables after every migration, by name, on either backend.
-pub const TABLES: [&str; 15] = [
+pub const TABLES: [&str; 17] = [
     "agent_executions",
     "agents",
+    "api_tokens",
     "messages",
     "nodes",
     "permission_log",
@@ -25,6 +26,7 @@ pub const TABLES: [&str; 15] = [
     "usage_daily",
     "usage_hourly",
     "usage_ledger",
+    "users",
     "webhook_deliveries",
     "webhooks",
 ];
