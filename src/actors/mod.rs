@@ -12,6 +12,7 @@ pub mod feed;
 pub mod janitor;
 pub mod limits;
 pub mod locks;
+pub mod login_guard;
 pub mod outbox;
 pub mod permissions;
 pub mod recovery;

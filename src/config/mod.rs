@@ -16,7 +16,9 @@ pub use agents::{AcpAgent, AgentSettings};
 pub use cluster::{valid_node_name, ClusterSettings, FORWARDED_BY, SECRET_HEADER};
 pub use error::ConfigError;
 pub use load::{env_name, CONFIG_FILE_ENV, DEFAULT_TOML};
-pub use settings::{is_loopback_host, LogFormat, ProcessSettings, SandboxSettings, Settings, TerminalSettings};
+pub use settings::{
+    is_loopback_host, LogFormat, LoginLimits, ProcessSettings, SandboxSettings, Settings, TerminalSettings,
+};
 
 #[cfg(test)]
 mod tests;

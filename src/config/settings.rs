@@ -79,11 +79,24 @@ pub struct Settings {
     pub shell_analysis: crate::domain::rules::ShellAnalysis,
     /// Whether secrets are also kept out of the store, or only out of what leaves it.
     pub redaction: crate::secrets::RedactionMode,
+    /// How often one address may try a password, and the lockout after failures.
+    pub login_limits: LoginLimits,
     pub log_level: String,
     pub log_format: LogFormat,
     /// HOME of the environment the settings came from (where the CLI keeps its transcripts).
     /// Not a setting of its own.
     pub home: Option<PathBuf>,
+}
+
+/// The `login_attempts_per_minute`, `login_lockout_failures` and `login_lockout_ms` settings
+/// (see `actors::login_guard`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoginLimits {
+    /// Password checks one address may have in a sliding minute.
+    pub per_minute: u32,
+    /// Failed checks within `lockout` that lock the address out.
+    pub lockout_after: u32,
+    pub lockout: std::time::Duration,
 }
 
 /// The `sandbox`, `bwrap_path` and `sandbox_hidden` settings.

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::layers::Layers;
-use super::{ConfigError, LogFormat, ProcessSettings, SandboxSettings, Settings, TerminalSettings};
+use super::{ConfigError, LogFormat, LoginLimits, ProcessSettings, SandboxSettings, Settings, TerminalSettings};
 use crate::domain::rules::ShellAnalysis;
 use crate::secrets::RedactionMode;
 
@@ -137,6 +137,11 @@ impl Settings {
             processes,
             shell_analysis,
             redaction,
+            login_limits: LoginLimits {
+                per_minute: l.integer("login_attempts_per_minute", 1, 100_000)? as u32,
+                lockout_after: l.integer("login_lockout_failures", 1, 100_000)? as u32,
+                lockout: std::time::Duration::from_millis(l.integer("login_lockout_ms", 1_000, 86_400_000)? as u64),
+            },
             log_level,
             log_format,
             home: home.filter(|h| !h.is_empty()).map(PathBuf::from),

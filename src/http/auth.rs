@@ -7,22 +7,30 @@
 //!   revocation takes effect at once, on every node of a cluster (they share the database).
 //! - `Authorization: Basic <name:password>`: a user (every user is an admin for now). The
 //!   argon2id check is slow on purpose; it runs on the blocking pool, at most
-//!   [`PASSWORD_CHECKS`] at once, so guessing cannot take the machine.
+//!   [`PASSWORD_CHECKS`] at once, so guessing cannot take the machine. The [`LoginGuard`]
+//!   decides first whether the client's address may try (429 with `Retry-After` otherwise),
+//!   and a credential that passed is taken without a new check for a minute.
 //! - Nothing valid: 401, unless no credential exists at all (no `CONDUIT_AUTH_TOKEN`, no user,
 //!   no live token): then the local-first open mode of a fresh install stays ([`Identity::Local`],
 //!   on loopback only; startup refuses other addresses without a token).
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use actix::Addr;
 use actix_web::dev::ServiceRequest;
 use actix_web::http::{header, StatusCode};
 use actix_web::web;
+use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
 
+use crate::actors::login_guard::{Admission, CredentialKey, LoginGuard, MayTry, Tried};
+
 use crate::db::{accounts, Store};
 use crate::domain::access::Identity;
+use crate::domain::ids::UserId;
 use crate::domain::{credentials, time};
 use crate::error::AppError;
 
@@ -79,14 +87,26 @@ pub struct Authenticator {
     /// again, the answer kept for when the database cannot give one).
     known: Mutex<Option<(Option<Instant>, bool)>>,
     password_checks: Arc<Semaphore>,
+    /// Who may try a password now (see [`LoginGuard`]).
+    logins: Addr<LoginGuard>,
+    /// Keys the hash a passed credential is remembered by: random, this process's own.
+    remember_key: [u8; 32],
 }
 
 impl Authenticator {
-    pub fn new(configured: Option<String>) -> Self {
+    pub fn new(configured: Option<String>, logins: Addr<LoginGuard>) -> Self {
+        let mut remember_key = [0u8; 32];
+        if let Err(e) = getrandom::getrandom(&mut remember_key) {
+            // Without randomness the key is only less secret: a hash of a password stays in
+            // memory either way, never stored or sent.
+            tracing::warn!(error = %e, "no randomness for the key of remembered logins");
+        }
         Authenticator {
             configured,
             known: Mutex::new(None),
             password_checks: Arc::new(Semaphore::new(PASSWORD_CHECKS)),
+            logins,
+            remember_key,
         }
     }
 
@@ -116,7 +136,7 @@ impl Authenticator {
                 }
             }
             if let Some((name, password)) = given.basic {
-                if let Some(identity) = self.user(store, name, password).await? {
+                if let Some(identity) = self.user(store, client(req), name, password).await? {
                     return Ok(identity);
                 }
             }
@@ -158,7 +178,43 @@ impl Authenticator {
         }
     }
 
-    async fn user(&self, store: &Store, name: String, password: String) -> Result<Option<Identity>, AppError> {
+    /// The user `name` and `password` prove, if the client at `address` may try now.
+    async fn user(
+        &self,
+        store: &Store,
+        address: IpAddr,
+        name: String,
+        password: String,
+    ) -> Result<Option<Identity>, AppError> {
+        let key = self.credential_key(&name, &password);
+        let admission = self
+            .logins
+            .send(MayTry { address, key })
+            .await
+            .map_err(|e| AppError::internal(format!("the login guard is gone: {e}")))?;
+        match admission {
+            Admission::Known(id) => return Ok(Some(Identity::User { id })),
+            Admission::Wait(wait) => return Err(too_many_logins(wait)),
+            Admission::Check => {}
+        }
+        let proved = self.check_password(store, name, password).await?;
+        self.logins.do_send(Tried { address, key, user: proved.clone() });
+        Ok(proved.map(|id| Identity::User { id }))
+    }
+
+    /// A keyed hash of a credential: what a passed one is remembered by.
+    fn credential_key(&self, name: &str, password: &str) -> CredentialKey {
+        let mut hash = Sha256::new();
+        hash.update(self.remember_key);
+        hash.update((name.len() as u64).to_le_bytes());
+        hash.update(name.as_bytes());
+        hash.update(password.as_bytes());
+        hash.finalize().into()
+    }
+
+    /// The user `name` whose password `password` is; `None` for no such user or another
+    /// password.
+    async fn check_password(&self, store: &Store, name: String, password: String) -> Result<Option<UserId>, AppError> {
         let Some(user) = store.run(move |conn| accounts::user_by_name(conn, &name)).await? else {
             return Ok(None);
         };
@@ -172,8 +228,33 @@ impl Authenticator {
         let matches = web::block(move || credentials::verify_password(&password, &stored))
             .await
             .map_err(|e| AppError::internal(format!("password check failed: {e}")))?;
-        Ok(matches.then_some(Identity::User { id: user.id }))
+        Ok(matches.then_some(user.id))
     }
+}
+
+/// The address a client's password attempts are counted by: its IPv4 address, or the /64 an
+/// IPv6 address is in (one host usually has a whole /64 to pick addresses from). The peer's
+/// address, never a forwarding header a client could write.
+fn client(req: &ServiceRequest) -> IpAddr {
+    match req.peer_addr().map(|a| a.ip()) {
+        Some(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+        },
+        Some(v4) => v4,
+        None => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+    }
+}
+
+fn too_many_logins(wait: std::time::Duration) -> AppError {
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let mut refusal = AppError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "too_many_logins",
+        format!("Too many password attempts from this address: try again in {seconds} s."),
+    );
+    refusal.retry_after = Some(seconds.max(1) as i64);
+    refusal
 }
 
 /// The stored, live token `secret` is, as an identity; its use is recorded (at most once a

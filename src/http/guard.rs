@@ -27,6 +27,7 @@ use subtle::ConstantTimeEq;
 use super::auth::Authenticator;
 use super::scopes::{RouteIndex, Subject};
 use super::{errors, AppState};
+use crate::actors::login_guard::LoginGuard;
 use crate::config::{is_loopback_host, Settings};
 use crate::domain::access::Identity;
 use crate::error::AppError;
@@ -57,7 +58,8 @@ fn split_host_port(value: &str) -> (String, Option<&str>) {
 }
 
 impl AccessPolicy {
-    pub fn from_settings(settings: &Settings) -> Self {
+    /// The policy `settings` ask for; password attempts are counted by `logins`.
+    pub fn from_settings(settings: &Settings, logins: actix::Addr<LoginGuard>) -> Self {
         let mut allowed_hosts = settings.allowed_hosts.clone();
         // The address the service is bound to is its own name, unless it is a wildcard.
         let bound = settings.host.to_ascii_lowercase();
@@ -68,7 +70,7 @@ impl AccessPolicy {
             allowed_hosts,
             allowed_origins: settings.allowed_origins.clone(),
             cluster_secret: settings.cluster.as_ref().map(|c| c.secret.clone()),
-            auth: std::sync::Arc::new(Authenticator::new(settings.auth_token.clone())),
+            auth: std::sync::Arc::new(Authenticator::new(settings.auth_token.clone(), logins)),
             routes: std::sync::Arc::new(RouteIndex::default()),
         }
     }
@@ -237,13 +239,19 @@ mod tests {
         assert_eq!(split_host_port("::1"), ("::1".to_string(), None));
     }
 
-    #[test]
-    fn hosts_and_origins() {
+    #[actix_rt::test]
+    async fn hosts_and_origins() {
+        use actix::Actor;
+        let limits = crate::config::LoginLimits {
+            per_minute: 10,
+            lockout_after: 5,
+            lockout: std::time::Duration::from_secs(60),
+        };
         let p = AccessPolicy {
             allowed_hosts: vec!["box.lan".into(), "other.lan:8080".into()],
             allowed_origins: vec!["http://localhost:5173".into()],
             cluster_secret: None,
-            auth: std::sync::Arc::new(Authenticator::new(None)),
+            auth: std::sync::Arc::new(Authenticator::new(None, LoginGuard::new(limits).start())),
             routes: std::sync::Arc::new(RouteIndex::default()),
         };
         for ok in ["127.0.0.1:3100", "localhost", "[::1]:3100", "box.lan:1234", "other.lan:8080"] {

@@ -138,7 +138,8 @@ impl Application {
         let listener = TcpListener::bind(&addr).map_err(|source| StartupError::Bind { addr: addr.clone(), source })?;
         let port = listener.local_addr().map_err(|source| StartupError::Bind { addr: addr.clone(), source })?.port();
 
-        let policy = web::Data::new(AccessPolicy::from_settings(&settings));
+        let logins = crate::actors::login_guard::LoginGuard::new(settings.login_limits).start();
+        let policy = web::Data::new(AccessPolicy::from_settings(&settings, logins));
         let credentials = store.run(|conn| crate::db::accounts::any_credential(conn, &crate::domain::time::now())).await?;
         policy.auth.remember(credentials);
         let root = ProjectRoot::new(&settings.project_root);

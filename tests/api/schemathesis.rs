@@ -49,7 +49,8 @@ async fn the_openapi_document_survives_schemathesis() {
     app.mkdir("empty");
     app.mkdir("repo/.git");
     let seed = serde_json::json!({"name": "Seed", "folder_path": app.mkdir("seed")});
-    let res = app.client.post(app.url("/api/projects")).bearer_auth(ADMIN_TOKEN).json(&seed).send().await.expect("post");
+    let res =
+        app.client.post(app.url("/api/projects")).bearer_auth(ADMIN_TOKEN).json(&seed).send().await.expect("post");
     assert_eq!(res.status().as_u16(), 201, "create project");
 
     let run = tokio::process::Command::new(&binary)

@@ -100,3 +100,45 @@ async fn the_first_user_comes_from_the_environment() {
     assert_eq!(stored.len(), 1);
     assert!(stored[0].1.starts_with("$argon2id$"), "{}", stored[0].1);
 }
+
+/// Password guesses are limited by address: 20 wrong ones from one address are refused with
+/// 429 and `Retry-After` after the fifth, while another address still signs in, and the right
+/// password works again once the (here short) lockout is over.
+#[actix_web::test]
+async fn wrong_passwords_lock_their_address_out_and_no_other() {
+    let config = ServiceConfig::new(fake_cli())
+        .env("CONDUIT_ADMIN_USER", "root-admin")
+        .env("CONDUIT_ADMIN_PASSWORD", PASSWORD)
+        .env("CONDUIT_LOGIN_LOCKOUT_MS", "3000");
+    let service = TestService::start(config);
+    let from = |address: [u8; 4]| {
+        reqwest::Client::builder().local_address(std::net::IpAddr::from(address)).build().expect("a client")
+    };
+    let (here, there) = (from([127, 0, 0, 1]), from([127, 0, 0, 2]));
+    let sign_in = |client: &reqwest::Client, password: &str| {
+        client.get(service.url("/api/projects")).basic_auth("root-admin", Some(password)).send()
+    };
+
+    let mut answers = Vec::new();
+    for i in 0..20 {
+        let res = sign_in(&here, &format!("wrong password {i}")).await.expect("request");
+        let retry_after = res.headers().get("retry-after").and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        let status = res.status().as_u16();
+        let body: serde_json::Value = res.json().await.expect("a JSON error");
+        answers.push((status, body["error"]["code"].as_str().unwrap_or_default().to_string(), retry_after));
+    }
+    assert!(answers[..5].iter().all(|(s, code, _)| *s == 401 && code == "unauthorized"), "{answers:?}");
+    for (status, code, retry_after) in &answers[5..] {
+        assert_eq!((*status, code.as_str()), (429, "too_many_logins"), "{answers:?}");
+        assert!(retry_after.is_some_and(|s| (1..=3).contains(&s)), "Retry-After within the lockout: {answers:?}");
+    }
+
+    let res = sign_in(&there, PASSWORD).await.expect("request");
+    assert_eq!(res.status().as_u16(), 200, "another address signs in meanwhile");
+    let res = sign_in(&here, PASSWORD).await.expect("request");
+    assert_eq!(error_code(res, 429).await, "too_many_logins", "the right password waits for the lockout too");
+
+    tokio::time::sleep(Duration::from_millis(3100)).await;
+    let res = sign_in(&here, PASSWORD).await.expect("request");
+    assert_eq!(res.status().as_u16(), 200, "the right password once the lockout is over");
+}

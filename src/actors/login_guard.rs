@@ -1,0 +1,232 @@
+//! `LoginGuard`: who may try a password now. It keeps, per client address, the password
+//! checks of the last minute and the failures of the last lockout period:
+//! - more than `per_minute` checks in a sliding minute: refused until the oldest leaves it;
+//! - `lockout_after` failures within a lockout period: refused for the whole period;
+//! - a success clears the address's failures.
+//!
+//! A credential that passed is remembered for [`REMEMBERED_FOR`] (by a keyed hash, never the
+//! password): a client sending HTTP Basic on every request is checked once, not each time, so
+//! it neither pays argon2 per request nor uses up the login limit.
+//!
+//! The guard's state is this actor's alone; the authenticator asks it ([`MayTry`]) before a
+//! password check and tells it the outcome ([`Tried`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+
+use crate::config::LoginLimits;
+use crate::domain::ids::UserId;
+
+/// How long a credential that passed is taken without a new password check.
+pub const REMEMBERED_FOR: Duration = Duration::from_secs(60);
+const WINDOW: Duration = Duration::from_secs(60);
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+/// A keyed hash of a user name and password (see `http::auth`).
+pub type CredentialKey = [u8; 32];
+
+/// May `address` try `key` now?
+#[derive(Message)]
+#[rtype(result = "Admission")]
+pub struct MayTry {
+    pub address: IpAddr,
+    pub key: CredentialKey,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission {
+    /// This credential passed within [`REMEMBERED_FOR`]: it is this user, no check needed.
+    Known(UserId),
+    /// Check the password (the attempt is counted).
+    Check,
+    /// Refused for this long (`429` with `Retry-After`).
+    Wait(Duration),
+}
+
+/// The outcome of a check [`MayTry`] allowed: the user it proved, or `None` for a failure.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Tried {
+    pub address: IpAddr,
+    pub key: CredentialKey,
+    pub user: Option<UserId>,
+}
+
+#[derive(Default)]
+struct Address {
+    checks: VecDeque<Instant>,
+    failures: VecDeque<Instant>,
+    locked_until: Option<Instant>,
+}
+
+pub struct LoginGuard {
+    limits: LoginLimits,
+    addresses: HashMap<IpAddr, Address>,
+    passed: HashMap<CredentialKey, (UserId, Instant)>,
+}
+
+impl LoginGuard {
+    pub fn new(limits: LoginLimits) -> LoginGuard {
+        LoginGuard { limits, addresses: HashMap::new(), passed: HashMap::new() }
+    }
+
+    /// A locked-out address waits, whatever it sends; a credential that passed is known; any
+    /// other attempt is counted against the address's minute.
+    fn admit(&mut self, address: IpAddr, key: &CredentialKey, now: Instant) -> Admission {
+        let limits = &self.limits;
+        let entry = self.addresses.entry(address).or_default();
+        if let Some(until) = entry.locked_until {
+            if now < until {
+                return Admission::Wait(until - now);
+            }
+            entry.locked_until = None;
+            entry.failures.clear();
+        }
+        if let Some((user, at)) = self.passed.get(key) {
+            if now.duration_since(*at) < REMEMBERED_FOR {
+                return Admission::Known(user.clone());
+            }
+        }
+        forget_before(&mut entry.checks, now, WINDOW);
+        if entry.checks.len() >= limits.per_minute as usize {
+            let oldest = entry.checks.front().copied().unwrap_or(now);
+            return Admission::Wait((oldest + WINDOW).saturating_duration_since(now));
+        }
+        entry.checks.push_back(now);
+        Admission::Check
+    }
+
+    fn tried(&mut self, address: IpAddr, key: CredentialKey, user: Option<UserId>, now: Instant) {
+        let entry = self.addresses.entry(address).or_default();
+        match user {
+            Some(user) => {
+                entry.failures.clear();
+                self.passed.insert(key, (user, now));
+            }
+            None => {
+                forget_before(&mut entry.failures, now, self.limits.lockout);
+                entry.failures.push_back(now);
+                if entry.failures.len() >= self.limits.lockout_after as usize {
+                    entry.locked_until = Some(now + self.limits.lockout);
+                    tracing::warn!(%address, failures = entry.failures.len(), lockout = ?self.limits.lockout, "too many failed password checks from one address: locked out");
+                }
+            }
+        }
+    }
+
+    /// Forgets what no longer counts, so the maps hold only recent addresses and credentials.
+    fn sweep(&mut self, now: Instant) {
+        let lockout = self.limits.lockout;
+        self.passed.retain(|_, (_, at)| now.duration_since(*at) < REMEMBERED_FOR);
+        self.addresses.retain(|_, a| {
+            forget_before(&mut a.checks, now, WINDOW);
+            forget_before(&mut a.failures, now, lockout);
+            let locked = a.locked_until.is_some_and(|until| now < until);
+            locked || !a.checks.is_empty() || !a.failures.is_empty()
+        });
+    }
+}
+
+fn forget_before(times: &mut VecDeque<Instant>, now: Instant, span: Duration) {
+    while times.front().is_some_and(|t| now.duration_since(*t) >= span) {
+        times.pop_front();
+    }
+}
+
+impl Actor for LoginGuard {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(SWEEP_EVERY, |guard, _| guard.sweep(Instant::now()));
+    }
+}
+
+impl Handler<MayTry> for LoginGuard {
+    type Result = MessageResult<MayTry>;
+
+    fn handle(&mut self, msg: MayTry, _ctx: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.admit(msg.address, &msg.key, Instant::now()))
+    }
+}
+
+impl Handler<Tried> for LoginGuard {
+    type Result = ();
+
+    fn handle(&mut self, msg: Tried, _ctx: &mut Context<Self>) {
+        self.tried(msg.address, msg.key, msg.user, Instant::now());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard() -> LoginGuard {
+        LoginGuard::new(LoginLimits { per_minute: 10, lockout_after: 5, lockout: Duration::from_secs(900) })
+    }
+
+    const HERE: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+    const THERE: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 2));
+
+    #[test]
+    fn five_failures_lock_an_address_out_for_the_lockout_and_not_another() {
+        let (mut g, t0) = (guard(), Instant::now());
+        for i in 0..5 {
+            assert_eq!(g.admit(HERE, &[i; 32], t0), Admission::Check);
+            g.tried(HERE, [i; 32], None, t0);
+        }
+        assert_eq!(g.admit(HERE, &[9; 32], t0 + Duration::from_secs(1)), Admission::Wait(Duration::from_secs(899)));
+        assert_eq!(g.admit(THERE, &[9; 32], t0), Admission::Check, "another address");
+        g.tried(THERE, [9; 32], Some(UserId::new()), t0);
+        let locked = g.admit(HERE, &[9; 32], t0 + Duration::from_secs(2));
+        assert_eq!(locked, Admission::Wait(Duration::from_secs(898)), "a credential known elsewhere waits too");
+        let after = t0 + Duration::from_secs(900);
+        assert_eq!(g.admit(HERE, &[9; 32], after), Admission::Check, "the lockout ends");
+        g.tried(HERE, [9; 32], None, after);
+        assert_eq!(g.admit(HERE, &[8; 32], after), Admission::Check, "its failures were forgiven with it");
+    }
+
+    #[test]
+    fn more_than_ten_checks_a_minute_wait_for_the_oldest_to_leave_the_window() {
+        let (mut g, t0) = (guard(), Instant::now());
+        let user = UserId::new();
+        for i in 0..10u64 {
+            let at = t0 + Duration::from_secs(i);
+            assert_eq!(g.admit(HERE, &[i as u8; 32], at), Admission::Check);
+            // Successes clear failures, so only the rate stops them.
+            g.tried(HERE, [i as u8; 32], Some(user.clone()), at);
+        }
+        assert_eq!(g.admit(HERE, &[99; 32], t0 + Duration::from_secs(20)), Admission::Wait(Duration::from_secs(40)));
+        assert_eq!(g.admit(HERE, &[99; 32], t0 + Duration::from_secs(60)), Admission::Check, "a slot is free");
+    }
+
+    #[test]
+    fn a_credential_that_passed_is_known_for_a_minute_without_a_check() {
+        let (mut g, t0) = (guard(), Instant::now());
+        let user = UserId::new();
+        assert_eq!(g.admit(HERE, &[1; 32], t0), Admission::Check);
+        g.tried(HERE, [1; 32], Some(user.clone()), t0);
+        for s in 1..30 {
+            assert_eq!(g.admit(HERE, &[1; 32], t0 + Duration::from_secs(s)), Admission::Known(user.clone()));
+        }
+        assert_eq!(g.addresses[&HERE].checks.len(), 1, "known answers are not counted");
+        assert_eq!(g.admit(HERE, &[1; 32], t0 + REMEMBERED_FOR), Admission::Check);
+    }
+
+    #[test]
+    fn the_sweep_forgets_quiet_addresses_and_keeps_locked_ones() {
+        let (mut g, t0) = (guard(), Instant::now());
+        g.admit(HERE, &[1; 32], t0);
+        for _ in 0..5 {
+            g.admit(THERE, &[2; 32], t0);
+            g.tried(THERE, [2; 32], None, t0);
+        }
+        g.sweep(t0 + Duration::from_secs(120));
+        assert!(!g.addresses.contains_key(&HERE) && g.addresses.contains_key(&THERE));
+        g.sweep(t0 + Duration::from_secs(901));
+        assert!(g.addresses.is_empty());
+    }
+}
