@@ -197,6 +197,10 @@ async fn create_rejects_invalid_rules_with_422() {
         ("blank tool_name", json!({"tool_name": "   ", "behavior": "allow"})),
         ("tool_name with a space", json!({"tool_name": "Ba sh", "behavior": "allow"})),
         ("201-byte tool_name", json!({"tool_name": "T".repeat(201), "behavior": "allow"})),
+        (
+            "201 characters, 199 once trimmed",
+            json!({"tool_name": format!("\u{c}{}\n", "T".repeat(199)), "behavior": "allow"}),
+        ),
         ("bad glob", json!({"tool_name": "Bash", "rule_content": "[unclosed", "behavior": "deny"})),
         (
             "updated_input on a deny rule",
@@ -362,6 +366,18 @@ async fn update_changes_every_field_given() {
     assert_eq!(after["priority"], -2);
     assert_eq!(after["project_id"], Value::Null, "still global");
     assert_eq!(list(&app, "/api/rules/global").await, vec![after]);
+}
+
+/// The schema's 200 characters hold for the text sent, before trimming (schemathesis found a
+/// form feed and 200 more characters accepted).
+#[actix_web::test]
+async fn update_refuses_a_tool_name_longer_than_the_schema_before_trimming() {
+    let app = spawn_app().await;
+    let before = global_rule(&app, json!({"tool_name": "Bash", "behavior": "allow"})).await;
+    let long = format!("\u{c}{}", "*".repeat(200));
+    let res = app.put_json(&rule_path(&before), &json!({ "tool_name": long })).await;
+    assert_eq!(error_code(res, 422).await, "validation_failed");
+    assert_eq!(list(&app, "/api/rules/global").await, vec![before], "unchanged");
 }
 
 #[actix_web::test]

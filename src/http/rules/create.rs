@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::{check_rule, input_text, project_exists, reload, Draft, Rule};
+use super::{check_rule, input_text, project_exists, reload, tool_name, Draft, Rule};
 use crate::db::{self, rules::RuleRow};
 use crate::domain::ids::{ProjectId, RuleId};
 use crate::domain::time;
@@ -32,7 +32,7 @@ pub struct CreateRule {
 
 async fn create(state: &AppState, project_id: Option<ProjectId>, body: CreateRule) -> AppResult<HttpResponse> {
     let now = time::now();
-    let tool_name = body.tool_name.trim().to_string();
+    let tool_name = tool_name(&body.tool_name)?;
     let updated_input = input_text(body.updated_input)?;
     let behavior = check_rule(&Draft {
         tool_name: &tool_name,

@@ -68,6 +68,18 @@ struct Draft<'a> {
     has_updated_input: bool,
 }
 
+/// The longest `tool_name` (characters), as the schema says.
+const MAX_TOOL_NAME_CHARS: usize = 200;
+
+/// A `tool_name` as given, trimmed; refused when the text sent is longer than the schema
+/// allows, even if what is left after trimming is not.
+fn tool_name(given: &str) -> AppResult<String> {
+    if given.chars().count() > MAX_TOOL_NAME_CHARS {
+        return Err(AppError::validation(format!("`tool_name` must be at most {MAX_TOOL_NAME_CHARS} characters")));
+    }
+    Ok(given.trim().to_string())
+}
+
 /// Checks a rule as a whole (the pattern must compile for its tool); answers its behavior.
 fn check_rule(rule: &Draft<'_>) -> AppResult<Behavior> {
     let tool = rule.tool_name;

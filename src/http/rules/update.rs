@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::{check_rule, input_text, reload, Draft, Rule};
+use super::{check_rule, input_text, reload, tool_name, Draft, Rule};
 use crate::db::{self, StoreError};
 use crate::domain::ids::RuleId;
 use crate::domain::time;
@@ -54,7 +54,7 @@ pub async fn update(
         .await?
         .ok_or_else(|| AppError::not_found(format!("No rule with id {id:?}.")))?;
     if let Some(t) = b.tool_name {
-        row.tool_name = t.trim().to_string();
+        row.tool_name = tool_name(&t)?;
     }
     if let Some(c) = b.rule_content {
         row.rule_content = c;
