@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod agent_run;
 pub mod agents;
+pub mod audit;
 mod agents_sync;
 pub mod bridge;
 pub mod budgets;

@@ -79,6 +79,8 @@ pub struct Settings {
     pub shell_analysis: crate::domain::rules::ShellAnalysis,
     /// Whether secrets are also kept out of the store, or only out of what leaves it.
     pub redaction: crate::secrets::RedactionMode,
+    /// How long access audit rows are kept; `None`: forever.
+    pub audit_retention: Option<std::time::Duration>,
     /// How often one address may try a password, and the lockout after failures.
     pub login_limits: LoginLimits,
     pub log_level: String,

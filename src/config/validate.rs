@@ -137,6 +137,10 @@ impl Settings {
             processes,
             shell_analysis,
             redaction,
+            audit_retention: match l.integer("audit_retention_days", 0, 36_500)? {
+                0 => None,
+                days => Some(std::time::Duration::from_secs(days as u64 * 86_400)),
+            },
             login_limits: LoginLimits {
                 per_minute: l.integer("login_attempts_per_minute", 1, 100_000)? as u32,
                 lockout_after: l.integer("login_lockout_failures", 1, 100_000)? as u32,

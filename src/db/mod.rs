@@ -9,6 +9,7 @@
 
 pub mod accounts;
 pub mod agents;
+pub mod audit;
 pub mod backend;
 pub mod backlog;
 pub mod checkpoint;

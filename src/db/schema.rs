@@ -332,3 +332,18 @@ diesel::table! {
 
 diesel::joinable!(api_tokens -> projects (project_id));
 diesel::allow_tables_to_appear_in_same_query!(api_tokens, projects, users);
+
+diesel::table! {
+    audit_log (id) {
+        id -> BigInt,
+        at -> Text,
+        event -> Text,
+        actor -> Text,
+        actor_id -> Nullable<Text>,
+        method -> Text,
+        route -> Text,
+        target -> Nullable<Text>,
+        status -> Integer,
+        address -> Nullable<Text>,
+    }
+}

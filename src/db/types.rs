@@ -15,6 +15,7 @@ use diesel::serialize::{self, Output, ToSql};
 use diesel::sql_types::{Nullable, Text};
 
 use crate::domain::access::Scope;
+use crate::domain::audit::{ActorKind, AuditEvent};
 use crate::domain::agent::{AgentStatus, ExecutionStatus, TriggerKind};
 use crate::domain::agent_kind::AgentKind;
 use crate::domain::cluster::{NodeList, NodeRole, NodeState};
@@ -142,7 +143,9 @@ enum_sql!(
     WorkspaceMode,
     NodeState,
     NodeRole,
-    Scope
+    Scope,
+    AuditEvent,
+    ActorKind
 );
 
 // A copy list is stored as the text it keeps; it was checked before it was stored.

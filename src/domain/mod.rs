@@ -77,6 +77,7 @@ pub mod access;
 pub mod agent;
 pub mod agent_events;
 pub mod agent_kind;
+pub mod audit;
 pub mod budget;
 pub mod cluster;
 pub mod credentials;

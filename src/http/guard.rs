@@ -153,6 +153,8 @@ impl AccessPolicy {
     async fn admit(&self, req: &ServiceRequest) -> Result<Identity, AppError> {
         let state = req.app_data::<web::Data<AppState>>();
         let identity = self.auth.identify(req, state.map(|s| &s.store)).await?;
+        // Known from here on, even when the route refuses it: the audit names who was refused.
+        req.extensions_mut().insert(identity.clone());
         let Some(needed) = self.routes.find(req.method(), req.path()) else {
             // No route answers: the router says 404 or 405, and nothing happens.
             return Ok(identity);

@@ -6,6 +6,7 @@
 //! blocking pool.
 
 pub mod agents;
+pub mod audit;
 pub mod auth;
 pub mod changes;
 pub mod cluster;
@@ -83,6 +84,8 @@ pub struct AppState {
     pub turn_gate: Addr<crate::actors::turn_gate::TurnGate>,
     /// Cluster mode: this node's membership.
     pub cluster: Option<Addr<crate::actors::cluster::ClusterNode>>,
+    /// Writes the access audit.
+    pub audit: Addr<crate::actors::audit::Auditor>,
 }
 
 /// One row of the route table.
@@ -163,6 +166,7 @@ pub fn route_table() -> Vec<RouteSpec> {
         route!(GET, "/api/tokens", tokens::list),
         route!(POST, "/api/tokens", tokens::create),
         route!(DELETE, "/api/tokens/{id}", tokens::revoke),
+        route!(GET, "/api/audit", audit::list),
         route!(POST, "/api/sessions/{id}/terminals", terminals::start_for_session),
         route!(POST, "/api/projects/{id}/terminals", terminals::start_for_project),
         route!(GET, "/api/terminals", terminals::list),

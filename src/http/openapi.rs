@@ -122,6 +122,7 @@ impl Modify for BearerToken {
         tokens::list,
         tokens::create,
         tokens::revoke,
+        super::audit::list,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, Project, projects::create::CreateProject, projects::create::ImportProject, projects::update::UpdateProject,
@@ -148,6 +149,7 @@ impl Modify for BearerToken {
         usage::UsageReport, usage::UsageGroup, crate::db::usage::Figures, crate::actors::limits::LimitView, crate::actors::limits::LimitStatus,
         crate::actors::turn_gate::TurnQueue, crate::actors::turn_gate::TurnSlot,
         tokens::CreateToken, tokens::CreatedToken, crate::db::accounts::TokenInfo, crate::domain::access::Scope,
+        crate::db::audit::AuditEntry, crate::domain::audit::AuditEvent, crate::domain::audit::ActorKind,
     )),
     modifiers(&BearerToken),
     tags(
@@ -163,6 +165,7 @@ impl Modify for BearerToken {
         (name = "processes", description = "Commands (exec) and background processes in a session's workspace or a project's folder, under the permission rules and the sandbox"),
         (name = "usage", description = "The cost ledger: what every turn cost, summed; budgets and usage limits"),
         (name = "review", description = "A worktree session's changes: diff against its base, commit, merge into the base branch"),
+        (name = "audit", description = "The access audit: logins, token changes, every state-changing request; admin only"),
         (name = "tokens", description = "API tokens with a scope (read, operate, admin), an optional project and expiry; admin only"),
     )
 )]

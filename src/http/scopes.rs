@@ -2,8 +2,8 @@
 //! whether the route names something of that project.
 //!
 //! Scopes (see [`Scope`]):
-//! - `admin`: configuration. The token API and webhooks (any method: a webhook can send every
-//!   event anywhere), and changes to projects (create, import, update, delete: folder,
+//! - `admin`: configuration. The token API, the access audit and webhooks (any method: a
+//!   webhook can send every event anywhere), and changes to projects (create, import, update, delete: folder,
 //!   sandbox, setup script) and to permission rules (they bound what sessions and commands
 //!   may do).
 //! - `operate`: every other state-changing request (`POST`, `PUT`, `PATCH`, `DELETE`), and the
@@ -29,6 +29,7 @@ use crate::domain::access::Scope;
 const ADMIN_ROUTES: &[(Option<Method>, &str)] = &[
     (None, "/api/tokens"),
     (None, "/api/tokens/{id}"),
+    (None, "/api/audit"),
     (None, "/api/webhooks"),
     (None, "/api/webhooks/{id}"),
     (None, "/api/webhooks/{id}/deliveries"),

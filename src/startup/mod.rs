@@ -74,6 +74,8 @@ pub struct Application {
     terminals: Addr<TerminalRegistry>,
     bus: Addr<EventBus>,
     writer: Writer,
+    /// Writes the access audit (flushed last at shutdown).
+    audit: Addr<crate::actors::audit::Auditor>,
     containment: Arc<Containment>,
     /// Cluster mode: this node's membership (it leaves at a clean shutdown).
     cluster: Option<Addr<crate::actors::cluster::ClusterNode>>,
@@ -275,6 +277,7 @@ impl Application {
         if let Some(node) = &cluster {
             node.do_send(crate::actors::cluster::FenceWith(registry.clone().recipient()));
         }
+        let audit = crate::actors::audit::Auditor::new(store.clone(), settings.audit_retention).start();
         let state = web::Data::new(AppState {
             settings,
             store,
@@ -296,6 +299,7 @@ impl Application {
             budgets,
             turn_gate,
             cluster: cluster.clone(),
+            audit: audit.clone(),
         });
 
         let server = server::http(state, policy, listener, &addr)?;
@@ -310,6 +314,7 @@ impl Application {
             terminals,
             bus,
             writer,
+            audit,
             containment,
             cluster,
             _relay: relay,
@@ -383,6 +388,11 @@ impl Application {
         }
         if let Err(e) = self.writer.flush().await {
             tracing::error!(error = %e, "could not flush the last writes");
+        }
+        match self.audit.send(crate::actors::audit::Flush).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(error = %e, "could not store the last audit rows"),
+            Err(_) => tracing::error!("the auditor stopped before shutdown"),
         }
         if let Some(cluster) = &self.cluster {
             if cluster.send(crate::actors::cluster::Leave).await.is_err() {

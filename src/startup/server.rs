@@ -28,6 +28,8 @@ pub(super) fn http(
             .wrap(from_fn(http::scrub::answers))
             .wrap(from_fn(errors::objects_only))
             .wrap(from_fn(http::guard::enforce))
+            // Outside the guard: the requests it refuses are audited too.
+            .wrap(from_fn(http::audit::record))
             .wrap(from_fn(telemetry::request_span))
             .configure(http::configure)
             // Last, so the dashboard's catch-all never shadows an API route.

@@ -7,6 +7,7 @@ mod agent_limits_real;
 mod agents_api;
 mod agents_other;
 mod agents_real;
+mod audit;
 mod backpressure;
 mod bodies;
 mod bridge_real;

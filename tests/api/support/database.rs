@@ -11,10 +11,11 @@ use diesel::pg::PgConnection;
 use diesel::{Connection, RunQueryDsl};
 
 /// Conduit's tables after every migration, by name, on either backend.
-pub const TABLES: [&str; 17] = [
+pub const TABLES: [&str; 18] = [
     "agent_executions",
     "agents",
     "api_tokens",
+    "audit_log",
     "messages",
     "nodes",
     "permission_log",

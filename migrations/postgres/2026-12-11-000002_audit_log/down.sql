@@ -1,0 +1,2 @@
+DROP TABLE audit_log;
+DROP FUNCTION audit_log_append_only();
