@@ -57,6 +57,9 @@ pub(super) const RULES: &[Rule] = &[
         r"(https?://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{20,100})",
     ),
     exact("npm-token", &["npm_"], r"\b(npm_[a-zA-Z0-9]{36})\b"),
+    // Conduit's own API tokens (`domain::credentials::new_token`): a model that reads one from
+    // an environment or a script must not pass it on.
+    exact("conduit-token", &["cdt_"], r"\b(cdt_[0-9a-f]{64})\b"),
     exact("anthropic-api-key", &["sk-ant-"], r"\b(sk-ant-(?:api03|admin01)-[a-zA-Z0-9_\-]{93}AA)\b"),
     exact(
         "openai-api-key",

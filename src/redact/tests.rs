@@ -45,6 +45,11 @@ fn samples() -> Vec<(&'static str, String, String)> {
         ),
         ("npm-token", s(&["_authToken=", "npm_", &noise(7, 36, ALNUM)]), s(&["npm_", &noise(7, 36, ALNUM)])),
         (
+            "conduit-token",
+            s(&["Authorization: Bearer ", "cdt_", &noise(30, 64, HEX)]),
+            s(&["cdt_", &noise(30, 64, HEX)]),
+        ),
+        (
             "anthropic-api-key",
             s(&["key: ", "sk-ant-api03-", &noise(8, 93, ALNUM), "AA"]),
             s(&["sk-ant-api03-", &noise(8, 93, ALNUM), "AA"]),
