@@ -377,7 +377,11 @@ async fn update_refuses_a_tool_name_longer_than_the_schema_before_trimming() {
     let long = format!("\u{c}{}", "*".repeat(200));
     let res = app.put_json(&rule_path(&before), &json!({ "tool_name": long })).await;
     assert_eq!(error_code(res, 422).await, "validation_failed");
-    assert_eq!(list(&app, "/api/rules/global").await, vec![before], "unchanged");
+    assert_eq!(list(&app, "/api/rules/global").await, vec![before.clone()], "unchanged");
+    // The limit counts characters, as the schema does, not bytes: 200 two-byte ones pass.
+    let wide = "é".repeat(200);
+    let res = app.put_json(&rule_path(&before), &json!({ "tool_name": wide })).await;
+    assert_eq!(res.status().as_u16(), 200, "200 characters in 400 bytes");
 }
 
 #[actix_web::test]

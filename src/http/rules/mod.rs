@@ -84,7 +84,8 @@ fn tool_name(given: &str) -> AppResult<String> {
 fn check_rule(rule: &Draft<'_>) -> AppResult<Behavior> {
     let tool = rule.tool_name;
     let odd = |c: char| c.is_whitespace() || c.is_control() || validate::is_format_char(c);
-    if tool.is_empty() || tool.len() > 200 || tool.chars().any(odd) {
+    // Its length was checked in characters, as the schema counts, by `tool_name`.
+    if tool.is_empty() || tool.chars().any(odd) {
         return Err(AppError::validation("`tool_name` must be a tool name such as Bash or Read, or *, without spaces"));
     }
     let behavior = match rule.behavior {
