@@ -97,7 +97,10 @@ pub async fn create(
     policy.auth.credentials_changed();
     let location = format!("/api/tokens/{}", row.id);
     let created = CreatedToken { token: made.secret, info: row.into() };
-    Ok(HttpResponse::Created().insert_header((header::LOCATION, location)).json(created))
+    let mut answer = HttpResponse::Created().insert_header((header::LOCATION, location)).json(created);
+    // Since `cdt_` tokens are a kind of secret, the scrubber would mask this one too.
+    answer.extensions_mut().insert(super::scrub::SecretByDesign);
+    Ok(answer)
 }
 
 /// When a token being made expires, as stored: `None` for never.
