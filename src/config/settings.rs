@@ -83,6 +83,11 @@ pub struct Settings {
     pub audit_retention: Option<std::time::Duration>,
     /// How often one address may try a password, and the lockout after failures.
     pub login_limits: LoginLimits,
+    /// How long a dashboard sign-in (a cookie session) lasts from its login.
+    pub login_session: std::time::Duration,
+    /// Whether the sign-in cookie is marked `Secure` (sent over HTTPS only): on behind a TLS
+    /// proxy; off by default, as Conduit serves plain HTTP itself.
+    pub secure_cookies: bool,
     pub log_level: String,
     pub log_format: LogFormat,
     /// HOME of the environment the settings came from (where the CLI keeps its transcripts).

@@ -146,6 +146,10 @@ impl Settings {
                 lockout_after: l.integer("login_lockout_failures", 1, 100_000)? as u32,
                 lockout: std::time::Duration::from_millis(l.integer("login_lockout_ms", 1_000, 86_400_000)? as u64),
             },
+            login_session: std::time::Duration::from_millis(
+                l.integer("login_session_ms", 60_000, 31_622_400_000)? as u64
+            ),
+            secure_cookies: l.flag("secure_cookies")?,
             log_level,
             log_format,
             home: home.filter(|h| !h.is_empty()).map(PathBuf::from),

@@ -347,3 +347,20 @@ diesel::table! {
         address -> Nullable<Text>,
     }
 }
+
+diesel::table! {
+    login_sessions (id) {
+        id -> Text,
+        user_id -> Text,
+        secret_hash -> Text,
+        created_at -> Text,
+        last_seen_at -> Text,
+        expires_at -> Text,
+        revoked_at -> Nullable<Text>,
+        address -> Nullable<Text>,
+        user_agent -> Nullable<Text>,
+    }
+}
+
+diesel::joinable!(login_sessions -> users (user_id));
+diesel::allow_tables_to_appear_in_same_query!(login_sessions, users);

@@ -20,7 +20,9 @@ use crate::domain::agent::{AgentStatus, ExecutionStatus, TriggerKind};
 use crate::domain::agent_kind::AgentKind;
 use crate::domain::cluster::{NodeList, NodeRole, NodeState};
 use crate::domain::decision::{Decision, DecisionPoint, DecisionSource};
-use crate::domain::ids::{AgentId, ExecutionId, ProcessId, ProjectId, RuleId, SessionId, TokenId, UserId, WebhookId};
+use crate::domain::ids::{
+    AgentId, ExecutionId, LoginSessionId, ProcessId, ProjectId, RuleId, SessionId, TokenId, UserId, WebhookId,
+};
 use crate::domain::process::{ProcessKind, ProcessStatus};
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::session::{ClosedReason, SessionStatus};
@@ -127,7 +129,7 @@ macro_rules! enum_sql {
     )+};
 }
 
-id_sql!(SessionId, ProjectId, AgentId, ExecutionId, RuleId, WebhookId, ProcessId, UserId, TokenId);
+id_sql!(SessionId, ProjectId, AgentId, ExecutionId, RuleId, WebhookId, ProcessId, UserId, TokenId, LoginSessionId);
 enum_sql!(
     SessionStatus,
     ClosedReason,

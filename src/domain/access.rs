@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::ids::{ProjectId, TokenId, UserId};
+use super::ids::{LoginSessionId, ProjectId, TokenId, UserId};
 
 /// What an API token may do. Each scope includes the ones before it (`read` < `operate` <
 /// `admin`), which is the order of the variants.
@@ -42,8 +42,9 @@ pub enum Identity {
     Local,
     /// The configured `CONDUIT_AUTH_TOKEN`: an admin.
     Admin,
-    /// A user, by name and password (HTTP Basic). Every user is an admin for now.
-    User { id: UserId },
+    /// A user: by name and password (HTTP Basic; `session: None`) or by the cookie of a
+    /// dashboard sign-in (`session`: which one). Every user is an admin for now.
+    User { id: UserId, session: Option<LoginSessionId> },
     /// A stored API token.
     Token { id: TokenId, scope: Scope, project: Option<ProjectId> },
     /// Another node of the cluster, forwarding a request it already admitted.
@@ -67,6 +68,14 @@ impl Identity {
         }
     }
 
+    /// The dashboard sign-in it came with, if any.
+    pub fn login_session(&self) -> Option<&LoginSessionId> {
+        match self {
+            Identity::User { session, .. } => session.as_ref(),
+            _ => None,
+        }
+    }
+
     /// Whether it may see `project`'s rows: always, unless it is bound to another project.
     pub fn sees(&self, project: &ProjectId) -> bool {
         self.project().is_none_or(|own| own == project)
@@ -75,7 +84,7 @@ impl Identity {
     /// The user who acts, when a user does.
     pub fn user(&self) -> Option<&UserId> {
         match self {
-            Identity::User { id } => Some(id),
+            Identity::User { id, .. } => Some(id),
             _ => None,
         }
     }

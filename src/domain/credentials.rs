@@ -62,6 +62,19 @@ pub fn token_hash(secret: &str) -> String {
     hex(&Sha256::digest(secret.as_bytes()))
 }
 
+/// A fresh secret for a sign-in cookie (32 random bytes, hex, no prefix: it never leaves the
+/// cookie jar) and the hash that is stored of it ([`token_hash`]: it is random too).
+pub fn new_session_secret() -> Result<NewToken, CredentialError> {
+    let secret = hex(&random_bytes::<TOKEN_BYTES>()?);
+    let hash = token_hash(&secret);
+    Ok(NewToken { secret, hash })
+}
+
+/// Whether `text` has the shape of a sign-in cookie's secret (checked before any lookup).
+pub fn looks_like_session_secret(text: &str) -> bool {
+    text.len() == TOKEN_BYTES * 2 && text.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// Whether `text` has the shape of a token this service makes (checked before any lookup).
 pub fn looks_like_token(text: &str) -> bool {
     text.strip_prefix(TOKEN_PREFIX)

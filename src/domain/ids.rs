@@ -165,6 +165,11 @@ id_type!(
     TokenId,
     "token"
 );
+id_type!(
+    /// A dashboard sign-in (a cookie session; its id, never its secret).
+    LoginSessionId,
+    "login session"
+);
 
 #[cfg(test)]
 mod tests {

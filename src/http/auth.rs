@@ -5,6 +5,9 @@
 //!   cannot give headers): the configured token, compared in constant time, else a stored
 //!   token, found by its SHA-256 (not revoked, not expired). No lookup is cached, so a
 //!   revocation takes effect at once, on every node of a cluster (they share the database).
+//! - The cookie `conduit_session` of a dashboard sign-in (`POST /api/auth/login`): a live
+//!   session, found by the SHA-256 of its secret (not revoked, not expired, its user still
+//!   there), uncached like tokens.
 //! - `Authorization: Basic <name:password>`: a user (every user is an admin for now). The
 //!   argon2id check is slow on purpose; it runs on the blocking pool, at most
 //!   [`PASSWORD_CHECKS`] at once, so guessing cannot take the machine. The [`LoginGuard`]
@@ -14,8 +17,8 @@
 //!   no live token): then the local-first open mode of a fresh install stays ([`Identity::Local`],
 //!   on loopback only; startup refuses other addresses without a token).
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::sync::{Arc, Mutex};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use actix::Addr;
@@ -28,7 +31,7 @@ use tokio::sync::Semaphore;
 
 use crate::actors::login_guard::{Admission, CredentialKey, LoginGuard, MayTry, Tried};
 
-use crate::db::{accounts, Store};
+use crate::db::{accounts, login_sessions, Store};
 use crate::domain::access::Identity;
 use crate::domain::ids::UserId;
 use crate::domain::{credentials, time};
@@ -43,11 +46,26 @@ const KNOWN_FOR: Duration = Duration::from_secs(2);
 /// A token's `last_used_at` is written at most this often.
 const TOUCH_EVERY: Duration = Duration::from_secs(60);
 
+/// The cookie a dashboard sign-in is kept in.
+pub const SESSION_COOKIE: &str = "conduit_session";
+
 /// The credentials a request presents.
 #[derive(Default)]
 struct Presented {
     bearers: Vec<String>,
+    cookie: Option<String>,
     basic: Option<(String, String)>,
+}
+
+/// The value of the sign-in cookie among the `Cookie` headers, if one is sent.
+pub fn session_cookie(headers: &header::HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value.trim().trim_matches('"').to_string())
 }
 
 fn presented(req: &ServiceRequest) -> Presented {
@@ -60,6 +78,7 @@ fn presented(req: &ServiceRequest) -> Presented {
             found.basic = decode_basic(encoded.trim());
         }
     }
+    found.cookie = session_cookie(req.headers());
     let is_stream = req.path().ends_with("/ws") || req.path().ends_with("/stream");
     if is_stream {
         let query = web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string());
@@ -135,9 +154,15 @@ impl Authenticator {
                     return Ok(identity);
                 }
             }
-            if let Some((name, password)) = given.basic {
-                if let Some(identity) = self.user(store, client(req), name, password).await? {
+            if let Some(secret) = given.cookie.filter(|c| credentials::looks_like_session_secret(c)) {
+                if let Some(identity) = signed_in(store, &secret).await? {
                     return Ok(identity);
+                }
+            }
+            if let Some((name, password)) = given.basic {
+                let address = client(req.peer_addr());
+                if let Some(id) = self.password_login(store, address, name, password).await? {
+                    return Ok(Identity::User { id, session: None });
                 }
             }
         }
@@ -178,14 +203,16 @@ impl Authenticator {
         }
     }
 
-    /// The user `name` and `password` prove, if the client at `address` may try now.
-    async fn user(
+    /// The user `name` and `password` prove, if the client at `address` may try now (429
+    /// `too_many_logins` otherwise). The one path every password takes, HTTP Basic and the
+    /// login form alike, so the same limits and lockout apply to both.
+    pub async fn password_login(
         &self,
         store: &Store,
         address: IpAddr,
         name: String,
         password: String,
-    ) -> Result<Option<Identity>, AppError> {
+    ) -> Result<Option<UserId>, AppError> {
         let key = self.credential_key(&name, &password);
         let admission = self
             .logins
@@ -193,13 +220,13 @@ impl Authenticator {
             .await
             .map_err(|e| AppError::internal(format!("the login guard is gone: {e}")))?;
         match admission {
-            Admission::Known(id) => return Ok(Some(Identity::User { id })),
+            Admission::Known(id) => return Ok(Some(id)),
             Admission::Wait(wait) => return Err(too_many_logins(wait)),
             Admission::Check => {}
         }
         let proved = self.check_password(store, name, password).await?;
         self.logins.do_send(Tried { address, key, user: proved.clone() });
-        Ok(proved.map(|id| Identity::User { id }))
+        Ok(proved)
     }
 
     /// A keyed hash of a credential: what a passed one is remembered by.
@@ -213,30 +240,47 @@ impl Authenticator {
     }
 
     /// The user `name` whose password `password` is; `None` for no such user or another
-    /// password.
+    /// password. An unknown name is checked against a fixed hash all the same, so the time
+    /// an answer takes does not tell whether the name exists.
     async fn check_password(&self, store: &Store, name: String, password: String) -> Result<Option<UserId>, AppError> {
-        let Some(user) = store.run(move |conn| accounts::user_by_name(conn, &name)).await? else {
-            return Ok(None);
-        };
+        let user = store.run(move |conn| accounts::user_by_name(conn, &name)).await?;
         let _permit = self
             .password_checks
             .clone()
             .acquire_owned()
             .await
             .map_err(|e| AppError::internal(format!("password checks closed: {e}")))?;
-        let stored = user.password_hash.clone();
-        let matches = web::block(move || credentials::verify_password(&password, &stored))
-            .await
-            .map_err(|e| AppError::internal(format!("password check failed: {e}")))?;
-        Ok(matches.then_some(user.id))
+        let stored = user.as_ref().map(|u| u.password_hash.clone());
+        let matches = web::block(move || match stored {
+            Some(stored) => credentials::verify_password(&password, &stored),
+            None => {
+                // Same work as for a real user; the answer is no whatever it says.
+                let _ = credentials::verify_password(&password, dummy_hash());
+                false
+            }
+        })
+        .await
+        .map_err(|e| AppError::internal(format!("password check failed: {e}")))?;
+        Ok(user.filter(|_| matches).map(|u| u.id))
     }
+}
+
+/// A hash to check unknown names' passwords against, made once (slow: on the blocking pool,
+/// where its first use is). Its password is random and forgotten, so nothing matches it.
+fn dummy_hash() -> &'static str {
+    static DUMMY: OnceLock<String> = OnceLock::new();
+    DUMMY.get_or_init(|| {
+        let password = credentials::new_token().map(|t| t.secret).unwrap_or_else(|_| "no randomness".into());
+        // Should hashing fail, an empty hash still costs a parse; only the timing suffers.
+        credentials::hash_password(&password).unwrap_or_default()
+    })
 }
 
 /// The address a client's password attempts are counted by: its IPv4 address, or the /64 an
 /// IPv6 address is in (one host usually has a whole /64 to pick addresses from). The peer's
 /// address, never a forwarding header a client could write.
-fn client(req: &ServiceRequest) -> IpAddr {
-    match req.peer_addr().map(|a| a.ip()) {
+pub fn client(peer: Option<SocketAddr>) -> IpAddr {
+    match peer.map(|a| a.ip()) {
         Some(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
             Some(v4) => IpAddr::V4(v4),
             None => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
@@ -275,6 +319,24 @@ async fn token(store: &Store, secret: &str) -> Result<Option<Identity>, AppError
     Ok(Some(Identity::Token { id: row.id, scope: row.scope, project: row.project_id }))
 }
 
+/// The user of the live sign-in whose cookie holds `secret`; its use is recorded like a
+/// token's (at most once a minute, in the background).
+async fn signed_in(store: &Store, secret: &str) -> Result<Option<Identity>, AppError> {
+    let hash = credentials::token_hash(secret);
+    let Some(row) = store.run(move |conn| login_sessions::live_by_hash(conn, &hash, &time::now())).await? else {
+        return Ok(None);
+    };
+    if *row.last_seen_at < *time::ago(TOUCH_EVERY) {
+        let (store, id) = (store.clone(), row.id.clone());
+        actix_web::rt::spawn(async move {
+            if let Err(e) = store.run(move |conn| login_sessions::touch(conn, &id, &time::now())).await {
+                tracing::debug!(error = %e, "a sign-in's last use was not recorded");
+            }
+        });
+    }
+    Ok(Some(Identity::User { id: row.user_id, session: Some(row.id) }))
+}
+
 pub fn unauthorized() -> AppError {
     AppError::new(
         StatusCode::UNAUTHORIZED,
@@ -292,5 +354,21 @@ mod tests {
         assert_eq!(decode_basic("YWRhOnB3OndpdGg6Y29sb25z"), Some(("ada".into(), "pw:with:colons".into())));
         assert_eq!(decode_basic("c2VjcmV0LXRva2Vu"), None, "no colon");
         assert_eq!(decode_basic("%%%"), None);
+    }
+
+    #[test]
+    fn the_session_cookie_is_found_among_others() {
+        let mut headers = header::HeaderMap::new();
+        headers.append(header::COOKIE, header::HeaderValue::from_static("a=1; conduit_session=abc ; b=2"));
+        assert_eq!(session_cookie(&headers), Some("abc".into()));
+        let mut other = header::HeaderMap::new();
+        other.append(header::COOKIE, header::HeaderValue::from_static("xconduit_session=abc; c"));
+        assert_eq!(session_cookie(&other), None);
+    }
+
+    #[test]
+    fn an_unknown_name_is_checked_against_a_hash_nothing_matches() {
+        assert!(dummy_hash().starts_with("$argon2id$"));
+        assert!(!credentials::verify_password("", dummy_hash()));
     }
 }

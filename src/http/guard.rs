@@ -197,6 +197,9 @@ pub async fn enforce(
     let verdict = match req.app_data::<web::Data<AccessPolicy>>() {
         Some(policy) => match policy.check(&req) {
             Ok(true) => Ok(Some(Identity::Peer)),
+            // Signing in needs no credential (it is how one gets one): the handler puts the
+            // identity it proves in the extensions. Host and Origin were checked all the same.
+            Ok(false) if is_login(&req) => Ok(None),
             Ok(false) if req.path().starts_with("/api") => policy.admit(&req).await.map(Some),
             Ok(false) => Ok(None),
             Err(refusal) => Err(refusal),
@@ -211,6 +214,11 @@ pub async fn enforce(
         req.extensions_mut().insert(identity);
     }
     next.call(req).await.map(ServiceResponse::map_into_boxed_body)
+}
+
+/// Whether `req` is the sign-in itself (`POST /api/auth/login`).
+fn is_login(req: &ServiceRequest) -> bool {
+    req.method() == Method::POST && req.path() == "/api/auth/login"
 }
 
 /// The answer to a refused request.

@@ -18,6 +18,7 @@ pub mod folders;
 pub mod forward;
 pub mod guard;
 pub mod health;
+pub mod login;
 pub mod openapi;
 mod owners;
 pub mod pagination;
@@ -26,8 +27,8 @@ mod placement;
 pub mod processes;
 pub mod projects;
 pub mod rules;
-pub mod scrub;
 pub mod scopes;
+pub mod scrub;
 pub mod sessions;
 pub mod streams;
 pub mod terminals;
@@ -163,6 +164,11 @@ pub fn route_table() -> Vec<RouteSpec> {
         route!(GET, "/api/locks", agents::locks::locks),
         route!(GET, "/api/usage", usage::usage),
         route!(GET, "/api/usage/limits", usage::limits),
+        route!(POST, "/api/auth/login", login::login),
+        route!(POST, "/api/auth/logout", login::logout),
+        route!(GET, "/api/auth/me", login::me),
+        route!(GET, "/api/auth/sessions", login::sessions),
+        route!(DELETE, "/api/auth/sessions/{id}", login::revoke),
         route!(GET, "/api/tokens", tokens::list),
         route!(POST, "/api/tokens", tokens::create),
         route!(DELETE, "/api/tokens/{id}", tokens::revoke),

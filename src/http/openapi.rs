@@ -5,8 +5,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    agents, cluster, cluster_feed, folders, health, processes, projects, rules, sessions, streams, terminals, tokens,
-    usage, webhooks,
+    agents, cluster, cluster_feed, folders, health, login, processes, projects, rules, sessions, streams, terminals,
+    tokens, usage, webhooks,
 };
 use crate::db::projects::Project;
 use crate::error::{ErrorBody, ErrorDetail};
@@ -33,7 +33,8 @@ impl Modify for BearerToken {
             API token) every /api request needs `Authorization: Bearer <token>` (401 otherwise); a token \
             whose scope does not cover the route gets 403 `insufficient_scope` (`read`: GETs only; \
             `operate`: no configuration; `admin`: everything), a token bound to a project 404 for other \
-            projects' rows. A foreign Host or Origin gets 403."
+            projects' rows. The dashboard signs in with POST /api/auth/login (no credential needed) and \
+            then sends the `conduit_session` cookie instead. A foreign Host or Origin gets 403."
     ),
     paths(
         health::health,
@@ -117,6 +118,11 @@ impl Modify for BearerToken {
         processes::background::kill_project,
         processes::logs::logs_project,
         processes::logs::stream_project,
+        login::login,
+        login::logout,
+        login::me,
+        login::sessions,
+        login::revoke,
         usage::usage,
         usage::limits,
         tokens::list,
@@ -150,6 +156,7 @@ impl Modify for BearerToken {
         crate::actors::turn_gate::TurnQueue, crate::actors::turn_gate::TurnSlot,
         tokens::CreateToken, tokens::CreatedToken, crate::db::accounts::TokenInfo, crate::domain::access::Scope,
         crate::db::audit::AuditEntry, crate::domain::audit::AuditEvent, crate::domain::audit::ActorKind,
+        login::LoginForm, login::LoggedIn, login::UserRef, login::SessionRef, login::Me, login::IdentityKind, login::SignIn,
     )),
     modifiers(&BearerToken),
     tags(
@@ -166,6 +173,7 @@ impl Modify for BearerToken {
         (name = "usage", description = "The cost ledger: what every turn cost, summed; budgets and usage limits"),
         (name = "review", description = "A worktree session's changes: diff against its base, commit, merge into the base branch"),
         (name = "audit", description = "The access audit: logins, token changes, every state-changing request; admin only"),
+        (name = "auth", description = "The dashboard's sign-in: a user's name and password for an HttpOnly session cookie; who is asking; one's own sign-ins"),
         (name = "tokens", description = "API tokens with a scope (read, operate, admin), an optional project and expiry; admin only"),
     )
 )]

@@ -46,8 +46,18 @@ const ADMIN_ROUTES: &[(Option<Method>, &str)] = &[
 /// WebSockets that take input: `operate`, though they open with a `GET`.
 const WRITING_SOCKETS: &[&str] = &["/api/sessions/{id}/ws", "/api/terminals/{id}/ws"];
 
-/// Routes every identity may read, project-bound tokens included.
-const OPEN_ROUTES: &[&str] = &["/api/health", "/api/openapi.json"];
+/// Routes every identity may reach, project-bound tokens included: the service's own, and the
+/// sign-in routes, which only ever touch the asker's own sign-ins (`POST /api/auth/login` is
+/// reached without any credential at all, see `guard`).
+const OPEN_ROUTES: &[&str] = &[
+    "/api/health",
+    "/api/openapi.json",
+    "/api/auth/login",
+    "/api/auth/logout",
+    "/api/auth/me",
+    "/api/auth/sessions",
+    "/api/auth/sessions/{id}",
+];
 
 /// The kinds of row a route can name by id, by the path's second segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

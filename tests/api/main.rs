@@ -29,6 +29,7 @@ mod hostile;
 mod janitor_agents;
 mod janitor_fake;
 mod janitor_real;
+mod login;
 mod limits_real;
 mod memory;
 mod migrations;

@@ -11,11 +11,12 @@ use diesel::pg::PgConnection;
 use diesel::{Connection, RunQueryDsl};
 
 /// Conduit's tables after every migration, by name, on either backend.
-pub const TABLES: [&str; 18] = [
+pub const TABLES: [&str; 19] = [
     "agent_executions",
     "agents",
     "api_tokens",
     "audit_log",
+    "login_sessions",
     "messages",
     "nodes",
     "permission_log",
