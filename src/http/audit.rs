@@ -23,9 +23,6 @@ use crate::domain::audit::{self, AuditEvent};
 use crate::domain::time;
 use crate::error::{AppError, AppResult, ErrorBody};
 
-/// The dashboard's sign-in cookie (a credential like `Authorization`).
-const SESSION_COOKIE: &str = "conduit_session";
-
 /// The middleware: answer the request, then record it if it is audited.
 pub async fn record(
     req: ServiceRequest,
@@ -80,7 +77,7 @@ fn created<B>(response: &ServiceResponse<B>) -> Option<String> {
 /// request with none (a page that has not signed in yet) is not, unless it changes state.
 fn presents_credential(req: &ServiceRequest) -> bool {
     req.headers().contains_key(header::AUTHORIZATION)
-        || req.headers().get_all(header::COOKIE).any(|v| v.to_str().is_ok_and(|v| v.contains(SESSION_COOKIE)))
+        || super::auth::session_cookie(req.headers()).is_some()
         || req.query_string().split('&').any(|pair| pair.starts_with("token="))
 }
 

@@ -233,3 +233,44 @@ async fn who_am_i_in_open_mode_and_with_a_token() {
     assert!(list.is_empty(), "nobody's sign-ins: {list:?}");
     assert_eq!(error_code(login(&service, "ada", PASSWORD).await, 401).await, "bad_login", "no users at all");
 }
+
+#[actix_web::test]
+async fn sign_ins_failures_revocations_and_logouts_are_audited() {
+    let service = with_user(ServiceConfig::new(fake_cli()));
+    assert_eq!(login(&service, "ada", "wrong").await.status().as_u16(), 401);
+    let (a, b) = (signed_in(&service, "ada", PASSWORD).await, signed_in(&service, "ada", PASSWORD).await);
+    let me: Value = get(&service, "/api/auth/me", &a).await.json().await.expect("json");
+    let (user, a_id) = (me["user"]["id"].as_str().expect("user id"), me["session_id"].as_str().expect("session id"));
+    let res = with_cookie(&service, reqwest::Method::DELETE, &format!("/api/auth/sessions/{a_id}"), &b).await;
+    assert_eq!(res.status().as_u16(), 204);
+    let res = with_cookie(&service, reqwest::Method::POST, "/api/auth/logout", &b).await;
+    assert_eq!(res.status().as_u16(), 204);
+
+    let res = service.client.get(service.url("/api/audit")).basic_auth("ada", Some(PASSWORD)).send().await;
+    let rows: Vec<Value> = res.expect("the audit").json().await.expect("json");
+    let got: Vec<(&str, &str, Option<&str>, Option<&str>, i64)> = rows
+        .iter()
+        .rev()
+        .map(|r| {
+            let text = |k: &str| r[k].as_str();
+            (
+                text("event").unwrap_or("?"),
+                text("actor").unwrap_or("?"),
+                text("actor_id"),
+                text("target"),
+                r["status"].as_i64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("login_failed", "anonymous", None, None, 401),
+            ("login", "user", Some(user), None, 200),
+            ("login", "user", Some(user), None, 200),
+            ("session_revoked", "user", Some(user), Some(a_id), 204),
+            ("logout", "user", Some(user), None, 204),
+        ],
+        "{rows:#?}"
+    );
+}
