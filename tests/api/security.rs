@@ -299,6 +299,12 @@ async fn without_a_token_every_route_is_401() {
     let app = spawn_with_token().await;
     for (method, path) in all_routes() {
         let res = send(&app, method.clone(), &path, &[]).await;
+        if path == "/api/auth/login" {
+            // Signing in needs no token: the empty form is refused for itself, not for a token.
+            let status = res.status().as_u16();
+            assert!((400..500).contains(&status) && status != 401, "{method} {path}: {status}");
+            continue;
+        }
         assert_unauthorized(res, &format!("{method} {path}")).await;
     }
 }
