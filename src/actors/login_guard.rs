@@ -2,7 +2,9 @@
 //! checks of the last minute and the failures of the last lockout period:
 //! - more than `per_minute` checks in a sliding minute: refused until the oldest leaves it;
 //! - `lockout_after` failures within a lockout period: refused for the whole period;
-//! - a success clears the address's failures.
+//! - a success clears the address's failures;
+//! - a check still running counts as a failure until its outcome is known, so clients that
+//!   send many guesses at once cannot get more checks past the lockout than it allows.
 //!
 //! A credential that passed is remembered for [`REMEMBERED_FOR`] (by a keyed hash, never the
 //! password): a client sending HTTP Basic on every request is checked once, not each time, so
@@ -24,6 +26,10 @@ use crate::domain::ids::UserId;
 pub const REMEMBERED_FOR: Duration = Duration::from_secs(60);
 const WINDOW: Duration = Duration::from_secs(60);
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
+/// A check whose outcome never came (a lost message) stops counting after this long.
+const IN_FLIGHT_FOR: Duration = Duration::from_secs(30);
+/// How long an address waits while its running checks could lock it out.
+const WAIT_FOR_RUNNING: Duration = Duration::from_secs(1);
 
 /// A keyed hash of a user name and password (see `http::auth`).
 pub type CredentialKey = [u8; 32];
@@ -46,19 +52,32 @@ pub enum Admission {
     Wait(Duration),
 }
 
-/// The outcome of a check [`MayTry`] allowed: the user it proved, or `None` for a failure.
+/// The outcome of a check [`MayTry`] allowed.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Tried {
     pub address: IpAddr,
     pub key: CredentialKey,
-    pub user: Option<UserId>,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The password is this user's.
+    Passed(UserId),
+    /// No such user, or another password.
+    Failed,
+    /// The check did not finish (the client left, the database could not say): nothing was
+    /// learnt, so it is neither a failure nor a success.
+    Unfinished,
 }
 
 #[derive(Default)]
 struct Address {
     checks: VecDeque<Instant>,
     failures: VecDeque<Instant>,
+    /// When each check still running was admitted.
+    running: VecDeque<Instant>,
     locked_until: Option<Instant>,
 }
 
@@ -95,18 +114,27 @@ impl LoginGuard {
             let oldest = entry.checks.front().copied().unwrap_or(now);
             return Admission::Wait((oldest + WINDOW).saturating_duration_since(now));
         }
+        forget_before(&mut entry.running, now, IN_FLIGHT_FOR);
+        forget_before(&mut entry.failures, now, limits.lockout);
+        if entry.failures.len() + entry.running.len() >= limits.lockout_after as usize {
+            // Were the running checks all to fail, this one would come after the lockout.
+            return Admission::Wait(WAIT_FOR_RUNNING);
+        }
         entry.checks.push_back(now);
+        entry.running.push_back(now);
         Admission::Check
     }
 
-    fn tried(&mut self, address: IpAddr, key: CredentialKey, user: Option<UserId>, now: Instant) {
+    fn tried(&mut self, address: IpAddr, key: CredentialKey, outcome: Outcome, now: Instant) {
         let entry = self.addresses.entry(address).or_default();
-        match user {
-            Some(user) => {
+        entry.running.pop_front();
+        match outcome {
+            Outcome::Unfinished => {}
+            Outcome::Passed(user) => {
                 entry.failures.clear();
                 self.passed.insert(key, (user, now));
             }
-            None => {
+            Outcome::Failed => {
                 forget_before(&mut entry.failures, now, self.limits.lockout);
                 entry.failures.push_back(now);
                 if entry.failures.len() >= self.limits.lockout_after as usize {
@@ -124,8 +152,9 @@ impl LoginGuard {
         self.addresses.retain(|_, a| {
             forget_before(&mut a.checks, now, WINDOW);
             forget_before(&mut a.failures, now, lockout);
+            forget_before(&mut a.running, now, IN_FLIGHT_FOR);
             let locked = a.locked_until.is_some_and(|until| now < until);
-            locked || !a.checks.is_empty() || !a.failures.is_empty()
+            locked || !a.checks.is_empty() || !a.failures.is_empty() || !a.running.is_empty()
         });
     }
 }
@@ -156,7 +185,7 @@ impl Handler<Tried> for LoginGuard {
     type Result = ();
 
     fn handle(&mut self, msg: Tried, _ctx: &mut Context<Self>) {
-        self.tried(msg.address, msg.key, msg.user, Instant::now());
+        self.tried(msg.address, msg.key, msg.outcome, Instant::now());
     }
 }
 
@@ -176,16 +205,16 @@ mod tests {
         let (mut g, t0) = (guard(), Instant::now());
         for i in 0..5 {
             assert_eq!(g.admit(HERE, &[i; 32], t0), Admission::Check);
-            g.tried(HERE, [i; 32], None, t0);
+            g.tried(HERE, [i; 32], Outcome::Failed, t0);
         }
         assert_eq!(g.admit(HERE, &[9; 32], t0 + Duration::from_secs(1)), Admission::Wait(Duration::from_secs(899)));
         assert_eq!(g.admit(THERE, &[9; 32], t0), Admission::Check, "another address");
-        g.tried(THERE, [9; 32], Some(UserId::new()), t0);
+        g.tried(THERE, [9; 32], Outcome::Passed(UserId::new()), t0);
         let locked = g.admit(HERE, &[9; 32], t0 + Duration::from_secs(2));
         assert_eq!(locked, Admission::Wait(Duration::from_secs(898)), "a credential known elsewhere waits too");
         let after = t0 + Duration::from_secs(900);
         assert_eq!(g.admit(HERE, &[9; 32], after), Admission::Check, "the lockout ends");
-        g.tried(HERE, [9; 32], None, after);
+        g.tried(HERE, [9; 32], Outcome::Failed, after);
         assert_eq!(g.admit(HERE, &[8; 32], after), Admission::Check, "its failures were forgiven with it");
     }
 
@@ -197,7 +226,7 @@ mod tests {
             let at = t0 + Duration::from_secs(i);
             assert_eq!(g.admit(HERE, &[i as u8; 32], at), Admission::Check);
             // Successes clear failures, so only the rate stops them.
-            g.tried(HERE, [i as u8; 32], Some(user.clone()), at);
+            g.tried(HERE, [i as u8; 32], Outcome::Passed(user.clone()), at);
         }
         assert_eq!(g.admit(HERE, &[99; 32], t0 + Duration::from_secs(20)), Admission::Wait(Duration::from_secs(40)));
         assert_eq!(g.admit(HERE, &[99; 32], t0 + Duration::from_secs(60)), Admission::Check, "a slot is free");
@@ -208,7 +237,7 @@ mod tests {
         let (mut g, t0) = (guard(), Instant::now());
         let user = UserId::new();
         assert_eq!(g.admit(HERE, &[1; 32], t0), Admission::Check);
-        g.tried(HERE, [1; 32], Some(user.clone()), t0);
+        g.tried(HERE, [1; 32], Outcome::Passed(user.clone()), t0);
         for s in 1..30 {
             assert_eq!(g.admit(HERE, &[1; 32], t0 + Duration::from_secs(s)), Admission::Known(user.clone()));
         }
@@ -217,12 +246,40 @@ mod tests {
     }
 
     #[test]
+    fn running_checks_count_as_failures_until_their_outcome_is_known() {
+        let (mut g, t0) = (guard(), Instant::now());
+        for i in 0..5 {
+            assert_eq!(g.admit(HERE, &[i; 32], t0), Admission::Check, "check {i} starts");
+        }
+        assert_eq!(g.admit(HERE, &[7; 32], t0), Admission::Wait(WAIT_FOR_RUNNING), "five running could lock it out");
+        g.tried(HERE, [0; 32], Outcome::Unfinished, t0);
+        assert_eq!(g.admit(HERE, &[7; 32], t0), Admission::Check, "an unfinished check counts for nothing");
+        for i in 1..6 {
+            g.tried(HERE, [i; 32], Outcome::Failed, t0);
+        }
+        assert!(
+            matches!(g.admit(HERE, &[8; 32], t0), Admission::Wait(w) if w > Duration::from_secs(800)),
+            "locked out"
+        );
+        assert_eq!(g.addresses[&HERE].checks.len(), 6, "no more than five failures got their check");
+    }
+
+    #[test]
+    fn a_lost_outcome_stops_counting() {
+        let (mut g, t0) = (guard(), Instant::now());
+        for i in 0..5 {
+            g.admit(HERE, &[i; 32], t0);
+        }
+        assert_eq!(g.admit(HERE, &[7; 32], t0 + IN_FLIGHT_FOR), Admission::Check);
+    }
+
+    #[test]
     fn the_sweep_forgets_quiet_addresses_and_keeps_locked_ones() {
         let (mut g, t0) = (guard(), Instant::now());
         g.admit(HERE, &[1; 32], t0);
         for _ in 0..5 {
             g.admit(THERE, &[2; 32], t0);
-            g.tried(THERE, [2; 32], None, t0);
+            g.tried(THERE, [2; 32], Outcome::Failed, t0);
         }
         g.sweep(t0 + Duration::from_secs(120));
         assert!(!g.addresses.contains_key(&HERE) && g.addresses.contains_key(&THERE));

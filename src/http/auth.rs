@@ -29,7 +29,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
 
-use crate::actors::login_guard::{Admission, CredentialKey, LoginGuard, MayTry, Tried};
+use crate::actors::login_guard::{Admission, CredentialKey, LoginGuard, MayTry, Outcome, Tried};
 
 use crate::db::{accounts, login_sessions, Store};
 use crate::domain::access::Identity;
@@ -224,8 +224,12 @@ impl Authenticator {
             Admission::Wait(wait) => return Err(too_many_logins(wait)),
             Admission::Check => {}
         }
+        let mut running = RunningCheck { logins: &self.logins, address, key, outcome: Outcome::Unfinished };
         let proved = self.check_password(store, name, password).await?;
-        self.logins.do_send(Tried { address, key, user: proved.clone() });
+        running.outcome = match &proved {
+            Some(user) => Outcome::Passed(user.clone()),
+            None => Outcome::Failed,
+        };
         Ok(proved)
     }
 
@@ -262,6 +266,22 @@ impl Authenticator {
         .await
         .map_err(|e| AppError::internal(format!("password check failed: {e}")))?;
         Ok(user.filter(|_| matches).map(|u| u.id))
+    }
+}
+
+/// A password check the login guard admitted: its outcome is told when it ends, whichever way
+/// it ends (an error, or the client leaving, drops it [`Outcome::Unfinished`]).
+struct RunningCheck<'a> {
+    logins: &'a Addr<LoginGuard>,
+    address: IpAddr,
+    key: CredentialKey,
+    outcome: Outcome,
+}
+
+impl Drop for RunningCheck<'_> {
+    fn drop(&mut self) {
+        let outcome = std::mem::replace(&mut self.outcome, Outcome::Unfinished);
+        self.logins.do_send(Tried { address: self.address, key: self.key, outcome });
     }
 }
 
