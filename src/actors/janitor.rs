@@ -7,8 +7,9 @@
 //! idle (no turn, no control request either way, no queued turn, no background task, nobody
 //! watching). Agent executions still running well past their timeout (plus the kill grace)
 //! are cancelled, or failed when no run owns them any more, lock queues nobody waits in any
-//! more are pruned, and so are worktrees whose session (or agent run) is gone. A sweep never overlaps the previous one, logs its counts, and an error in
-//! one step or one session never stops the rest.
+//! more are pruned, and so are worktrees whose session (or agent run) is gone, and dashboard
+//! sign-ins a day after they expired or were revoked. A sweep never overlaps the previous one,
+//! logs its counts, and an error in one step or one session never stops the rest.
 
 use std::time::Duration;
 
@@ -19,12 +20,14 @@ use super::bus::WatcherCount;
 use super::locks::Prune;
 use super::registry::CloseIdle;
 use super::workbench::Cleanup;
-use crate::db::{agents, sessions, Store};
+use crate::db::{agents, login_sessions, sessions, Store};
 use crate::domain::idleness::Busy;
 use crate::domain::time;
 
 /// Candidates looked at per sweep, at most; the rest wait for the next sweep.
 const SWEEP_BATCH: i64 = 500;
+/// How long an ended (expired or revoked) sign-in is kept before the janitor removes it.
+const ENDED_SIGN_INS_KEPT: Duration = Duration::from_secs(86_400);
 
 // ---------------------------------------------------------------------------------------------
 // Messages
@@ -60,6 +63,8 @@ pub struct SweepReport {
     pub processes_removed: usize,
     /// Worktrees removed whose session (or agent run) is gone.
     pub worktrees_pruned: usize,
+    /// Dashboard sign-ins removed a day after they expired or were revoked.
+    pub sign_ins_removed: usize,
     pub skipped: bool,
 }
 
@@ -271,12 +276,23 @@ impl Handler<Sweep> for Janitor {
                     report.errors += 1;
                 }
             }
+            let cutoff = time::ago(ENDED_SIGN_INS_KEPT);
+            match store.run(move |conn| login_sessions::remove_ended_before(conn, &cutoff)).await {
+                Ok(n) => report.sign_ins_removed = n,
+                Err(e) => {
+                    tracing::warn!(error = %e, "janitor: cannot remove ended sign-ins");
+                    report.errors += 1;
+                }
+            }
             report
         };
         Box::pin(sweep.into_actor(self).map(|report, act, _ctx| {
             act.sweeping = false;
-            let tidied =
-                report.executions_reaped + report.locks_pruned + report.processes_removed + report.worktrees_pruned;
+            let tidied = report.executions_reaped
+                + report.locks_pruned
+                + report.processes_removed
+                + report.worktrees_pruned
+                + report.sign_ins_removed;
             if report.checked > 0 || report.errors > 0 || tidied > 0 {
                 tracing::info!(
                     checked = report.checked,
@@ -288,6 +304,7 @@ impl Handler<Sweep> for Janitor {
                     locks_pruned = report.locks_pruned,
                     processes_removed = report.processes_removed,
                     worktrees_pruned = report.worktrees_pruned,
+                    sign_ins_removed = report.sign_ins_removed,
                     "janitor sweep"
                 );
             } else {

@@ -83,6 +83,13 @@ pub fn touch(conn: &mut DbConnection, id: &LoginSessionId, now: &str) -> Result<
     Ok(())
 }
 
+/// Removes the sessions that ended (expired or revoked) before `cutoff`; answers how many.
+/// Only live sessions are ever listed or taken, and the audit keeps the history.
+pub fn remove_ended_before(conn: &mut DbConnection, cutoff: &str) -> Result<usize, StoreError> {
+    let ended = login_sessions::expires_at.lt(cutoff).or(login_sessions::revoked_at.lt(cutoff));
+    Ok(diesel::delete(login_sessions::table.filter(ended)).execute(conn)?)
+}
+
 /// The user `id`, if they exist: `(id, name)`.
 pub fn user_name(conn: &mut DbConnection, id: &UserId) -> Result<Option<String>, StoreError> {
     Ok(users::table.find(id).select(users::name).first(conn).optional()?)
