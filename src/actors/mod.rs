@@ -17,6 +17,7 @@ pub mod login_guard;
 pub mod outbox;
 pub mod permissions;
 pub mod recovery;
+pub mod request_limits;
 pub mod registry;
 pub mod session;
 pub mod subscriber;

@@ -83,6 +83,8 @@ pub struct Settings {
     pub audit_retention: Option<std::time::Duration>,
     /// How often one address may try a password, and the lockout after failures.
     pub login_limits: LoginLimits,
+    /// How many writes one address may send a minute, and streams one credential may hold.
+    pub request_limits: RequestLimitSettings,
     /// How long a dashboard sign-in (a cookie session) lasts from its login.
     pub login_session: std::time::Duration,
     /// Whether the sign-in cookie is marked `Secure` (sent over HTTPS only): on behind a TLS
@@ -104,6 +106,19 @@ pub struct LoginLimits {
     /// Failed checks within `lockout` that lock the address out.
     pub lockout_after: u32,
     pub lockout: std::time::Duration,
+}
+
+/// The `writes_per_minute`, `streams_per_credential` and `limit_loopback` settings (see
+/// `actors::request_limits`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RequestLimitSettings {
+    /// State-changing `/api` requests one client address may send in a sliding minute (0: no limit).
+    pub writes_per_minute: u32,
+    /// WebSocket connections and SSE streams one credential may hold open at once (0: no limit).
+    pub streams_per_credential: u32,
+    /// Whether the write limit also holds for loopback clients (the machine's own user and
+    /// scripts are trusted with it otherwise).
+    pub limit_loopback: bool,
 }
 
 /// The `sandbox`, `bwrap_path` and `sandbox_hidden` settings.

@@ -3,7 +3,10 @@
 use std::path::{Path, PathBuf};
 
 use super::layers::Layers;
-use super::{ConfigError, LogFormat, LoginLimits, ProcessSettings, SandboxSettings, Settings, TerminalSettings};
+use super::{
+    ConfigError, LogFormat, LoginLimits, ProcessSettings, RequestLimitSettings, SandboxSettings, Settings,
+    TerminalSettings,
+};
 use crate::domain::rules::ShellAnalysis;
 use crate::secrets::RedactionMode;
 
@@ -145,6 +148,11 @@ impl Settings {
                 per_minute: l.integer("login_attempts_per_minute", 1, 100_000)? as u32,
                 lockout_after: l.integer("login_lockout_failures", 1, 100_000)? as u32,
                 lockout: std::time::Duration::from_millis(l.integer("login_lockout_ms", 1_000, 86_400_000)? as u64),
+            },
+            request_limits: RequestLimitSettings {
+                writes_per_minute: l.integer("writes_per_minute", 0, 1_000_000)? as u32,
+                streams_per_credential: l.integer("streams_per_credential", 0, 1_000_000)? as u32,
+                limit_loopback: l.flag("limit_loopback")?,
             },
             login_session: std::time::Duration::from_millis(
                 l.integer("login_session_ms", 60_000, 31_622_400_000)? as u64

@@ -15,6 +15,9 @@
 //!   an action (see [`super::forward`]): with the right secret it is trusted as such; a wrong
 //!   one (or any, outside cluster mode) is refused.
 //!
+//! - Writes per client address and live streams per credential are limited (see
+//!   [`super::request_limits`]).
+//!
 //! No CORS headers are ever sent, so other origins cannot read responses either.
 
 use actix_web::body::{BoxBody, MessageBody};
@@ -25,9 +28,11 @@ use actix_web::{web, Error, HttpMessage, ResponseError};
 use subtle::ConstantTimeEq;
 
 use super::auth::Authenticator;
+use super::request_limits::{Held, Limits};
 use super::scopes::{RouteIndex, Subject};
 use super::{errors, AppState};
 use crate::actors::login_guard::LoginGuard;
+use crate::actors::request_limits::RequestLimits;
 use crate::config::{is_loopback_host, Settings};
 use crate::domain::access::Identity;
 use crate::error::AppError;
@@ -40,6 +45,7 @@ pub struct AccessPolicy {
     /// Shared by every worker: it remembers whether credentials exist.
     pub auth: std::sync::Arc<Authenticator>,
     routes: std::sync::Arc<RouteIndex>,
+    limits: Limits,
 }
 
 /// Splits `host[:port]` (IPv6 in brackets) into the lower-cased host and the optional port.
@@ -58,8 +64,13 @@ fn split_host_port(value: &str) -> (String, Option<&str>) {
 }
 
 impl AccessPolicy {
-    /// The policy `settings` ask for; password attempts are counted by `logins`.
-    pub fn from_settings(settings: &Settings, logins: actix::Addr<LoginGuard>) -> Self {
+    /// The policy `settings` ask for; password attempts are counted by `logins`, writes and
+    /// streams by `limits`.
+    pub fn from_settings(
+        settings: &Settings,
+        logins: actix::Addr<LoginGuard>,
+        limits: actix::Addr<RequestLimits>,
+    ) -> Self {
         let mut allowed_hosts = settings.allowed_hosts.clone();
         // The address the service is bound to is its own name, unless it is a wildcard.
         let bound = settings.host.to_ascii_lowercase();
@@ -72,6 +83,7 @@ impl AccessPolicy {
             cluster_secret: settings.cluster.as_ref().map(|c| c.secret.clone()),
             auth: std::sync::Arc::new(Authenticator::new(settings.auth_token.clone(), logins)),
             routes: std::sync::Arc::new(RouteIndex::default()),
+            limits: Limits { actor: limits, limit_loopback: settings.request_limits.limit_loopback },
         }
     }
 
@@ -194,26 +206,47 @@ pub async fn enforce(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
-    let verdict = match req.app_data::<web::Data<AccessPolicy>>() {
-        Some(policy) => match policy.check(&req) {
-            Ok(true) => Ok(Some(Identity::Peer)),
-            // Signing in needs no credential (it is how one gets one): the handler puts the
-            // identity it proves in the extensions. Host and Origin were checked all the same.
-            Ok(false) if is_login(&req) => Ok(None),
-            Ok(false) if req.path().starts_with("/api") => policy.admit(&req).await.map(Some),
-            Ok(false) => Ok(None),
-            Err(refusal) => Err(refusal),
-        },
-        None => Err(AppError::internal("access policy missing from app data")),
+    let Some(policy) = req.app_data::<web::Data<AccessPolicy>>().cloned() else {
+        return Ok(refuse(req, AppError::internal("access policy missing from app data")));
     };
-    let identity = match verdict {
+    let identity = match policy.verdict(&req).await {
         Ok(identity) => identity,
         Err(refusal) => return Ok(refuse(req, refusal)),
+    };
+    let slot = match &identity {
+        Some(identity) => match policy.limits.open_stream(&req, identity).await {
+            Ok(slot) => slot,
+            Err(refusal) => return Ok(refuse(req, refusal)),
+        },
+        None => None,
     };
     if let Some(identity) = identity {
         req.extensions_mut().insert(identity);
     }
-    next.call(req).await.map(ServiceResponse::map_into_boxed_body)
+    let response = next.call(req).await?.map_into_boxed_body();
+    Ok(match slot {
+        // The stream stays counted as long as its body is being sent.
+        Some(slot) => response.map_body(|_, body| BoxBody::new(Held::new(body, slot))),
+        None => response,
+    })
+}
+
+impl AccessPolicy {
+    /// Who may send `req`: `Some` identity for an `/api` request that passed, `None` for a
+    /// request that needs none, `Err` with the refusal.
+    async fn verdict(&self, req: &ServiceRequest) -> Result<Option<Identity>, AppError> {
+        if self.check(req)? {
+            return Ok(Some(Identity::Peer));
+        }
+        // Signing in needs no credential (it is how one gets one): the handler puts the
+        // identity it proves in the extensions. Host and Origin were checked all the same,
+        // and its own limits are the login guard's.
+        if is_login(req) || !req.path().starts_with("/api") {
+            return Ok(None);
+        }
+        self.limits.check_write(req).await?;
+        self.admit(req).await.map(Some)
+    }
 }
 
 /// Whether `req` is the sign-in itself (`POST /api/auth/login`).
@@ -251,6 +284,7 @@ mod tests {
 
     #[actix_rt::test]
     async fn hosts_and_origins() {
+        use crate::config::RequestLimitSettings;
         use actix::Actor;
         let limits = crate::config::LoginLimits {
             per_minute: 10,
@@ -263,6 +297,10 @@ mod tests {
             cluster_secret: None,
             auth: std::sync::Arc::new(Authenticator::new(None, LoginGuard::new(limits).start())),
             routes: std::sync::Arc::new(RouteIndex::default()),
+            limits: Limits {
+                actor: RequestLimits::new(RequestLimitSettings::default()).start(),
+                limit_loopback: false,
+            },
         };
         for ok in ["127.0.0.1:3100", "localhost", "[::1]:3100", "box.lan:1234", "other.lan:8080"] {
             assert!(p.host_allowed(ok), "{ok}");

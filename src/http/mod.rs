@@ -26,6 +26,7 @@ mod peers;
 mod placement;
 pub mod processes;
 pub mod projects;
+mod request_limits;
 pub mod rules;
 pub mod scopes;
 pub mod scrub;

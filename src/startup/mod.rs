@@ -141,8 +141,10 @@ impl Application {
         let port = listener.local_addr().map_err(|source| StartupError::Bind { addr: addr.clone(), source })?.port();
 
         let logins = crate::actors::login_guard::LoginGuard::new(settings.login_limits).start();
-        let policy = web::Data::new(AccessPolicy::from_settings(&settings, logins));
-        let credentials = store.run(|conn| crate::db::accounts::any_credential(conn, &crate::domain::time::now())).await?;
+        let limits = crate::actors::request_limits::RequestLimits::new(settings.request_limits).start();
+        let policy = web::Data::new(AccessPolicy::from_settings(&settings, logins, limits));
+        let credentials =
+            store.run(|conn| crate::db::accounts::any_credential(conn, &crate::domain::time::now())).await?;
         policy.auth.remember(credentials);
         let root = ProjectRoot::new(&settings.project_root);
         if !root.path().is_dir() {

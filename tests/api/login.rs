@@ -205,6 +205,21 @@ async fn wrong_passwords_on_the_form_are_one_answer_and_lock_the_address_out() {
 }
 
 #[actix_web::test]
+async fn guesses_sent_at_once_get_no_more_checks_than_the_lockout_allows() {
+    let service = with_user(ServiceConfig::new(fake_cli()).env("CONDUIT_LOGIN_ATTEMPTS_PER_MINUTE", "100"));
+    let guesses = (0..20).map(|i| {
+        let service = &service;
+        async move { login(service, "ada", &format!("guess {i}")).await.status().as_u16() }
+    });
+    let answers = futures_util::future::join_all(guesses).await;
+    let checked = answers.iter().filter(|s| **s == 401).count();
+    assert!(answers.iter().all(|s| [401, 429].contains(s)), "{answers:?}");
+    // Checks still running count as failures, so at most the five the lockout allows are made.
+    assert!((1..=5).contains(&checked), "{checked} guesses were checked: {answers:?}");
+    assert_eq!(error_code(login(&service, "ada", PASSWORD).await, 429).await, "too_many_logins", "locked out");
+}
+
+#[actix_web::test]
 async fn the_login_form_is_validated() {
     let service = with_user(ServiceConfig::new(fake_cli()));
     let raw = |body: &'static str, content_type: &'static str| {
@@ -273,4 +288,36 @@ async fn sign_ins_failures_revocations_and_logouts_are_audited() {
         ],
         "{rows:#?}"
     );
+}
+
+#[actix_web::test]
+async fn the_janitor_removes_sign_ins_a_day_after_they_ended() {
+    use conduit::db::schema::login_sessions;
+    use diesel::prelude::*;
+    let service = with_user(ServiceConfig::new(fake_cli()).env("CONDUIT_JANITOR_INTERVAL_MS", "100"));
+    let (old, recent, live) = (
+        signed_in(&service, "ada", PASSWORD).await,
+        signed_in(&service, "ada", PASSWORD).await,
+        signed_in(&service, "ada", PASSWORD).await,
+    );
+    let hash = |cookie: &str| {
+        conduit::domain::credentials::token_hash(cookie.strip_prefix("conduit_session=").expect("the cookie"))
+    };
+    let mut conn = crate::support::database::connect(&service.dir.path().join("data/conduit.db"));
+    let row = |cookie: &str| login_sessions::table.filter(login_sessions::secret_hash.eq(hash(cookie)));
+    diesel::update(row(&old))
+        .set(login_sessions::revoked_at.eq("2020-01-01T00:00:00.000Z"))
+        .execute(&mut conn)
+        .expect("old");
+    let res = with_cookie(&service, reqwest::Method::POST, "/api/auth/logout", &recent).await;
+    assert_eq!(res.status().as_u16(), 204, "the recent one is revoked now");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while row(&old).count().get_result::<i64>(&mut conn).expect("count") > 0 {
+        assert!(std::time::Instant::now() < deadline, "the old revoked sign-in is removed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for (cookie, what) in [(&recent, "revoked within the day"), (&live, "live")] {
+        assert_eq!(row(cookie).count().get_result::<i64>(&mut conn).expect("count"), 1, "{what}: kept");
+    }
+    assert_eq!(get(&service, "/api/projects", &live).await.status().as_u16(), 200);
 }

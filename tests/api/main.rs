@@ -39,6 +39,7 @@ mod postgres;
 mod processes;
 mod projects;
 mod readme;
+mod request_limits;
 mod rebuild;
 mod rules;
 mod sandbox_real;
