@@ -21,6 +21,7 @@ mod cluster_work;
 mod containment;
 mod dashboard;
 mod dashboard_live;
+mod dashboard_login;
 mod dashboard_pages;
 mod exec;
 mod folders;

@@ -17,14 +17,24 @@ import { RulesPage } from './pages/RulesPage';
 import { LocksPage } from './pages/LocksPage';
 import { ProcessesPage } from './pages/ProcessesPage';
 import { ReviewPage } from './pages/ReviewPage';
+import { SignInsPage } from './pages/SignInsPage';
+import { AuthGate } from './components/AuthGate';
 import { adoptTokenFromUrl } from './api/client';
 import { connectLive } from './store/live';
-import { holdQueriesForStream } from './store/cacheSync';
 import { applyTheme, loadTheme } from './lib/theme';
 import './styles.css';
 import './shell.css';
 
+/** The app behind the auth gate: the live stream opens only once signed in. */
 export function App() {
+  return (
+    <AuthGate>
+      <SignedInApp />
+    </AuthGate>
+  );
+}
+
+function SignedInApp() {
   useEffect(() => connectLive(), []);
   useEffect(() => listenForPageFrames(), []);
   return (
@@ -41,6 +51,7 @@ export function App() {
         <Route path="rules" element={<RulesPage />} />
         <Route path="locks" element={<LocksPage />} />
         <Route path="processes" element={<ProcessesPage />} />
+        <Route path="sign-ins" element={<SignInsPage />} />
         <Route
           path="*"
           element={
@@ -56,9 +67,7 @@ export function App() {
 
 adoptTokenFromUrl();
 applyTheme(loadTheme());
-// The first reads wait for the stream to answer (at most two seconds), so no change falls
-// between what they read and what the stream relays.
-holdQueriesForStream();
+// The first reads wait for the live stream (store/auth.ts `enter` holds them once signed in).
 const root = document.getElementById('root');
 if (root) {
   createRoot(root).render(

@@ -88,6 +88,10 @@ export async function call<P extends keyof paths, M extends Method>(
   } catch {
     throw new ApiError(0, 'unreachable', 'The Conduit service cannot be reached. Is it running?');
   }
+  // A 401 anywhere but the sign-in form itself means this tab is no longer signed in (the
+  // cookie expired or was revoked, the token is wrong): the auth gate shows the login page.
+  // The form's own 401 is a wrong password and stays with the form.
+  if (res.status === 401 && path !== '/api/auth/login') reportUnauthorized();
   if (res.status === 204) return undefined as Answer<Op<P, M>>;
   const text = await res.text();
   const parsed: unknown = text ? safeJson(text) : undefined;
@@ -97,6 +101,21 @@ export async function call<P extends keyof paths, M extends Method>(
     throw new ApiError(res.status, err?.code ?? 'http_error', message, parsed, retryAfterSeconds(res.headers.get('Retry-After')));
   }
   return parsed as Answer<Op<P, M>>;
+}
+
+const unauthorizedListeners = new Set<() => void>();
+
+/** Hears every 401 (but the sign-in form's); returns the function that stops listening. */
+export function onUnauthorized(listener: () => void): () => void {
+  unauthorizedListeners.add(listener);
+  return () => {
+    unauthorizedListeners.delete(listener);
+  };
+}
+
+/** Says the service refused this tab's credential (the live stream reports its 401 here too). */
+export function reportUnauthorized(): void {
+  for (const listener of unauthorizedListeners) listener();
 }
 
 /** A `Retry-After` value in seconds: it holds seconds, or an HTTP date. */

@@ -4,6 +4,7 @@ import { useState } from 'react';
 import { NavLink } from 'react-router-dom';
 import { liveCounts, type Overview } from '../lib/overview';
 import { matchesQuery } from '../lib/naturalSort';
+import { useAuth } from '../store/auth';
 import { NAV } from './nav';
 
 const COLLAPSED_KEY = 'conduit-projects-collapsed';
@@ -29,6 +30,7 @@ export function Sidebar(props: { overview: Overview; onCreate: () => void; onImp
   const { overview } = props;
   const [filter, setFilter] = useState('');
   const [collapsed, setCollapsed] = useState(() => remembered(COLLAPSED_KEY));
+  const isUser = useAuth((s) => Boolean(s.me?.user));
   const counts = liveCounts(overview.live);
   const shown = overview.projects.filter((p) => matchesQuery(p.name, filter));
   const toggle = () => {
@@ -48,7 +50,7 @@ export function Sidebar(props: { overview: Overview; onCreate: () => void; onImp
         </button>
       </div>
       <nav>
-        {NAV.map((n) => (
+        {NAV.filter((n) => isUser || !n.userOnly).map((n) => (
           <NavLink key={n.to} to={n.to} end={n.end} className="nav-item">
             {n.label}
           </NavLink>

@@ -1,8 +1,11 @@
 // The bar above every page: the menu button, the live indicator, the switcher, the total cost,
-// notifications and the theme.
+// notifications, the theme, and signing out (for a sign-in cookie only).
+import { useState } from 'react';
+import { hasCookieSession } from '../api/auth';
 import { usd } from '../lib/format';
 import type { Notifier } from '../lib/notify';
 import { nextTheme, useTheme, type ThemeChoice } from '../lib/theme';
+import { signOut, useAuth } from '../store/auth';
 import { useLive } from '../store/live';
 import { NotificationsToggle } from './Notifications';
 
@@ -49,6 +52,7 @@ export function TopBar(props: {
           <span className="topbar-cost-label">Total cost</span>
           <strong>{props.totalCost === null ? '…' : usd(props.totalCost)}</strong>
         </div>
+        <SignOut />
       </div>
     </header>
   );
@@ -66,5 +70,31 @@ function ConnectionStatus() {
       <span className="dot" />
       <span className="connection-text">{text}</span>
     </div>
+  );
+}
+
+/**
+ * Who is signed in, and the button that ends it. Only a sign-in cookie can be signed out of:
+ * a token, HTTP Basic or open mode (no credential at all) gets nothing here.
+ */
+function SignOut() {
+  const me = useAuth((s) => s.me);
+  const [leaving, setLeaving] = useState(false);
+  if (!hasCookieSession(me)) return null;
+  const leave = () => {
+    setLeaving(true);
+    void signOut();
+  };
+  return (
+    <>
+      {me?.user && (
+        <span className="signed-in-as muted" title={`Signed in as ${me.user.name}`} data-testid="signed-in-as">
+          {me.user.name}
+        </span>
+      )}
+      <button className="button small ghost" onClick={leave} disabled={leaving} data-testid="sign-out">
+        Sign out
+      </button>
+    </>
   );
 }

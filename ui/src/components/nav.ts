@@ -4,6 +4,8 @@ export interface NavEntry {
   label: string;
   /** Match the path exactly (the dashboard at `/`). */
   end?: boolean;
+  /** Shown to a user only (a token or open mode has no sign-ins of its own). */
+  userOnly?: boolean;
 }
 
 export const NAV: NavEntry[] = [
@@ -14,4 +16,5 @@ export const NAV: NavEntry[] = [
   { to: '/rules', label: 'Rules' },
   { to: '/locks', label: 'Locks' },
   { to: '/processes', label: 'Processes' },
+  { to: '/sign-ins', label: 'Sign-in sessions', userOnly: true },
 ];

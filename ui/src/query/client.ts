@@ -80,6 +80,8 @@ export const keys = {
    * the session page's frame listener until the turn starts; never fetched.
    */
   turnWaiting: (sessionId: string) => ['turn-waiting', sessionId] as const,
+  /** The signed-in user's own sign-ins (`GET /api/auth/sessions`); no event carries them. */
+  signIns: ['sign-ins'] as const,
   browse: (path: string) => ['folders', 'browse', path] as const,
   discover: (path: string) => ['folders', 'discover', path] as const,
 };

@@ -3,7 +3,7 @@
 // happened without asking the API again. Reconnects resume after the last event seen
 // (`?since=`) and refetch everything once; a `warning` about dropped events does the same.
 import { create } from 'zustand';
-import { authHeaders } from '../api/client';
+import { authHeaders, reportUnauthorized } from '../api/client';
 import { backoff, SseParser, type Frame } from '../lib/sse';
 import { readWithWatchdog, WATCHDOG_MS } from '../lib/streamReader';
 import { queryClient } from '../query/client';
@@ -96,6 +96,7 @@ export function connectLive(options: ConnectOptions = {}): () => void {
           signal: controller.signal,
           headers: { Accept: 'text/event-stream', ...authHeaders() },
         });
+        if (res.status === 401) reportUnauthorized();
         if (!res.ok || !res.body) throw new Error(`stream answered ${res.status}`);
         attempt = 0;
         useLive.setState({ connection: 'live' });
