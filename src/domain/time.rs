@@ -12,6 +12,11 @@ pub fn ago(elapsed: std::time::Duration) -> String {
     (Utc::now() - elapsed).to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
+/// `span` in whole seconds, a started second counted (a `Retry-After`, a cookie's `Max-Age`).
+pub fn seconds_rounded_up(span: std::time::Duration) -> u64 {
+    span.as_secs() + u64::from(span.subsec_nanos() > 0)
+}
+
 /// The timestamp `ahead` from now (a lease's end).
 pub fn after(ahead: std::time::Duration) -> String {
     let ahead = chrono::Duration::from_std(ahead).unwrap_or(chrono::Duration::zero());

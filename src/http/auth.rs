@@ -311,7 +311,7 @@ pub fn client(peer: Option<SocketAddr>) -> IpAddr {
 }
 
 fn too_many_logins(wait: std::time::Duration) -> AppError {
-    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let seconds = time::seconds_rounded_up(wait);
     let mut refusal = AppError::new(
         StatusCode::TOO_MANY_REQUESTS,
         "too_many_logins",

@@ -115,8 +115,7 @@ fn cookie(value: &str, max_age: u64, secure: bool) -> String {
 }
 
 fn lifetime_seconds(settings: &Settings) -> u64 {
-    let life = settings.login_session;
-    life.as_secs() + u64::from(life.subsec_nanos() > 0)
+    crate::domain::time::seconds_rounded_up(settings.login_session)
 }
 
 fn bad_login() -> AppError {
