@@ -39,7 +39,7 @@ impl Limits {
         match verdict.map_err(|e| AppError::internal(format!("the request limits are gone: {e}")))? {
             Ok(()) => Ok(()),
             Err(wait) => {
-                let seconds = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+                let seconds = crate::domain::time::seconds_rounded_up(wait).max(1);
                 let mut refusal = AppError::new(
                     StatusCode::TOO_MANY_REQUESTS,
                     "too_many_writes",
@@ -55,10 +55,11 @@ impl Limits {
     /// `req` opens no stream or the identity holds no credential (open mode, a peer node).
     /// `Err` (429 `too_many_streams`) when the credential holds as many as it may.
     pub async fn open_stream(&self, req: &ServiceRequest, identity: &Identity) -> Result<Option<StreamSlot>, AppError> {
-        let Some(holder) = holder(identity) else { return Ok(None) };
+        // Asked first: most requests open no stream, and need no holder built for them.
         if !opens_stream(req) {
             return Ok(None);
         }
+        let Some(holder) = holder(identity) else { return Ok(None) };
         let verdict = self.actor.send(OpenStream { holder }).await;
         match verdict.map_err(|e| AppError::internal(format!("the request limits are gone: {e}")))? {
             Ok(slot) => Ok(Some(slot)),
