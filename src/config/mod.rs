@@ -17,7 +17,7 @@ pub use cluster::{valid_node_name, ClusterSettings, FORWARDED_BY, SECRET_HEADER}
 pub use error::ConfigError;
 pub use load::{env_name, CONFIG_FILE_ENV, DEFAULT_TOML};
 pub use settings::{
-    is_loopback_host, LogFormat, LoginLimits, ProcessSettings, SandboxSettings, Settings, TerminalSettings,
+    is_loopback_host, LogFormat, LoginLimits, ProcessSettings, SandboxSettings, Settings, TerminalSettings, TlsFiles,
 };
 
 #[cfg(test)]
