@@ -1,5 +1,6 @@
-//! Builds the application: database, shared state, HTTP server. Tests call
-//! [`Application::build`] with port 0 and read the bound port back.
+//! Builds the application: database, shared state, HTTP server (HTTPS only when `tls_cert` and
+//! `tls_key` are set; see [`tls`]). Tests call [`Application::build`] with port 0 and read the
+//! bound port back.
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -31,8 +32,10 @@ use crate::process::cgroup::Containment;
 use crate::sandbox::enclosure::Encloser;
 
 mod cluster;
+mod exposure;
 mod machine;
 mod server;
+mod tls;
 use machine::{claim_database, probe_sandbox, report};
 
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +52,9 @@ pub enum StartupError {
     Claimed(#[from] crate::db::claim::ClaimError),
     #[error("cannot create the first user: {0}")]
     FirstUser(#[from] crate::accounts::AccountError),
+    /// A TLS file that cannot be used; the message names the setting and the file.
+    #[error("TLS: {0}")]
+    Tls(String),
 }
 
 /// Options that come from the command line rather than settings.
@@ -90,17 +96,13 @@ pub struct Application {
 impl Application {
     pub async fn build(settings: Settings, options: ServeOptions) -> Result<Application, StartupError> {
         let addr = format!("{}:{}", settings.host, settings.port);
-        if !settings.binds_loopback() && settings.auth_token.is_none() && !options.insecure {
-            return Err(StartupError::TokenRequired(addr));
-        }
-        if !settings.binds_loopback() && settings.auth_token.is_none() {
-            tracing::warn!(%addr, "listening off loopback with no token (--insecure)");
-        }
+        // Before anything starts, so a refusal or a bad TLS file leaves nothing to undo.
+        let tls = exposure::checked(&settings, &options, &addr)?;
 
         // Before anything touches the database or a process: one service per database.
         let claimed = claim_database(&settings).await?;
         let containment = claimed.containment.clone();
-        match Self::start_on(settings, options, addr, claimed).await {
+        match Self::start_on(settings, options, addr, tls, claimed).await {
             Ok(app) => Ok(app),
             Err(e) => {
                 // Nothing ran in it: the cgroup folder made for this service goes with it.
@@ -117,6 +119,7 @@ impl Application {
         settings: Settings,
         options: ServeOptions,
         addr: String,
+        tls: Option<rustls::ServerConfig>,
         claimed: machine::Claimed,
     ) -> Result<Application, StartupError> {
         let machine::Claimed { lock, postgres, containment } = claimed;
@@ -142,7 +145,8 @@ impl Application {
 
         let logins = crate::actors::login_guard::LoginGuard::new(settings.login_limits).start();
         let policy = web::Data::new(AccessPolicy::from_settings(&settings, logins));
-        let credentials = store.run(|conn| crate::db::accounts::any_credential(conn, &crate::domain::time::now())).await?;
+        let credentials =
+            store.run(|conn| crate::db::accounts::any_credential(conn, &crate::domain::time::now())).await?;
         policy.auth.remember(credentials);
         let root = ProjectRoot::new(&settings.project_root);
         if !root.path().is_dir() {
@@ -302,8 +306,9 @@ impl Application {
             audit: audit.clone(),
         });
 
-        let server = server::http(state, policy, listener, &addr)?;
-        tracing::info!(%addr, port, "conduit listening");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let server = server::http(state, policy, listener, tls, &addr)?;
+        tracing::info!(%addr, port, scheme, "conduit listening on {scheme}://{addr}");
         Ok(Application {
             port,
             server,
