@@ -68,9 +68,10 @@ async fn main() -> ExitCode {
 
 async fn serve(settings: Settings, options: ServeOptions) -> Result<(), String> {
     let host = settings.host.clone();
+    let scheme = if settings.tls.is_some() { "https" } else { "http" };
     let app = Application::build(settings, options).await.map_err(|e| e.to_string())?;
     // On stdout, for people and scripts (with port 0 this is how they learn the port).
-    println!("conduit listening on http://{host}:{}", app.port());
+    println!("conduit listening on {scheme}://{host}:{}", app.port());
     app.run_until_stopped().await.map_err(|e| format!("server error: {e}"))
 }
 

@@ -18,7 +18,7 @@ pub use error::ConfigError;
 pub use load::{env_name, CONFIG_FILE_ENV, DEFAULT_TOML};
 pub use settings::{
     is_loopback_host, LogFormat, LoginLimits, ProcessSettings, RequestLimitSettings, SandboxSettings, Settings,
-    TerminalSettings,
+    TerminalSettings, TlsFiles,
 };
 
 #[cfg(test)]

@@ -88,8 +88,10 @@ pub struct Settings {
     /// How long a dashboard sign-in (a cookie session) lasts from its login.
     pub login_session: std::time::Duration,
     /// Whether the sign-in cookie is marked `Secure` (sent over HTTPS only): on behind a TLS
-    /// proxy; off by default, as Conduit serves plain HTTP itself.
+    /// proxy, and always when Conduit serves TLS itself (`tls`); off by default.
     pub secure_cookies: bool,
+    /// The `tls_cert` and `tls_key` settings: with them, the service serves HTTPS only.
+    pub tls: Option<TlsFiles>,
     pub log_level: String,
     pub log_format: LogFormat,
     /// HOME of the environment the settings came from (where the CLI keeps its transcripts).
@@ -119,6 +121,17 @@ pub struct RequestLimitSettings {
     /// Whether the write limit also holds for loopback clients (the machine's own user and
     /// scripts are trusted with it otherwise).
     pub limit_loopback: bool,
+}
+
+/// The `tls_cert` and `tls_key` settings: PEM files, set together or not at all. Only their
+/// paths are checked when settings load; startup reads them (`startup::tls`), so a bad file
+/// stops the service before it touches the database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The certificate chain, the server's own certificate first.
+    pub cert: PathBuf,
+    /// The private key of that certificate (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
 }
 
 /// The `sandbox`, `bwrap_path` and `sandbox_hidden` settings.
@@ -186,6 +199,7 @@ impl fmt::Debug for Settings {
             .field("project_root", &self.project_root)
             .field("scan_depth", &self.scan_depth)
             .field("webhook_secret", &redact(&self.webhook_secret))
+            .field("tls", &self.tls)
             .field("log_level", &self.log_level)
             .field("log_format", &self.log_format)
             .finish_non_exhaustive()

@@ -133,3 +133,23 @@ fn loopback_detection() {
         assert!(!is_loopback_host(h), "{h}");
     }
 }
+
+#[test]
+fn tls_takes_both_files_or_neither_and_marks_the_cookie_secure() {
+    let off = Settings::load_from(None, &env(&[])).expect("defaults");
+    assert_eq!((off.tls, off.secure_cookies), (None, false), "plain HTTP by default");
+
+    let both = [("CONDUIT_TLS_CERT", "~/tls/cert.pem"), ("CONDUIT_TLS_KEY", "/etc/conduit/key.pem")];
+    let on = Settings::load_from(None, &env(&both)).expect("valid");
+    let files = on.tls.expect("TLS is on");
+    assert_eq!(files.cert, PathBuf::from("/h/tls/cert.pem"), "~ is HOME");
+    assert_eq!(files.key, PathBuf::from("/etc/conduit/key.pem"));
+    assert!(on.secure_cookies, "a cookie set over TLS is Secure without secure_cookies");
+
+    for (var, key, other) in
+        [("CONDUIT_TLS_CERT", "`tls_cert`", "tls_key"), ("CONDUIT_TLS_KEY", "`tls_key`", "tls_cert")]
+    {
+        let err = Settings::load_from(None, &env(&[(var, "/x.pem")])).expect_err(var).to_string();
+        assert!(err.contains(key) && err.contains(var) && err.contains(other), "{var} alone: {err}");
+    }
+}

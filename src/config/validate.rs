@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use super::layers::Layers;
 use super::{
     ConfigError, LogFormat, LoginLimits, ProcessSettings, RequestLimitSettings, SandboxSettings, Settings,
-    TerminalSettings,
+    TerminalSettings, TlsFiles,
 };
 use crate::domain::rules::ShellAnalysis;
 use crate::secrets::RedactionMode;
@@ -61,6 +61,13 @@ impl Settings {
         let database = crate::db::Database::from_setting(&l.string("database_url")?, Path::new(&db_path))
             .map_err(|e| l.err("database_url", e))?;
         let cluster = super::cluster::cluster_settings(l, &database)?;
+        let tls = tls_files(l, home)?;
+        if let (Some(_), Some(cluster)) = (&tls, &cluster) {
+            // This node then answers HTTPS only: the others could never reach it over http://.
+            if cluster.address.starts_with("http://") {
+                return Err(l.err("node_address", "expected an https:// URL: this node serves TLS (tls_cert)"));
+            }
+        }
         let cli_path = l.string("cli_path")?;
         if cli_path.trim().is_empty() || cli_path.contains('\0') {
             return Err(l.err("cli_path", "expected an executable name or path"));
@@ -157,11 +164,30 @@ impl Settings {
             login_session: std::time::Duration::from_millis(
                 l.integer("login_session_ms", 60_000, 31_622_400_000)? as u64
             ),
-            secure_cookies: l.flag("secure_cookies")?,
+            // A cookie set over TLS is marked Secure whatever the setting says: no sign-in made
+            // over HTTPS is ever sent back in clear.
+            secure_cookies: l.flag("secure_cookies")? || tls.is_some(),
+            tls,
             log_level,
             log_format,
             home: home.filter(|h| !h.is_empty()).map(PathBuf::from),
         })
+    }
+}
+
+/// `tls_cert` and `tls_key`: both paths (`~` expanded), or neither.
+fn tls_files(l: &Layers, home: Option<&str>) -> Result<Option<TlsFiles>, ConfigError> {
+    let path = |key: &str| -> Result<Option<PathBuf>, ConfigError> {
+        match l.optional_string(key)? {
+            Some(raw) => Ok(Some(expand_home(&raw, home).map_err(|e| l.err(key, format!("{raw:?}: {e}")))?)),
+            None => Ok(None),
+        }
+    };
+    match (path("tls_cert")?, path("tls_key")?) {
+        (Some(cert), Some(key)) => Ok(Some(TlsFiles { cert, key })),
+        (None, None) => Ok(None),
+        (Some(_), None) => Err(l.err("tls_cert", "tls_key must be set too: TLS needs the certificate and its key")),
+        (None, Some(_)) => Err(l.err("tls_key", "tls_cert must be set too: TLS needs the certificate and its key")),
     }
 }
 

@@ -1,5 +1,6 @@
-//! Builds the application: database, shared state, HTTP server. Tests call
-//! [`Application::build`] with port 0 and read the bound port back.
+//! Builds the application: database, shared state, HTTP server (HTTPS only when `tls_cert` and
+//! `tls_key` are set; see [`tls`]). Tests call [`Application::build`] with port 0 and read the
+//! bound port back.
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -10,17 +11,17 @@ use actix_web::dev::Server;
 use actix_web::web;
 
 use crate::actors::agent::RunDeps;
-use crate::actors::agents::{AgentRegistry, Restore, ShutdownAgents};
-use crate::actors::bus::{CloseStreams, EventBus};
+use crate::actors::agents::{AgentRegistry, Restore};
+use crate::actors::bus::EventBus;
 use crate::actors::cluster::folders::ClusterFolders;
-use crate::actors::janitor::{Janitor, StopJanitor, Tidies};
+use crate::actors::janitor::{Janitor, Tidies};
 use crate::actors::locks::DirLockQueue;
 use crate::actors::permissions::{PermissionEngine, Reload};
 use crate::actors::recovery::recover_after_restart;
-use crate::actors::registry::{SessionRegistry, Shutdown, WatchEnds};
-use crate::actors::terminal::{SessionLink, ShutdownTerminals, TerminalRegistry};
+use crate::actors::registry::{SessionRegistry, WatchEnds};
+use crate::actors::terminal::{SessionLink, TerminalRegistry};
 use crate::actors::webhooks::{ReloadWebhooks, WebhookDispatcher};
-use crate::actors::workbench::{self, ShutdownProcesses, Workbench};
+use crate::actors::workbench::{self, Workbench};
 use crate::config::Settings;
 use crate::db::lock::{InstanceLock, LockError};
 use crate::db::writer::{Writer, WriterSetup};
@@ -31,8 +32,11 @@ use crate::process::cgroup::Containment;
 use crate::sandbox::enclosure::Encloser;
 
 mod cluster;
+mod exposure;
 mod machine;
 mod server;
+mod shutdown;
+mod tls;
 use machine::{claim_database, probe_sandbox, report};
 
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +53,9 @@ pub enum StartupError {
     Claimed(#[from] crate::db::claim::ClaimError),
     #[error("cannot create the first user: {0}")]
     FirstUser(#[from] crate::accounts::AccountError),
+    /// A TLS file that cannot be used; the message names the setting and the file.
+    #[error("TLS: {0}")]
+    Tls(String),
 }
 
 /// Options that come from the command line rather than settings.
@@ -90,17 +97,13 @@ pub struct Application {
 impl Application {
     pub async fn build(settings: Settings, options: ServeOptions) -> Result<Application, StartupError> {
         let addr = format!("{}:{}", settings.host, settings.port);
-        if !settings.binds_loopback() && settings.auth_token.is_none() && !options.insecure {
-            return Err(StartupError::TokenRequired(addr));
-        }
-        if !settings.binds_loopback() && settings.auth_token.is_none() {
-            tracing::warn!(%addr, "listening off loopback with no token (--insecure)");
-        }
+        // Before anything starts, so a refusal or a bad TLS file leaves nothing to undo.
+        let tls = exposure::checked(&settings, &options, &addr)?;
 
         // Before anything touches the database or a process: one service per database.
         let claimed = claim_database(&settings).await?;
         let containment = claimed.containment.clone();
-        match Self::start_on(settings, options, addr, claimed).await {
+        match Self::start_on(settings, options, addr, tls, claimed).await {
             Ok(app) => Ok(app),
             Err(e) => {
                 // Nothing ran in it: the cgroup folder made for this service goes with it.
@@ -117,6 +120,7 @@ impl Application {
         settings: Settings,
         options: ServeOptions,
         addr: String,
+        tls: Option<rustls::ServerConfig>,
         claimed: machine::Claimed,
     ) -> Result<Application, StartupError> {
         let machine::Claimed { lock, postgres, containment } = claimed;
@@ -304,8 +308,9 @@ impl Application {
             audit: audit.clone(),
         });
 
-        let server = server::http(state, policy, listener, &addr)?;
-        tracing::info!(%addr, port, "conduit listening");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let server = server::http(state, policy, listener, tls, &addr)?;
+        tracing::info!(%addr, port, scheme, "conduit listening on {scheme}://{addr}");
         Ok(Application {
             port,
             server,
@@ -332,85 +337,6 @@ impl Application {
     /// Counters of the session writer (lines stored, lines lost), for embedding and benchmarks.
     pub fn writer_stats(&self) -> std::sync::Arc<crate::db::writer::WriterStats> {
         self.writer.stats.clone()
-    }
-
-    /// Serves until SIGINT/SIGTERM (or the server is stopped through its handle), then stops
-    /// accepting work and ends every session (stdin closed, SIGINT to each group, grace,
-    /// SIGKILL) with everything written flushed.
-    pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut terminate = signal(SignalKind::terminate())?;
-        let mut interrupt = signal(SignalKind::interrupt())?;
-        let handle = self.server.handle();
-        let mut server = actix_web::rt::spawn(self.server);
-        // A server stopped through its handle (an embedder) ends the sessions just the same.
-        let served = tokio::select! {
-            finished = &mut server => {
-                tracing::info!("the HTTP server stopped; shutting down");
-                Some(finished.unwrap_or_else(|e| Err(std::io::Error::other(e))))
-            }
-            _ = terminate.recv() => { tracing::info!("SIGTERM received; shutting down"); None }
-            _ = interrupt.recv() => { tracing::info!("SIGINT received; shutting down"); None }
-        };
-        // No idle closes race the shutdown's own.
-        if self.janitor.send(StopJanitor).await.is_err() {
-            tracing::warn!("the janitor had already stopped");
-        }
-        let stop_http = async {
-            if served.is_none() {
-                handle.stop(true).await;
-            }
-        };
-        let end_work = async {
-            let ended = tokio::join!(
-                self.registry.send(Shutdown),
-                self.agents.send(ShutdownAgents),
-                self.terminals.send(ShutdownTerminals),
-                self.workbench.send(ShutdownProcesses),
-            );
-            // Every session's end has been told: the streams end with it, rather than at the
-            // HTTP server's timeout, so clients see the service go at once.
-            if self.bus.send(CloseStreams).await.is_err() {
-                tracing::warn!("the event bus had already stopped");
-            }
-            ended
-        };
-        let (_, (ended, agents_ended, terminals_ended, processes_ended)) = tokio::join!(stop_http, end_work);
-        if processes_ended.is_err() {
-            tracing::error!("the workbench stopped before shutdown");
-        }
-        if ended.is_err() {
-            tracing::error!("the session registry stopped before shutdown");
-        }
-        if agents_ended.is_err() {
-            tracing::error!("the agent registry stopped before shutdown");
-        }
-        if terminals_ended.is_err() {
-            tracing::error!("the terminal registry stopped before shutdown");
-        }
-        if let Err(e) = self.writer.flush().await {
-            tracing::error!(error = %e, "could not flush the last writes");
-        }
-        match self.audit.send(crate::actors::audit::Flush).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::error!(error = %e, "could not store the last audit rows"),
-            Err(_) => tracing::error!("the auditor stopped before shutdown"),
-        }
-        if let Some(cluster) = &self.cluster {
-            if cluster.send(crate::actors::cluster::Leave).await.is_err() {
-                tracing::warn!("the cluster membership had already stopped");
-            }
-        }
-        // Every CLI has ended by now; whatever a failed stop left in a cgroup ends here, and the
-        // service's cgroup folder goes with it.
-        if let Some(root) = self.containment.root().cloned() {
-            let left = tokio::task::spawn_blocking(move || root.clear(false)).await.unwrap_or(0);
-            if left > 0 {
-                tracing::warn!(cgroups = left, "processes outlived their sessions; killed at shutdown");
-            }
-        }
-        tracing::info!("shutdown complete");
-        served.unwrap_or(Ok(()))
     }
 
     pub fn server_handle(&self) -> actix_web::dev::ServerHandle {

@@ -1,4 +1,5 @@
-//! The HTTP server: the API's middleware, in order, around the routes and the dashboard.
+//! The HTTP server: the API's middleware, in order, around the routes and the dashboard. With a
+//! TLS configuration it serves HTTPS only on its one listener (no plain HTTP beside it).
 
 use std::net::TcpListener;
 
@@ -14,9 +15,10 @@ pub(super) fn http(
     state: web::Data<AppState>,
     policy: web::Data<AccessPolicy>,
     listener: TcpListener,
+    tls: Option<rustls::ServerConfig>,
     addr: &str,
 ) -> Result<Server, StartupError> {
-    Ok(HttpServer::new(move || {
+    let server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
             .app_data(policy.clone())
@@ -37,10 +39,14 @@ pub(super) fn http(
     })
     // Streams send many small frames: Nagle's algorithm would hold one back until the
     // client's delayed ACK (about 40 ms) whenever a ping or reply is in flight.
-    .tcp_nodelay(true)
-    .listen(listener)
-    .map_err(|source| StartupError::Bind { addr: addr.to_string(), source })?
-    .shutdown_timeout(5)
-    .disable_signals()
-    .run())
+    .tcp_nodelay(true);
+    let server = match tls {
+        Some(config) => server.listen_rustls_0_23(listener, config),
+        None => server.listen(listener),
+    };
+    Ok(server
+        .map_err(|source| StartupError::Bind { addr: addr.to_string(), source })?
+        .shutdown_timeout(5)
+        .disable_signals()
+        .run())
 }

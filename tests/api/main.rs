@@ -55,6 +55,7 @@ mod streams_catchup;
 mod support;
 mod terminals;
 mod terminals_end;
+mod tls;
 mod tokens;
 mod transcript;
 mod turns_real;
