@@ -22,7 +22,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    telemetry::init(&settings.log_level, settings.log_format);
+    telemetry::init(&settings.log_level, settings.log_format, settings.redaction.in_flight());
 
     let outcome = match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => {

@@ -7,6 +7,7 @@
 //! - **At rest (the `at_rest` mode, the default):** the writer stores lines, events and
 //!   permission decisions without them, and agent runs are saved without them; `conduit redact
 //!   --all` does the same to rows stored before.
+//! - **Nowhere (the `off` mode):** a switch for trusted machines and for measuring the cost.
 
 use std::borrow::Cow;
 
@@ -20,21 +21,31 @@ pub enum RedactionMode {
     AtRest,
     /// Stored as the CLI wrote it; without secrets whenever it leaves the store.
     InFlight,
+    /// Nothing is redacted anywhere: stored, streamed, answered and logged as the CLI wrote it.
+    /// For a machine whose database, streams and logs only trusted people read, and to measure
+    /// what redaction costs (`scripts/bench.sh streams`). Startup warns.
+    Off,
 }
 
 impl RedactionMode {
-    pub const ALL: [&'static str; 2] = ["at_rest", "in_flight"];
+    pub const ALL: [&'static str; 3] = ["at_rest", "in_flight", "off"];
 
     pub fn parse(value: &str) -> Option<RedactionMode> {
         match value {
             "at_rest" => Some(RedactionMode::AtRest),
             "in_flight" => Some(RedactionMode::InFlight),
+            "off" => Some(RedactionMode::Off),
             _ => None,
         }
     }
 
     pub fn at_rest(self) -> bool {
         self == RedactionMode::AtRest
+    }
+
+    /// Whether what leaves the service (streams, webhooks, answers, log lines) is redacted.
+    pub fn in_flight(self) -> bool {
+        self != RedactionMode::Off
     }
 }
 

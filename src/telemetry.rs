@@ -18,11 +18,11 @@ use crate::config::LogFormat;
 
 /// Installs the global subscriber. Safe to call more than once (later calls are no-ops), so
 /// tests can build several applications in one process.
-pub fn init(level: &str, format: LogFormat) {
+pub fn init(level: &str, format: LogFormat, redacts: bool) {
     let filter = EnvFilter::try_new(level).unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(ScrubbedStderr { json: format == LogFormat::Json });
+        .with_writer(ScrubbedStderr { json: format == LogFormat::Json, redacts });
     let _ = match format {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
         LogFormat::Pretty => builder.compact().try_init(),
@@ -32,13 +32,15 @@ pub fn init(level: &str, format: LogFormat) {
 /// Standard error, one scrubbed log line at a time.
 struct ScrubbedStderr {
     json: bool,
+    /// Not in the `off` redaction mode.
+    redacts: bool,
 }
 
 impl<'a> MakeWriter<'a> for ScrubbedStderr {
     type Writer = ScrubbedLine;
 
     fn make_writer(&'a self) -> ScrubbedLine {
-        ScrubbedLine { json: self.json }
+        ScrubbedLine { json: self.json, redacts: self.redacts }
     }
 }
 
@@ -46,12 +48,14 @@ impl<'a> MakeWriter<'a> for ScrubbedStderr {
 /// between two calls.
 struct ScrubbedLine {
     json: bool,
+    redacts: bool,
 }
 
 impl std::io::Write for ScrubbedLine {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let mut err = std::io::stderr().lock();
         match std::str::from_utf8(buf) {
+            Ok(_) if !self.redacts => err.write_all(buf)?,
             Ok(text) => {
                 let redactor = Redactor::standard();
                 let clean = if self.json { redactor.redact_json_text(text) } else { redactor.redact(text) };

@@ -37,6 +37,8 @@ pub struct StoredLog {
     pub store: Store,
     pub writer: Writer,
     pub session_id: String,
+    /// Whether replayed events lose their secrets, as the live ones do (not in the `off` mode).
+    pub redacts: bool,
 }
 
 pub struct Feed {
@@ -89,12 +91,13 @@ impl Feed {
         let read = async {
             log.writer.flush().await.map_err(|e| e.to_string())?;
             let id = log.session_id.clone();
+            let redacts = log.redacts;
             log.store
                 .run(move |conn| {
                     let mut rows = messages::events_between(conn, &id, from, until, STEP_EVENTS as i64)?;
                     // Stored with their secrets in `in_flight` mode (and before `at_rest` was
                     // kept): replayed as the live stream sent them, without.
-                    for row in &mut rows {
+                    for row in rows.iter_mut().filter(|_| redacts) {
                         crate::secrets::scrub_json(&mut row.data);
                     }
                     Ok(rows)

@@ -7,9 +7,10 @@ use actix_web::body::{self, BodySize, BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header;
 use actix_web::middleware::Next;
-use actix_web::web::Bytes;
+use actix_web::web::{self, Bytes};
 use actix_web::Error;
 
+use super::AppState;
 use crate::redact::Redactor;
 
 /// Put in a response's extensions by the one answer that carries a secret on purpose (a new
@@ -24,7 +25,8 @@ pub async fn answers(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
-    let api = req.path().starts_with("/api/");
+    let redacts = req.app_data::<web::Data<AppState>>().is_none_or(|state| state.settings.redaction.in_flight());
+    let api = redacts && req.path().starts_with("/api/");
     let res = next.call(req).await?.map_into_boxed_body();
     let Some(json) = api.then(|| kind_of(&res)).flatten() else { return Ok(res) };
     if res.response().extensions().get::<SecretByDesign>().is_some() {

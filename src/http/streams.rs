@@ -63,9 +63,12 @@ fn resume_point(req: &HttpRequest, query: &StreamQuery) -> AppResult<Option<u64>
 /// it follows a session).
 pub async fn feed(state: &AppState, follow: Follow, since: Option<u64>) -> AppResult<Feed> {
     let stored = match &follow {
-        Follow::Session { id, .. } => {
-            Some(StoredLog { store: state.store.clone(), writer: state.writer.clone(), session_id: id.clone() })
-        }
+        Follow::Session { id, .. } => Some(StoredLog {
+            store: state.store.clone(),
+            writer: state.writer.clone(),
+            session_id: id.clone(),
+            redacts: state.settings.redaction.in_flight(),
+        }),
         _ => None,
     };
     let sub = state

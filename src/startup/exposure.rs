@@ -25,5 +25,8 @@ pub(super) fn checked(
             "listening off loopback without TLS: tokens, passwords and sign-in cookies cross the network in clear unless a TLS proxy is in front (see tls_cert)"
         );
     }
+    if !settings.redaction.in_flight() {
+        tracing::warn!("redaction is off: secrets the CLIs write are stored, streamed, sent to webhooks and logged as written");
+    }
     settings.tls.as_ref().map(tls::server_config).transpose()
 }

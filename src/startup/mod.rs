@@ -159,7 +159,8 @@ impl Application {
         let settings = Arc::new(settings);
         let setup = WriterSetup { notify_as: node_name.clone(), redact_at_rest: settings.redaction.at_rest() };
         let (writer, _writer_thread) = Writer::start_with(store.clone(), setup);
-        let bus = EventBus::new(settings.stream_history_bytes).start();
+        let bus = EventBus::new(settings.stream_history_bytes);
+        let bus = if settings.redaction.in_flight() { bus } else { bus.without_redaction() }.start();
         let relay = cluster::relay(&settings, &store, &bus);
         let engine = PermissionEngine::new(store.clone(), writer.clone(), Some(bus.clone().recipient()))
             .with_shell_analysis(settings.shell_analysis)

@@ -159,6 +159,26 @@ async fn in_flight_mode_stores_secrets_as_written_and_sends_none_on() {
     assert!(again.contains("redacted 0 secret(s)"), "a second run changes nothing: {again}");
 }
 
+/// The `off` mode (for trusted machines and the streams benchmark's baseline) is really off:
+/// every secret is stored and sent on as written, and startup says so.
+#[actix_web::test]
+async fn off_mode_keeps_and_sends_every_secret_as_written_and_warns() {
+    let secrets = secrets();
+    let (seen, _service) = two_turns_of_secrets(&secrets, "off").await;
+    for (what, text) in [
+        ("the SSE stream", &seen.sse),
+        ("the WebSocket", &seen.ws),
+        ("the messages API", &seen.messages),
+        ("the webhook bodies", &seen.webhooks),
+        ("the database", &seen.database),
+    ] {
+        assert_eq!(leaks(what, text, &secrets).len(), secrets.len(), "{what} carries every secret as written");
+        assert!(!text.contains("[REDACTED:"), "{what} has no redaction marker");
+    }
+    assert!(seen.log.contains("redaction is off"), "startup warns:\n{}", seen.log);
+    assert!(!seen.log.contains("[REDACTED:"), "the log is not redacted either");
+}
+
 /// The real CLI, asked twice: the model recites every secret, then runs a command that prints
 /// some. The CLI must have had them all intact (it sends them back to the model).
 async fn two_turns_of_secrets(secrets: &[(&'static str, String, String)], mode: &str) -> (Seen, TestService) {

@@ -58,7 +58,9 @@ impl Handler<Publish> for EventBus {
         }
         // Every stream, webhook and peer feed reads what this frames: one place keeps secrets
         // out of all of them (the store keeps them only in `in_flight` mode).
-        crate::secrets::scrub_json(&mut event.data);
+        if self.redacts {
+            crate::secrets::scrub_json(&mut event.data);
+        }
         let meta = Arc::new(EventMeta { kind: event.kind, name: event.name.clone(), relayed: event.relayed() });
         let global = (!event.topic_only).then(|| self.record(None, &event, &meta, false));
         let own = match event.scope() {

@@ -56,6 +56,8 @@ pub struct EventBus {
     /// How many clients (no internal subscriber) follow each topic, `None` for everything:
     /// whether a peer's live event is wanted here, answered without a scan of the subscribers.
     watchers: HashMap<TopicKey, usize>,
+    /// Whether published events lose their secrets (not in the `off` redaction mode).
+    pub(super) redacts: bool,
 }
 
 impl Default for EventBus {
@@ -65,6 +67,12 @@ impl Default for EventBus {
 }
 
 impl EventBus {
+    /// This bus publishes events as they come, secrets and all (the `off` redaction mode).
+    pub fn without_redaction(mut self) -> EventBus {
+        self.redacts = false;
+        self
+    }
+
     /// A bus whose histories hold at most `history_bytes` together.
     pub fn new(history_bytes: usize) -> EventBus {
         EventBus {
@@ -77,6 +85,7 @@ impl EventBus {
             generations: 0,
             watch_report: None,
             watchers: HashMap::new(),
+            redacts: true,
         }
     }
 

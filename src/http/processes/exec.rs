@@ -121,11 +121,14 @@ async fn answer(state: &AppState, ws: Workspace, body: ExecRequest) -> AppResult
     Err(lost())
 }
 
-/// A chunk of output as text, without secrets. A secret cut in two between chunks is not
-/// recognized in either half (the command's answer, read whole, has no such gap).
-pub(super) fn scrubbed_output(data: &[u8]) -> String {
+/// A chunk of output as text, without secrets when `redacts` (not in the `off` mode). A secret
+/// cut in two between chunks is not recognized in either half (the command's answer, read
+/// whole, has no such gap).
+pub(super) fn scrubbed_output(data: &[u8], redacts: bool) -> String {
     let mut text = String::from_utf8_lossy(data).into_owned();
-    crate::secrets::scrub_text(&mut text);
+    if redacts {
+        crate::secrets::scrub_text(&mut text);
+    }
     text
 }
 
@@ -135,7 +138,7 @@ fn sse_event(name: &str, data: &serde_json::Value) -> Bytes {
 
 /// The stream of a started command: `start`, then `stdout`/`stderr` in the order written,
 /// then `exit` (or `error`).
-fn stream(started: Started) -> HttpResponse {
+fn stream(started: Started, redacts: bool) -> HttpResponse {
     let row = started.row;
     let first = sse_event("start", &serde_json::json!({ "id": row.id, "pid": row.pid, "command": row.command }));
     let id = row.id.clone();
@@ -145,7 +148,7 @@ fn stream(started: Started) -> HttpResponse {
             let mut output = output?;
             let frame = match output.recv().await {
                 Some(Output::Chunk(stream, data)) => {
-                    sse_event(stream.as_str(), &serde_json::json!({ "data": scrubbed_output(&data) }))
+                    sse_event(stream.as_str(), &serde_json::json!({ "data": scrubbed_output(&data, redacts) }))
                 }
                 Some(Output::Ended(ended)) => {
                     let result = ExecResult::of(id, &ended, &[], &[]);
@@ -243,7 +246,7 @@ pub async fn stream_session(
     body: web::Json<ExecRequest>,
 ) -> AppResult<HttpResponse> {
     let ws = session(&state, &id, true).await?;
-    Ok(stream(launch(&state, ws, body.into_inner()).await?))
+    Ok(stream(launch(&state, ws, body.into_inner()).await?, state.settings.redaction.in_flight()))
 }
 
 /// Run a command in the project's folder, streamed as Server-Sent Events (see the session's).
@@ -267,5 +270,5 @@ pub async fn stream_project(
     body: web::Json<ExecRequest>,
 ) -> AppResult<HttpResponse> {
     let ws = project(&state, &id).await?;
-    Ok(stream(launch(&state, ws, body.into_inner()).await?))
+    Ok(stream(launch(&state, ws, body.into_inner()).await?, state.settings.redaction.in_flight()))
 }

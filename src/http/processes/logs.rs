@@ -160,7 +160,7 @@ impl Follower {
             if !data.is_empty() {
                 let at = self.offset;
                 self.offset += data.len() as u64;
-                let body = serde_json::json!({ "offset": at, "data": super::exec::scrubbed_output(&data) });
+                let body = serde_json::json!({ "offset": at, "data": super::exec::scrubbed_output(&data, self.state.settings.redaction.in_flight()) });
                 return Some(Bytes::from(format!(
                     "event: {}\nid: {}\ndata: {body}\n\n",
                     self.stream.as_str(),
