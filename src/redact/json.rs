@@ -8,8 +8,14 @@ use std::borrow::Cow;
 use super::Redactor;
 
 /// `None` when `text` is not made of well-formed JSON strings (an unterminated one, a bad
-/// escape): the caller falls back to plain text.
-pub(super) fn redact_strings<'a>(redactor: &Redactor, text: &'a str) -> Option<Cow<'a, str>> {
+/// escape): the caller falls back to plain text. `keywords` are where the rules' keywords start
+/// in `text` (sorted): a string or gap without one holds no secret and is not searched again.
+/// Keywords hold no quote, so each lies wholly inside one string or one gap.
+pub(super) fn redact_strings<'a>(redactor: &Redactor, text: &'a str, keywords: &[usize]) -> Option<Cow<'a, str>> {
+    let has_keyword = |from: usize, to: usize| {
+        let first = keywords.partition_point(|&at| at < from);
+        keywords.get(first).is_some_and(|&at| at < to)
+    };
     let bytes = text.as_bytes();
     let mut out: Option<String> = None;
     let mut copied = 0;
@@ -22,13 +28,14 @@ pub(super) fn redact_strings<'a>(redactor: &Redactor, text: &'a str) -> Option<C
         }
         // Between strings a JSON text holds only punctuation, numbers and literals: a secret
         // there means this is not JSON after all.
-        if !redactor.find(&text[gap_start..i]).is_empty() {
+        if has_keyword(gap_start, i) && !redactor.find(&text[gap_start..i]).is_empty() {
             return None;
         }
         let end = string_end(bytes, i)?;
         gap_start = end + 1;
         let token = &text[i..=end];
-        if let Some(clean) = redact_token(redactor, token)? {
+        let searched = has_keyword(i, end + 1) || may_hide_a_keyword(token);
+        if let Some(clean) = if searched { redact_token(redactor, token)? } else { None } {
             let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));
             buf.push_str(&text[copied..i]);
             buf.push_str(&clean);
@@ -36,7 +43,7 @@ pub(super) fn redact_strings<'a>(redactor: &Redactor, text: &'a str) -> Option<C
         }
         i = end + 1;
     }
-    if !redactor.find(&text[gap_start..]).is_empty() {
+    if has_keyword(gap_start, text.len()) && !redactor.find(&text[gap_start..]).is_empty() {
         return None;
     }
     Some(match out {
@@ -46,6 +53,12 @@ pub(super) fn redact_strings<'a>(redactor: &Redactor, text: &'a str) -> Option<C
             Cow::Owned(buf)
         }
     })
+}
+
+/// Whether JSON escapes in `text` could spell a keyword the raw text does not show: `\u0067hp_`
+/// is `ghp_`, `:\/\/` is `://`. Such strings are always decoded and searched.
+pub(super) fn may_hide_a_keyword(text: &str) -> bool {
+    text.contains("\\u") || text.contains("\\/")
 }
 
 /// The index of the quote closing the string that opens at `start`.

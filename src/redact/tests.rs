@@ -150,6 +150,21 @@ fn secrets_inside_json_strings_are_found_through_escapes_and_the_json_stays_vali
 }
 
 #[test]
+fn keywords_spelled_with_json_escapes_are_still_found() {
+    let redactor = Redactor::standard();
+    let token = "ghp_R8xq2LmV7tZ4nW1pK9sD3fH6jB0cY5aE2uGo";
+    // `\u0067` is `g`: the raw text shows no `ghp_`, nor any other keyword.
+    let hidden = format!(r#"{{"type":"text","text":"\u0067{}"}}"#, &token[1..]);
+    let clean = redactor.redact_json_text(&hidden);
+    assert!(clean.contains("[REDACTED:github-token]"), "{clean}");
+    // `\/` is `/`: a URL's `://` written as `:\/\/`.
+    let url = r#"{"type":"text","text":"db at postgres:\/\/admin:Zq8vN3xR5tL1wK7p@db.internal:5432\/app"}"#;
+    let clean = redactor.redact_json_text(url);
+    assert!(!clean.contains("Zq8vN3xR5tL1wK7p") && clean.contains(MARKER), "{clean}");
+    assert!(serde_json::from_str::<serde_json::Value>(&clean).is_ok(), "still JSON: {clean}");
+}
+
+#[test]
 fn a_json_text_without_secrets_is_borrowed_and_kept_byte_for_byte() {
     let redactor = Redactor::standard();
     let line =
