@@ -16,8 +16,16 @@
 //!    shared history once behind, so it holds no copies), whether it missed anything, and the
 //!    fast ones' p99 against the control run's.
 //!
+//! 4. Redaction's cost: the same flood (BENCH_LINES) to BENCH_REDACTION_SUBSCRIBERS (default 10)
+//!    subscribers, but each delta a line of code talk naming keys and tokens (so the rules run,
+//!    as on real transcripts) and every 1,000th holding a GitHub token: deliveries per second
+//!    with `redaction` at its default (`at_rest`: the writer and the bus both redact) against a
+//!    service with `redaction = "off"` (and `in_flight`, where only the bus does), alternating, two rounds each (the mean of each side); the
+//!    lines lost and the tokens that came through redacted on both.
+//!
 //! Sizes: BENCH_LINES (default 100000), BENCH_SUBSCRIBERS (default 1,10,100),
-//! BENCH_LATENCY_SESSIONS (default 20), BENCH_SLOW_SECONDS (default 60).
+//! BENCH_LATENCY_SESSIONS (default 20), BENCH_SLOW_SECONDS (default 60). BENCH_ONLY=redaction
+//! runs the fourth part alone.
 
 mod common;
 
@@ -50,7 +58,12 @@ struct Service {
 impl Service {
     /// The release binary in its own process; `outbox` is its `subscriber_outbox` setting.
     async fn start(outbox: usize) -> Service {
-        let process = common::ServiceProcess::start(500, &[("subscriber_outbox", outbox.to_string())]).await;
+        Service::start_with(&[("subscriber_outbox", outbox.to_string())]).await
+    }
+
+    /// The release binary in its own process with these settings.
+    async fn start_with(settings: &[(&str, String)]) -> Service {
+        let process = common::ServiceProcess::start(500, settings).await;
         let http = reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(2)).build().expect("client");
         let base = process.base.clone();
         Service { ws_base: format!("ws://127.0.0.1:{}", process.port), base, http, process }
@@ -79,6 +92,8 @@ struct Seen {
     out_of_order: u64,
     warnings: u64,
     latencies: Vec<Duration>,
+    /// Lines that came with a `[REDACTED:…]` marker.
+    redacted: u64,
 }
 
 /// Reads frames until `want` stream events arrived (or the socket closes); checks their order.
@@ -113,8 +128,11 @@ async fn consume(url: String, want: u64, delay_each: Option<Duration>, ready: Ar
         }
         // The line's own "t<i>" and, when stamped, "written_ns".
         let frame: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        let i: u64 =
-            frame["data"]["event"]["delta"]["text"].as_str().and_then(|t| t[1..].parse().ok()).unwrap_or(u64::MAX);
+        let text = frame["data"]["event"]["delta"]["text"].as_str().unwrap_or("");
+        let i: u64 = text.get(1..).and_then(|t| t.split(' ').next()).and_then(|n| n.parse().ok()).unwrap_or(u64::MAX);
+        if text.contains("[REDACTED:") {
+            seen.redacted += 1;
+        }
         if i != next {
             seen.in_order = false;
             seen.out_of_order += 1;
@@ -133,11 +151,13 @@ struct Broadcast {
     rate: f64,
     lost: u64,
     out_of_order: u64,
+    redacted: u64,
 }
 
-/// Conduit: one session flooding `lines`, `k` WebSocket subscribers.
-async fn conduit_broadcast(svc: &Service, k: usize, lines: u64) -> Broadcast {
-    let id = svc.session(&format!("fake-flood-{lines}")).await;
+/// Conduit: one session flooding `lines` (the fake CLI's `scenario`: `flood` or `prose`), `k`
+/// WebSocket subscribers.
+async fn conduit_broadcast(svc: &Service, scenario: &str, k: usize, lines: u64) -> Broadcast {
+    let id = svc.session(&format!("fake-{scenario}-{lines}")).await;
     let ready = Arc::new(tokio::sync::Barrier::new(k + 1));
     let url = format!("{}/api/sessions/{id}/ws", svc.ws_base);
     let clients: Vec<_> = (0..k).map(|_| tokio::spawn(consume(url.clone(), lines, None, ready.clone()))).collect();
@@ -145,16 +165,17 @@ async fn conduit_broadcast(svc: &Service, k: usize, lines: u64) -> Broadcast {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let started = Instant::now();
     svc.send(&id).await;
-    let (mut lost, mut out_of_order, mut delivered) = (0, 0, 0);
+    let (mut lost, mut out_of_order, mut delivered, mut redacted) = (0, 0, 0, 0);
     for c in clients {
         let seen = c.await.expect("client");
         lost += lines.saturating_sub(seen.lines);
         out_of_order += seen.out_of_order;
         delivered += seen.lines;
+        redacted += seen.redacted;
     }
     let rate = delivered as f64 / started.elapsed().as_secs_f64();
     let _ = svc.http.delete(format!("{}/api/sessions/{id}", svc.base)).send().await;
-    Broadcast { rate, lost, out_of_order }
+    Broadcast { rate, lost, out_of_order, redacted }
 }
 
 /// The baseline: a bare tokio-tungstenite server broadcasting the same lines to `k` clients.
@@ -208,7 +229,7 @@ async fn bare_broadcast(k: usize, lines: u64) -> f64 {
 async fn throughput(svc: &Service, lines: u64, subscribers: &[usize]) {
     for &k in subscribers {
         let bare = bare_broadcast(k, lines).await;
-        let b = conduit_broadcast(svc, k, lines).await;
+        let b = conduit_broadcast(svc, "flood", k, lines).await;
         println!(
             "throughput {k:>3} subscribers: Conduit {:.0} deliveries/s, bare broadcast {bare:.0}/s, ratio {:.2}x; lost {}, out of order {} of {} (target: 0 lost, 0 out of order, >= 0.8x)",
             b.rate,
@@ -218,6 +239,33 @@ async fn throughput(svc: &Service, lines: u64, subscribers: &[usize]) {
             k as u64 * lines
         );
     }
+}
+
+/// Part 4: the prose flood with redaction on (the default) against off, alternating.
+async fn redaction_cost(lines: u64, k: usize) {
+    let mut runs: [Vec<Broadcast>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+    for _round in 0..2 {
+        for (side, mode) in ["at_rest", "off", "in_flight"].into_iter().enumerate() {
+            let svc = Service::start_with(&[("redaction", mode.to_string())]).await;
+            runs[side].push(conduit_broadcast(&svc, "prose", k, lines).await);
+        }
+    }
+    let mean = |v: &[Broadcast]| v.iter().map(|b| b.rate).sum::<f64>() / v.len().max(1) as f64;
+    let (on_rate, off_rate, in_flight_rate) = (mean(&runs[0]), mean(&runs[1]), mean(&runs[2]));
+    let sum = |v: &[Broadcast], f: fn(&Broadcast) -> u64| v.iter().map(f).sum::<u64>();
+    let planted = lines / 1000 * k as u64 * 2;
+    println!(
+        "redaction relay, {k} subscribers x {lines} prose lines, mean of 2 runs each: on (at_rest) {on_rate:.0} deliveries/s, off {off_rate:.0}/s, ratio {:.2}x (target >= 0.9x); lost on {} off {}, out of order on {} off {}; planted tokens delivered redacted: on {} of {planted}, off {} (expected 0); in_flight (the bus redacts, the writer does not) {in_flight_rate:.0}/s, {:.2}x, lost {}",
+        on_rate / off_rate.max(1e-9),
+        sum(&runs[0], |b| b.lost),
+        sum(&runs[1], |b| b.lost),
+        sum(&runs[0], |b| b.out_of_order),
+        sum(&runs[1], |b| b.out_of_order),
+        sum(&runs[0], |b| b.redacted),
+        sum(&runs[1], |b| b.redacted),
+        in_flight_rate / off_rate.max(1e-9),
+        sum(&runs[2], |b| b.lost),
+    );
 }
 
 /// `sessions` sessions at `rate` events/s for `seconds`, each with `fast` subscribers (and one
@@ -385,10 +433,16 @@ fn main() {
     let _ = conduit::process::raise_open_file_limit();
     // The clients (and the bare baseline's server) on two threads; the service in its own process.
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let redaction_subscribers = env_usize("BENCH_REDACTION_SUBSCRIBERS", 10);
+    if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "redaction") {
+        runtime.block_on(redaction_cost(lines, redaction_subscribers));
+        return;
+    }
     runtime.block_on(async move {
         // The default outbox: clients that fall behind catch up from the stream's history.
         let svc = Service::start(conduit::actors::bus::OUTBOX).await;
         throughput(&svc, lines, &subscriber_counts).await;
+        redaction_cost(lines, redaction_subscribers).await;
 
         let (bare, bare_ok) = bare_paced(latency_sessions, 1000, 5).await;
         let cpu_before = common::cpu_seconds_of_pid(svc.process.pid());

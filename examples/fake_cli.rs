@@ -9,6 +9,8 @@
 //! - `fake-huge`          a turn also writes one 16 MiB line
 //! - `fake-huge-N-M`      a turn also writes N lines of M MiB each
 //! - `fake-flood-N`       a turn also writes N `stream_event` lines as fast as it can
+//! - `fake-prose-N`       the same, but each delta is a line of code talk naming keys and tokens
+//!   (as real transcripts do, so redaction's rules run on them), every 1,000th with a GitHub token
 //! - `fake-results-N-K`   the same N lines, but every K-th of them a `result` (each adding
 //!   0.001 USD and 3+2 tokens to the process's cumulative figures, as the turn's own result does)
 //! - `fake-rate-R-N`      a turn also writes N `stream_event` lines at R lines per second
@@ -34,6 +36,20 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+
+/// Deltas of the kind a coding session streams: most name a key, a token or a secret without
+/// holding one.
+const PROSE: [&str; 6] = [
+    "Let me read the config loader to see where the API key is taken from the environment.",
+    "The token is refreshed in auth/session.rs when it expires; the test mocks the refresh.",
+    "    let api_key = std::env::var(API_KEY_VAR).map_err(|_| Error::MissingKey)?;",
+    "I will add a unit test for parse_header with an empty bearer value and a missing one.",
+    "Running cargo test -p gateway: 42 passed, 0 failed. The secret store change is done.",
+    "fn rotate(keys: &mut KeyRing, now: Instant) -> Result<(), RotateError> {",
+];
+
+/// A GitHub token of the right shape (not a real one): what redaction must catch.
+const PLANTED_TOKEN: &str = "export GITHUB_TOKEN=ghp_R8xq2LmV7tZ4nW1pK9sD3fH6jB0cY5aE2uGo";
 
 fn main() {
     let model = std::env::args().find_map(|a| a.strip_prefix("--model=").map(str::to_string)).unwrap_or_default();
@@ -170,6 +186,17 @@ fn turn(out: &mut impl Write, scenario: &str, session_id: &str, model: &str, tur
                 let _ = writeln!(
                     out,
                     r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"t{i}"}}}},"session_id":"{session_id}"}}"#
+                );
+            }
+        }
+        s if s.starts_with("prose-") => {
+            let n: u64 = s["prose-".len()..].parse().unwrap_or(1000);
+            for i in 0..n {
+                // No quotes or backslashes in PROSE: each line is valid JSON as written.
+                let text = if i % 1000 == 999 { PLANTED_TOKEN } else { PROSE[(i % PROSE.len() as u64) as usize] };
+                let _ = writeln!(
+                    out,
+                    r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"t{i} {text}"}}}},"session_id":"{session_id}"}}"#
                 );
             }
         }
