@@ -62,8 +62,50 @@ fn transcript() -> (Vec<String>, usize) {
     (lines, planted)
 }
 
+/// The relay's flood (`fake_cli`'s `prose-N` scenario, `scripts/bench.sh streams` part 4): short
+/// text deltas of code talk that name keys, tokens and secrets without holding one, so the
+/// prefilter lets the generic rule run on nearly every line; every 1,000th holds a token.
+fn deltas() -> (Vec<String>, usize) {
+    let (mut lines, mut planted) = (Vec::new(), 0);
+    for i in 0..200_000u64 {
+        let text = if i % 1000 == 999 {
+            planted += 1;
+            format!("export GITHUB_TOKEN=ghp_{}", noise(i, 36))
+        } else {
+            PROSE[(i % PROSE.len() as u64) as usize].to_string()
+        };
+        let delta = json!({"type": "text_delta", "text": format!("t{i} {text}")});
+        let event = json!({"type": "content_block_delta", "index": 0, "delta": delta});
+        lines.push(
+            json!({"type": "stream_event", "event": event, "session_id": "6a302f75-fb68-4a18-a534-7eb9397a5726"})
+                .to_string(),
+        );
+    }
+    (lines, planted)
+}
+
+const PROSE: [&str; 6] = [
+    "Let me read the config loader to see where the API key is taken from the environment.",
+    "The token is refreshed in auth/session.rs when it expires; the test mocks the refresh.",
+    "    let api_key = std::env::var(API_KEY_VAR).map_err(|_| Error::MissingKey)?;",
+    "I will add a unit test for parse_header with an empty bearer value and a missing one.",
+    "Running cargo test -p gateway: 42 passed, 0 failed. The secret store change is done.",
+    "fn rotate(keys: &mut KeyRing, now: Instant) -> Result<(), RotateError> {",
+];
+
 fn main() {
-    let (lines, planted) = transcript();
+    let only = std::env::var("BENCH_REDACT_ONLY").unwrap_or_default();
+    for (name, (lines, planted)) in [("transcript", transcript as fn() -> _), ("deltas", deltas)]
+        .into_iter()
+        .filter(|(name, _)| only.is_empty() || only == *name)
+        .map(|(name, make)| (name, make()))
+    {
+        measure(name, &lines, planted);
+    }
+}
+
+/// Redacts `lines` as the writer and the bus do, against copying them, best of three.
+fn measure(name: &str, lines: &[String], planted: usize) {
     let total: usize = lines.iter().map(String::len).sum();
     let mb = total as f64 / (1 << 20) as f64;
     let redactor = Redactor::standard();
@@ -74,21 +116,21 @@ fn main() {
     let mut redacted = 0usize;
     for _ in 0..3 {
         let started = Instant::now();
-        for line in &lines {
+        for line in lines {
             black_box(line.to_owned());
         }
         best_copy = best_copy.min(started.elapsed().as_secs_f64());
         let started = Instant::now();
         redacted = 0;
-        for line in &lines {
+        for line in lines {
             let out = redactor.redact_json_text(line);
             redacted += out.matches("[REDACTED:").count();
             black_box(out);
         }
         best_redact = best_redact.min(started.elapsed().as_secs_f64());
     }
-    println!("transcript: {} lines, {mb:.1} MB, {planted} planted secrets", lines.len());
-    println!("copy (baseline):  {:>9.1} MB/s", mb / best_copy);
-    println!("redact_json_text: {:>9.1} MB/s  ({:.3}x the copy)", mb / best_redact, best_copy / best_redact);
-    println!("redacted {redacted} of {planted} planted (nothing else: {})", redacted == planted);
+    println!("{name}: {} lines, {mb:.1} MB, {planted} planted secrets", lines.len());
+    println!("  copy (baseline):  {:>9.1} MB/s", mb / best_copy);
+    println!("  redact_json_text: {:>9.1} MB/s  ({:.3}x the copy)", mb / best_redact, best_copy / best_redact);
+    println!("  redacted {redacted} of {planted} planted (nothing else: {})", redacted == planted);
 }

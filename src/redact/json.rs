@@ -5,37 +5,39 @@
 
 use std::borrow::Cow;
 
-use super::Redactor;
+use super::{KeywordHits, Redactor};
 
 /// `None` when `text` is not made of well-formed JSON strings (an unterminated one, a bad
-/// escape): the caller falls back to plain text. `keywords` are where the rules' keywords start
-/// in `text` (sorted): a string or gap without one holds no secret and is not searched again.
-/// Keywords hold no quote, so each lies wholly inside one string or one gap.
-pub(super) fn redact_strings<'a>(redactor: &Redactor, text: &'a str, keywords: &[usize]) -> Option<Cow<'a, str>> {
-    let has_keyword = |from: usize, to: usize| {
-        let first = keywords.partition_point(|&at| at < from);
-        keywords.get(first).is_some_and(|&at| at < to)
-    };
+/// escape): the caller falls back to plain text. `hits` are the rules' keywords in `text`: a
+/// string or gap without one holds no secret and is not searched again, and one with some runs
+/// only their rules. Keywords hold no quote, so each lies wholly inside one string or one gap.
+pub(super) fn redact_strings<'a>(redactor: &Redactor, text: &'a str, hits: &KeywordHits) -> Option<Cow<'a, str>> {
     let bytes = text.as_bytes();
     let mut out: Option<String> = None;
     let mut copied = 0;
     let mut i = 0;
     let mut gap_start = 0;
-    while i < bytes.len() {
-        if bytes[i] != b'"' {
-            i += 1;
-            continue;
-        }
+    while let Some(quote) = memchr::memchr(b'"', &bytes[i..]) {
+        i += quote;
         // Between strings a JSON text holds only punctuation, numbers and literals: a secret
         // there means this is not JSON after all.
-        if has_keyword(gap_start, i) && !redactor.find(&text[gap_start..i]).is_empty() {
+        if gap_holds_a_secret(redactor, hits, text, gap_start, i) {
             return None;
         }
-        let end = string_end(bytes, i)?;
+        let (end, escaped) = string_end(bytes, i)?;
         gap_start = end + 1;
         let token = &text[i..=end];
-        let searched = has_keyword(i, end + 1) || may_hide_a_keyword(token);
-        if let Some(clean) = if searched { redact_token(redactor, token)? } else { None } {
+        let wanted = hits.rules_within(i, end + 1);
+        let clean = match escaped {
+            Escapes::None if wanted == 0 => None,
+            Escapes::None => redact_plain_token(redactor, token, wanted),
+            // Escapes may spell a keyword the raw text does not show (`\u0067hp_` is `ghp_`):
+            // decoded and searched whatever the prefilter saw.
+            Escapes::Hiding => redact_escaped_token(redactor, token)?,
+            Escapes::Plain if wanted == 0 => None,
+            Escapes::Plain => redact_escaped_token(redactor, token)?,
+        };
+        if let Some(clean) = clean {
             let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));
             buf.push_str(&text[copied..i]);
             buf.push_str(&clean);
@@ -43,7 +45,7 @@ pub(super) fn redact_strings<'a>(redactor: &Redactor, text: &'a str, keywords: &
         }
         i = end + 1;
     }
-    if has_keyword(gap_start, text.len()) && !redactor.find(&text[gap_start..]).is_empty() {
+    if gap_holds_a_secret(redactor, hits, text, gap_start, text.len()) {
         return None;
     }
     Some(match out {
@@ -61,32 +63,54 @@ pub(super) fn may_hide_a_keyword(text: &str) -> bool {
     text.contains("\\u") || text.contains("\\/")
 }
 
-/// The index of the quote closing the string that opens at `start`.
-fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
+fn gap_holds_a_secret(redactor: &Redactor, hits: &KeywordHits, text: &str, from: usize, to: usize) -> bool {
+    let wanted = hits.rules_within(from, to);
+    wanted != 0 && !redactor.find_among(&text[from..to], wanted).is_empty()
+}
+
+/// What escapes a JSON string holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Escapes {
+    None,
+    /// Only escapes that cannot be part of a keyword (`\n`, `\"`, ...).
+    Plain,
+    /// `\u` or `\/`: see [`may_hide_a_keyword`].
+    Hiding,
+}
+
+/// The index of the quote closing the string that opens at `start`, and the escapes inside.
+fn string_end(bytes: &[u8], start: usize) -> Option<(usize, Escapes)> {
+    let mut escapes = Escapes::None;
     let mut i = start + 1;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => i += 2,
-            b'"' => return Some(i),
-            _ => i += 1,
+    // `?`: an escape as the text's last byte leaves nothing to close the string.
+    while let Some(special) = memchr::memchr2(b'\\', b'"', bytes.get(i..)?) {
+        i += special;
+        if bytes[i] == b'"' {
+            return Some((i, escapes));
         }
+        escapes = match bytes.get(i + 1) {
+            Some(b'u' | b'/') => Escapes::Hiding,
+            _ if escapes == Escapes::Hiding => Escapes::Hiding,
+            _ => Escapes::Plain,
+        };
+        i += 2;
     }
     None
 }
 
-/// The token re-encoded without its secrets; `Some(None)` when it holds none; `None` when it
-/// is not a valid JSON string.
-fn redact_token(redactor: &Redactor, token: &str) -> Option<Option<String>> {
-    let escaped = token.contains('\\');
-    // Without escapes the token's inside is the string itself: most tokens, no decoding.
-    let inner = &token[1..token.len() - 1];
-    if !escaped {
-        return Some(match redactor.redact(inner) {
-            Cow::Borrowed(_) => None,
-            // Markers need no escaping, and the rest was already valid inside quotes.
-            Cow::Owned(clean) => Some(format!("\"{clean}\"")),
-        });
+/// An unescaped token re-encoded without the secrets of the rules in `wanted`; `None` when it
+/// holds none. Its inside is the string itself: no decoding.
+fn redact_plain_token(redactor: &Redactor, token: &str, wanted: u64) -> Option<String> {
+    match redactor.redact_among(&token[1..token.len() - 1], wanted) {
+        Cow::Borrowed(_) => None,
+        // Markers need no escaping, and the rest was already valid inside quotes.
+        Cow::Owned(clean) => Some(format!("\"{clean}\"")),
     }
+}
+
+/// An escaped token decoded, redacted with every rule and re-encoded; `Some(None)` when it
+/// holds no secret; `None` when it is not a valid JSON string.
+fn redact_escaped_token(redactor: &Redactor, token: &str) -> Option<Option<String>> {
     let decoded: String = serde_json::from_str(token).ok()?;
     Some(match redactor.redact(&decoded) {
         Cow::Borrowed(_) => None,

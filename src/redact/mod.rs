@@ -54,6 +54,8 @@ impl Redactor {
     }
 
     fn build(table: &[rules::Rule]) -> Redactor {
+        // Rule sets are bit sets of a `u64`.
+        assert!(table.len() <= 64, "more than 64 secret rules");
         let mut rules = Vec::with_capacity(table.len());
         let mut keywords = Vec::new();
         let mut keyword_rule = Vec::new();
@@ -89,17 +91,25 @@ impl Redactor {
         wanted
     }
 
-    /// Where a keyword of any rule starts in `text`, sorted: one prefilter pass that a JSON
-    /// text's strings and gaps then consult, rather than each running its own.
-    fn keyword_starts(&self, text: &str) -> Vec<usize> {
-        let mut starts: Vec<usize> = self.prefilter.find_overlapping_iter(text).map(|hit| hit.start()).collect();
-        starts.sort_unstable();
-        starts
+    /// Every keyword in `text`: one prefilter pass that a JSON text's strings and gaps then
+    /// consult, rather than each running its own.
+    fn keyword_hits(&self, text: &str) -> KeywordHits {
+        let mut hits: Vec<(usize, u8)> = self
+            .prefilter
+            .find_overlapping_iter(text)
+            .map(|hit| (hit.start(), self.keyword_rule[hit.pattern().as_usize()] as u8))
+            .collect();
+        hits.sort_unstable();
+        KeywordHits(hits)
     }
 
     /// Every secret in `text`, in order, without overlaps.
     pub fn find(&self, text: &str) -> Vec<Finding> {
-        let wanted = self.candidates(text);
+        self.find_among(text, self.candidates(text))
+    }
+
+    /// Every secret in `text` of the rules in `wanted` (a bit set of rule indexes).
+    fn find_among(&self, text: &str, wanted: u64) -> Vec<Finding> {
         if wanted == 0 {
             return Vec::new();
         }
@@ -131,7 +141,12 @@ impl Redactor {
 
     /// `text` with each secret replaced by `[REDACTED:<kind>]`; borrowed when it holds none.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let found = self.find(text);
+        self.redact_among(text, self.candidates(text))
+    }
+
+    /// [`Redactor::redact`] with only the rules in `wanted`.
+    fn redact_among<'a>(&self, text: &'a str, wanted: u64) -> Cow<'a, str> {
+        let found = self.find_among(text, wanted);
         if found.is_empty() {
             return Cow::Borrowed(text);
         }
@@ -152,11 +167,11 @@ impl Redactor {
     /// stays valid JSON. Text that is not JSON is redacted as plain text (markers need no
     /// escaping, so valid stays valid).
     pub fn redact_json_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let keywords = self.keyword_starts(text);
-        if keywords.is_empty() && !json::may_hide_a_keyword(text) {
+        let hits = self.keyword_hits(text);
+        if hits.0.is_empty() && !json::may_hide_a_keyword(text) {
             return Cow::Borrowed(text);
         }
-        match json::redact_strings(self, text, &keywords) {
+        match json::redact_strings(self, text, &hits) {
             Some(redacted) => redacted,
             None => self.redact(text),
         }
@@ -177,6 +192,17 @@ impl Redactor {
             Value::Object(map) => map.values_mut().map(|v| self.redact_json(v)).sum(),
             _ => 0,
         }
+    }
+}
+
+/// Where the rules' keywords start in a text, with the rule of each, sorted by start.
+struct KeywordHits(Vec<(usize, u8)>);
+
+impl KeywordHits {
+    /// The rules with a keyword starting in `from..to`, as a bit set.
+    fn rules_within(&self, from: usize, to: usize) -> u64 {
+        let first = self.0.partition_point(|&(at, _)| at < from);
+        self.0[first..].iter().take_while(|&&(at, _)| at < to).fold(0, |wanted, &(_, rule)| wanted | 1 << rule)
     }
 }
 

@@ -97,6 +97,23 @@ fn every_kind_is_found_and_replaced_by_its_marker_keeping_the_rest() {
 }
 
 #[test]
+fn every_kind_is_found_in_a_json_text_holding_them_all() {
+    // One text, each secret in its own string and all of them together in one more: each
+    // string runs only the rules whose keywords it holds, and must still find its own.
+    let redactor = Redactor::standard();
+    let samples = samples();
+    let texts: Vec<String> = samples.iter().map(|(_, text, _)| text.clone()).collect();
+    let all = texts.join("\n");
+    let line = serde_json::json!({"type": "tool_result", "parts": texts, "all": all}).to_string();
+    let clean = redactor.redact_json_text(&line);
+    for (kind, _, secret) in &samples {
+        assert!(!clean.contains(secret.as_str()), "{kind}: {clean}");
+        assert!(clean.matches(&format!("{MARKER}{kind}]")).count() >= 2, "{kind} in both places: {clean}");
+    }
+    assert!(serde_json::from_str::<serde_json::Value>(&clean).is_ok(), "still JSON: {clean}");
+}
+
+#[test]
 fn ordinary_transcript_text_is_left_alone_and_borrowed() {
     let redactor = Redactor::standard();
     let ordinary = [
