@@ -23,6 +23,18 @@ pub struct Event {
     pub topic_seq: Option<u64>,
     /// Cluster mode: whether it is another node's event, and how it came here.
     pub origin: Origin,
+    /// Whether `data` went through the redactor already.
+    pub secrets: Secrets,
+}
+
+/// Whether an event's data still needs the redactor before the bus frames it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Secrets {
+    /// As the publisher had it: the bus redacts it (unless redaction is off).
+    Unchecked,
+    /// Redacted by the publisher, which also stored it (a session redacts each line and event
+    /// once, for its store and the bus both): not searched again.
+    Redacted,
 }
 
 /// Where an event comes from. Another node's events are relayed here for this node's
@@ -51,6 +63,7 @@ impl Event {
             data,
             topic_seq: None,
             origin: Origin::Here,
+            secrets: Secrets::Unchecked,
         }
     }
 

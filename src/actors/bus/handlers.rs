@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 
-use super::event::Origin;
+use super::event::{Origin, Secrets};
 use super::state::{Sub, Topic, TopicKey};
 use super::{
     CatchUp, CaughtUp, CloseStreams, EventBus, EventMeta, FeedGone, Follow, HistoryBytes, Outbox, Publish,
@@ -58,7 +58,7 @@ impl Handler<Publish> for EventBus {
         }
         // Every stream, webhook and peer feed reads what this frames: one place keeps secrets
         // out of all of them (the store keeps them only in `in_flight` mode).
-        if self.redacts {
+        if self.redacts && event.secrets == Secrets::Unchecked {
             crate::secrets::scrub_json(&mut event.data);
         }
         let meta = Arc::new(EventMeta { kind: event.kind, name: event.name.clone(), relayed: event.relayed() });

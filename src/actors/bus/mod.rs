@@ -18,7 +18,7 @@ mod relayed;
 mod state;
 
 pub use super::outbox::{Delivery, EventMeta, Outbox, Take, OUTBOX_BYTES};
-pub use event::{Event, Origin};
+pub use event::{Event, Origin, Secrets};
 pub use messages::{
     CatchUp, CaughtUp, CloseStreams, FeedGone, Follow, HistoryBytes, Publish, ReportWatches, Stored, Subscribe,
     SubscriberCount, Subscription, Unsubscribe, WatchChange, WatcherCount,

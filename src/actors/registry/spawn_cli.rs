@@ -36,6 +36,7 @@ impl SessionRegistry {
             limits: LimitPolicy::new(&self.settings, self.limit_board.clone()),
             budgets: self.budget_link.clone(),
             gate: self.gate.clone(),
+            redaction: self.settings.redaction,
         };
         let addr = session::start(started, &deps);
         self.preparing.remove(&row.id);

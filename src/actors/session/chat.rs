@@ -7,6 +7,7 @@ use std::sync::Arc;
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
+use super::record::Said;
 use super::{CliSession, Closer, QueuedTurn, RESUME_GRACE};
 use crate::actors::bus::Publish;
 use crate::db::backlog::Backlog;
@@ -19,6 +20,7 @@ use crate::domain::session::{ClosedReason, SessionStatus};
 use crate::domain::{events, time};
 use crate::protocol::framing::MAX_LINE_BYTES;
 use crate::protocol::incoming::{Incoming, Kind};
+use crate::secrets::scrub_any;
 use crate::supervisor::conversation::{Conversation, Ctx, ProcessEnd, Step};
 use crate::transport::OutLine;
 
@@ -70,6 +72,8 @@ pub struct Chat {
     pub(super) budgets: super::holds::BudgetLink,
     /// The work-in-progress limit's gate, and this session as the gate answers it.
     pub(super) gate: Recipient<crate::actors::turn_gate::Slot>,
+    /// Lines and events are redacted here, once, for the store and the bus (see record.rs).
+    pub(super) redaction: crate::secrets::RedactionMode,
     pub(super) me: Option<Recipient<crate::actors::turn_gate::SlotAnswer>>,
     pub(super) slot: super::wip::SlotState,
     /// Turn results not yet stored (see turn_end.rs): the session reads on meanwhile, but
@@ -208,9 +212,10 @@ impl Conversation for Chat {
     fn on_line(p: &mut CliSession, line: String, msg: Incoming, normalized: Vec<AgentEvent>, ctx: &mut Ctx<Self>) {
         let chat = &mut p.conv;
         // Control traffic is protocol plumbing (decisions are published as their own events).
+        let Said { kept, relayed, secrets } = chat.redacted_once(line, scrub_any);
         let relayed = events::for_line(&msg.message_type, msg.message_subtype.as_deref())
-            .map(|(kind, name)| chat.publish_numbered(kind, &name, line.clone()));
-        chat.record("from_cli", &msg.message_type, msg.message_subtype, line, relayed);
+            .map(|(kind, name)| chat.publish_numbered(kind, &name, relayed, secrets));
+        chat.record("from_cli", &msg.message_type, msg.message_subtype, kept, relayed);
         // Then what it says, in the vocabulary every agent shares.
         for event in normalized {
             let (kind, name) = event.names();

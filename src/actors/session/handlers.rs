@@ -7,6 +7,7 @@ use super::{
     AwaitEnd, CliSession, Close, CloseIfIdle, Control, GetOffers, QueuedTurn, SendOutcome, SendUser, SessionError,
     Snapshot, MAX_QUEUED_TURNS,
 };
+use crate::actors::bus::Secrets;
 use crate::db::messages::NewMessage;
 use crate::db::sessions::{Session, SessionPatch};
 use crate::domain::idleness::{self, Activity, Busy};
@@ -49,7 +50,7 @@ impl Handler<SendUser> for CliSession {
         let queued = position > 0 || chat.row.status != SessionStatus::Idle;
         // Relayed as it is accepted, so every client sees the turn whoever sent it; the stored
         // line carries the event's number, as the CLI's lines do.
-        let (event_seq, timestamp) = chat.publish_numbered("session.message", "user", line.clone());
+        let (event_seq, timestamp) = chat.publish_numbered("session.message", "user", line.clone(), Secrets::Unchecked);
         chat.queue.push_back(QueuedTurn { seq, event_seq, content: msg.content, message_id: None });
         let row = NewMessage {
             session_id: chat.row.id.to_string(),

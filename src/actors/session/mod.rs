@@ -168,6 +168,9 @@ pub struct SessionDeps {
     pub budgets: holds::BudgetLink,
     /// The work-in-progress limit's gate, asked before every turn.
     pub gate: Recipient<crate::actors::turn_gate::Slot>,
+    /// Where secrets are taken out: the session redacts its lines and events once, for the
+    /// store and the bus both.
+    pub redaction: crate::secrets::RedactionMode,
 }
 
 /// A spawned CLI for `row`, with what the chat continues from.
@@ -220,6 +223,7 @@ pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
         settled: Vec::new(),
         budgets: deps.budgets.clone(),
         gate: deps.gate.clone(),
+        redaction: deps.redaction,
         me: None,
         slot: wip::SlotState::Free,
     };

@@ -47,7 +47,19 @@ impl Writer {
         (Writer { tx, stats }, handle)
     }
 
+    /// Queues a write whose texts its sender redacted already (a session's lines and events,
+    /// redacted once for the store and the bus both), holding `credit` if any; the writer
+    /// does not search it again.
+    pub fn persist_redacted(&self, op: WriteOp, credit: Option<Credit>) {
+        let _ = self.enqueue(Job { op, ack: None, credit, redacted: true });
+    }
+
     fn queue(&self, op: WriteOp, ack: Option<Ack>, credit: Option<Credit>) -> Result<(), WriteError> {
+        self.enqueue(Job { op, ack, credit, redacted: false })
+    }
+
+    fn enqueue(&self, job: Job) -> Result<(), WriteError> {
+        let Job { op, credit, .. } = &job;
         let line = matches!(op, WriteOp::Message(_));
         if line {
             self.stats.pending.fetch_add(1, Ordering::Relaxed);
@@ -55,7 +67,7 @@ impl Writer {
         let charged = credit.as_ref().map_or(0, |c| c.bytes() as u64);
         self.stats.pending_bytes.fetch_add(charged, Ordering::Relaxed);
         self.stats.enqueued.fetch_add(1, Ordering::Relaxed);
-        self.tx.send(Job { op, ack, credit }).map_err(|e| {
+        self.tx.send(job).map_err(|e| {
             // Only when the writer thread is gone (the service is ending).
             if line {
                 self.stats.pending.fetch_sub(1, Ordering::Relaxed);

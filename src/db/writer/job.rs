@@ -73,6 +73,8 @@ pub(super) struct Job {
     pub(super) ack: Option<Ack>,
     /// Released (dropped) when the job is done.
     pub(super) credit: Option<Credit>,
+    /// Its texts went through the redactor already: the `at_rest` pass skips it.
+    pub(super) redacted: bool,
 }
 
 impl Job {

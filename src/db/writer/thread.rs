@@ -76,7 +76,7 @@ pub(super) fn run(store: Store, setup: WriterSetup, rx: Receiver<Job>, stats: &W
             }
         }
         if setup.redact_at_rest {
-            for job in &mut jobs {
+            for job in jobs.iter_mut().filter(|job| !job.redacted) {
                 super::scrub::scrub(&mut job.op);
             }
         }
