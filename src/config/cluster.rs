@@ -1,8 +1,10 @@
-//! The cluster settings: `cluster`, `node_name`, `node_address`, `cluster_secret` and
-//! `cluster_lease_ms`, checked together (a cluster needs PostgreSQL, an address and a secret).
+//! The cluster settings: `cluster`, `node_name`, `node_address`, `cluster_secret`,
+//! `cluster_lease_ms` and `cluster_ca`, checked together (a cluster needs PostgreSQL, an
+//! address and a secret).
 
 pub use crate::domain::cluster::valid_node_name;
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::layers::Layers;
@@ -25,6 +27,10 @@ pub struct ClusterSettings {
     pub secret: String,
     /// A node that has not renewed its lease for this long is lost.
     pub lease: Duration,
+    /// `cluster_ca`: a PEM file of CA certificates trusted, besides the public roots, when this
+    /// node calls its peers over TLS. Only its path is checked here; startup reads it
+    /// (`startup::tls`), so a bad file stops the service before it touches the database.
+    pub ca: Option<PathBuf>,
 }
 
 impl fmt::Debug for ClusterSettings {
@@ -34,12 +40,17 @@ impl fmt::Debug for ClusterSettings {
             .field("address", &self.address)
             .field("secret", &"<set>")
             .field("lease", &self.lease)
+            .field("ca", &self.ca)
             .finish()
     }
 }
 
 /// The cluster settings, or `None` when `cluster` is off (the other keys are then ignored).
-pub(super) fn cluster_settings(l: &Layers, database: &Database) -> Result<Option<ClusterSettings>, ConfigError> {
+pub(super) fn cluster_settings(
+    l: &Layers,
+    database: &Database,
+    home: Option<&str>,
+) -> Result<Option<ClusterSettings>, ConfigError> {
     if !l.flag("cluster")? {
         return Ok(None);
     }
@@ -59,7 +70,13 @@ pub(super) fn cluster_settings(l: &Layers, database: &Database) -> Result<Option
         return Err(l.err("cluster_secret", "expected at least 16 characters, the same on every node"));
     }
     let lease = Duration::from_millis(l.integer("cluster_lease_ms", 1_000, 300_000)? as u64);
-    Ok(Some(ClusterSettings { node, address, secret: secret.trim().to_string(), lease }))
+    let ca = match l.optional_string("cluster_ca")? {
+        Some(raw) => {
+            Some(super::validate::expand_home(&raw, home).map_err(|e| l.err("cluster_ca", format!("{raw:?}: {e}")))?)
+        }
+        None => None,
+    };
+    Ok(Some(ClusterSettings { node, address, secret: secret.trim().to_string(), lease, ca }))
 }
 
 /// `http(s)://host[:port][/prefix]`, without a trailing slash, query or fragment.

@@ -153,3 +153,30 @@ fn tls_takes_both_files_or_neither_and_marks_the_cookie_secure() {
         assert!(err.contains(key) && err.contains(var) && err.contains(other), "{var} alone: {err}");
     }
 }
+
+#[test]
+fn cluster_ca_is_a_path_of_the_cluster_settings() {
+    let cluster = [
+        ("CONDUIT_DATABASE_URL", "postgres://u@127.0.0.1:5432/c"),
+        ("CONDUIT_CLUSTER", "1"),
+        ("CONDUIT_NODE_NAME", "a"),
+        ("CONDUIT_NODE_ADDRESS", "https://10.0.0.5:3100"),
+        ("CONDUIT_CLUSTER_SECRET", "a-cluster-secret-of-16+"),
+    ];
+    let plain = Settings::load_from(None, &env(&cluster)).expect("valid");
+    assert_eq!(plain.cluster.expect("a cluster").ca, None, "the public roots only by default");
+
+    let with = |value: &str| {
+        let mut pairs = cluster.to_vec();
+        pairs.push(("CONDUIT_CLUSTER_CA", value));
+        Settings::load_from(None, &env(&pairs))
+    };
+    let ca = with("~/pki/ca.pem").expect("valid").cluster.expect("a cluster").ca;
+    assert_eq!(ca, Some(PathBuf::from("/h/pki/ca.pem")), "~ is HOME");
+    let ca = with("/etc/conduit/ca.pem").expect("valid").cluster.expect("a cluster").ca;
+    assert_eq!(ca, Some(PathBuf::from("/etc/conduit/ca.pem")));
+
+    let err = with("~/ca.pem\0").expect_err("a NUL").to_string();
+    assert!(err.contains("`cluster_ca`") && err.contains("CONDUIT_CLUSTER_CA"), "{err}");
+    assert!(!err.contains('\n'), "one line: {err}");
+}

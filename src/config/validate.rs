@@ -60,7 +60,7 @@ impl Settings {
         }
         let database = crate::db::Database::from_setting(&l.string("database_url")?, Path::new(&db_path))
             .map_err(|e| l.err("database_url", e))?;
-        let cluster = super::cluster::cluster_settings(l, &database)?;
+        let cluster = super::cluster::cluster_settings(l, &database, home)?;
         let tls = tls_files(l, home)?;
         if let (Some(_), Some(cluster)) = (&tls, &cluster) {
             // This node then answers HTTPS only: the others could never reach it over http://.
@@ -246,7 +246,7 @@ fn sandbox_settings(l: &Layers, home: Option<&str>) -> Result<SandboxSettings, C
 }
 
 /// `~` and `~/...` mean the home folder of the environment the settings were read from.
-fn expand_home(raw: &str, home: Option<&str>) -> Result<PathBuf, String> {
+pub(super) fn expand_home(raw: &str, home: Option<&str>) -> Result<PathBuf, String> {
     let raw = raw.trim();
     if raw.is_empty() || raw.contains('\0') {
         return Err("expected a folder path".to_string());

@@ -62,7 +62,7 @@ pub async fn to_owner(
             let (http, mut payload) = req.into_parts();
             let payload = web::Payload::from_request(&http, &mut payload).await?;
             let answer = match state.settings.cluster.as_ref() {
-                Some(cluster) => ws_proxy::proxy(cluster, &http, payload, &node, &address).await,
+                Some(cluster) => ws_proxy::proxy(cluster, &state.peers, &http, payload, &node, &address).await,
                 None => AppError::internal("not a cluster").error_response(),
             };
             Ok(ServiceResponse::new(http, answer))
@@ -188,7 +188,7 @@ async fn forward(state: &AppState, req: &ServiceRequest, owner: &str, address: &
     let Ok(method) = reqwest::Method::from_bytes(req.method().as_str().as_bytes()) else {
         return AppError::bad_request("bad_method", "this method cannot be forwarded").error_response();
     };
-    let mut outgoing = peers::request(cluster, method, address, path).body(body);
+    let mut outgoing = peers::request(state, cluster, method, address, path).body(body);
     for name in [header::CONTENT_TYPE, header::ACCEPT] {
         if let Some(value) = req.headers().get(&name).and_then(|v| v.to_str().ok()) {
             outgoing = outgoing.header(name.as_str(), value);

@@ -86,6 +86,8 @@ pub struct AppState {
     pub turn_gate: Addr<crate::actors::turn_gate::TurnGate>,
     /// Cluster mode: this node's membership.
     pub cluster: Option<Addr<crate::actors::cluster::ClusterNode>>,
+    /// The clients that call this node's peers (public roots and `cluster_ca`).
+    pub peers: crate::peer_tls::PeerClients,
     /// Writes the access audit.
     pub audit: Addr<crate::actors::audit::Auditor>,
 }

@@ -1,9 +1,9 @@
-//! Cluster mode: what every node-to-node request shares. One HTTP client, the cluster secret
-//! and this node's name on each request, the live peers from `nodes`, and a fan-out that asks
-//! several nodes at once and says which could not be reached (see [`super::forward`] for
-//! forwarding, [`super::terminals_across`] and [`super::processes::across`] for fan-outs).
+//! Cluster mode: what every node-to-node request shares. One HTTP client (built at startup,
+//! `AppState::peers`), the cluster secret and this node's name on each request, the live peers
+//! from `nodes`, and a fan-out that asks several nodes at once and says which could not be
+//! reached (see [`super::forward`] for forwarding, [`super::terminals_across`] and
+//! [`super::processes::across`] for fan-outs).
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use actix_web::http::header::HeaderMap;
@@ -27,27 +27,18 @@ pub(super) fn from_peer(headers: &HeaderMap) -> bool {
     headers.contains_key(SECRET_HEADER)
 }
 
-pub(super) fn client() -> &'static reqwest::Client {
-    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
-    CLIENT.get_or_init(|| {
-        reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(2))
-            // Under the nodes' own keep-alive (actix: 5 s), so a pooled connection is never
-            // reused just as the owner closes it (seen once in 4,400 forwarded launches).
-            .pool_idle_timeout(Duration::from_secs(2))
-            .build()
-            .unwrap_or_else(|_| reqwest::Client::new())
-    })
-}
-
-/// A request to the node at `address`, with the secret and this node's name.
+/// A request to the node at `address`, with the secret and this node's name, sent with the
+/// client built at startup (public roots and `cluster_ca`; see [`crate::peer_tls`]).
 pub(super) fn request(
+    state: &AppState,
     cluster: &ClusterSettings,
     method: reqwest::Method,
     address: &str,
     path: &str,
 ) -> reqwest::RequestBuilder {
-    client()
+    state
+        .peers
+        .http
         .request(method, format!("{address}{path}"))
         .header(SECRET_HEADER, &cluster.secret)
         .header(FORWARDED_BY, &cluster.node)
@@ -87,7 +78,7 @@ pub(super) async fn fan_out(
 ) -> Vec<Part> {
     let Some(cluster) = state.settings.cluster.as_ref() else { return Vec::new() };
     let asks = targets.iter().map(|node| {
-        let mut outgoing = request(cluster, method.clone(), &node.address, path).timeout(FAN_OUT_WAIT);
+        let mut outgoing = request(state, cluster, method.clone(), &node.address, path).timeout(FAN_OUT_WAIT);
         if let Some(body) = body {
             outgoing = outgoing.header(reqwest::header::CONTENT_TYPE, "application/json").body(body.to_string());
         }

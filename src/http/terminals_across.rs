@@ -41,7 +41,7 @@ pub(super) async fn owner(state: &AppState, id: &TerminalId) -> Result<Option<(S
         .iter()
         .map(|node| {
             let path = &path;
-            async move { (node, runs(cluster, node, path).await) }
+            async move { (node, runs(state, cluster, node, path).await) }
         })
         .collect();
     let mut unasked = Vec::new();
@@ -65,8 +65,9 @@ pub(super) async fn owner(state: &AppState, id: &TerminalId) -> Result<Option<(S
 }
 
 /// Whether `node` runs the terminal at `path`.
-async fn runs(cluster: &ClusterSettings, node: &Node, path: &str) -> Result<bool, String> {
-    let asked = peers::request(cluster, reqwest::Method::GET, &node.address, path).timeout(LOOKUP_WAIT).send().await;
+async fn runs(state: &AppState, cluster: &ClusterSettings, node: &Node, path: &str) -> Result<bool, String> {
+    let asked =
+        peers::request(state, cluster, reqwest::Method::GET, &node.address, path).timeout(LOOKUP_WAIT).send().await;
     let answer = asked.map_err(|e| peers::error_chain(&e.without_url()))?;
     match StatusCode::from_u16(answer.status().as_u16()) {
         Ok(StatusCode::OK) => Ok(true),

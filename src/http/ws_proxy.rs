@@ -5,13 +5,15 @@
 //! upgrade and copies frames both ways, binary and text as they are.
 //!
 //! tokio-tungstenite is the client: it runs on the worker's tokio runtime like everything else
-//! here, never blocks it, and answers the owner's pings itself. Each direction is its own loop
-//! awaiting the other end's room (the socket's bounded queue towards the client, TCP towards
-//! the owner), so typing never waits for output nor output for typing, and a side that stops
-//! reading holds its sender back instead of filling memory. The first side to end ends both:
-//! a close from either is passed on with its code; the owner going away closes the client with
-//! 1001, a client that does not read for [`SEND_WAIT`] is closed with 1013 (reconnecting
-//! repaints from the scrollback), like a client of the owner itself.
+//! here, never blocks it, and answers the owner's pings itself. An owner whose address is
+//! `https://` is reached over `wss://` with rustls, trusting what the node's other peer
+//! clients trust (the public roots and `cluster_ca`; see [`crate::peer_tls`]). Each direction
+//! is its own loop awaiting the other end's room (the socket's bounded queue towards the
+//! client, TCP towards the owner), so typing never waits for output nor output for typing, and
+//! a side that stops reading holds its sender back instead of filling memory. The first side to
+//! end ends both: a close from either is passed on with its code; the owner going away closes
+//! the client with 1001, a client that does not read for [`SEND_WAIT`] is closed with 1013
+//! (reconnecting repaints from the scrollback), like a client of the owner itself.
 
 use std::time::{Duration, Instant};
 
@@ -25,12 +27,13 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{self, Message};
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
 
 use super::peers::{error_chain, FORWARDED_BY, SECRET_HEADER};
 use crate::actors::subscriber::{MAX_FRAME_BYTES, PING_EVERY, SILENCE_LIMIT};
 use crate::config::ClusterSettings;
 use crate::error::AppError;
+use crate::peer_tls::PeerClients;
 
 type Upstream = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -45,12 +48,13 @@ const CLOSE_WAIT: Duration = Duration::from_secs(1);
 /// client's 101, or the owner's refusal, or a 503 `owner_unreachable`.
 pub(super) async fn proxy(
     cluster: &ClusterSettings,
+    peers: &PeerClients,
     req: &HttpRequest,
     payload: Payload,
     owner: &str,
     address: &str,
 ) -> HttpResponse {
-    let upstream = match connect(cluster, address, req.path()).await {
+    let upstream = match connect(cluster, peers, address, req.path()).await {
         Ok(upstream) => upstream,
         Err(Refused::Answer(answer)) => return answer,
         Err(Refused::Unreachable(why)) => {
@@ -76,10 +80,15 @@ enum Refused {
     Unreachable(String),
 }
 
-async fn connect(cluster: &ClusterSettings, address: &str, path: &str) -> Result<Upstream, Refused> {
-    let url = match (address.strip_prefix("http://"), address.strip_prefix("https://")) {
-        (Some(rest), _) => format!("ws://{rest}{path}"),
-        (_, Some(rest)) => format!("wss://{rest}{path}"),
+async fn connect(
+    cluster: &ClusterSettings,
+    peers: &PeerClients,
+    address: &str,
+    path: &str,
+) -> Result<Upstream, Refused> {
+    let (url, connector) = match (address.strip_prefix("http://"), address.strip_prefix("https://")) {
+        (Some(rest), _) => (format!("ws://{rest}{path}"), Connector::Plain),
+        (_, Some(rest)) => (format!("wss://{rest}{path}"), Connector::Rustls(peers.websocket.clone())),
         _ => return Err(Refused::Unreachable(format!("its address {address:?} is not http(s)"))),
     };
     let mut request = url.into_client_request().map_err(|e| Refused::Unreachable(e.to_string()))?;
@@ -92,7 +101,7 @@ async fn connect(cluster: &ClusterSettings, address: &str, path: &str) -> Result
         max_frame_size: Some(MAX_FRAME_BYTES),
         ..Default::default()
     };
-    let connecting = tokio_tungstenite::connect_async_with_config(request, Some(config), true);
+    let connecting = tokio_tungstenite::connect_async_tls_with_config(request, Some(config), true, Some(connector));
     match tokio::time::timeout(CONNECT_WAIT, connecting).await {
         Ok(Ok((upstream, _))) => Ok(upstream),
         Ok(Err(tungstenite::Error::Http(answer))) => {

@@ -9,6 +9,7 @@ use crate::actors::cluster::{ClusterNode, NodeView};
 use crate::actors::recovery::NodeScope;
 use crate::config::Settings;
 use crate::db::{nodes, Database, Store, StoreError};
+use crate::peer_tls::PeerTrust;
 
 /// In cluster mode: this node, and when it last started (its row, before joining rewrites it).
 pub(super) async fn node_scope(settings: &Settings, store: &Store) -> Result<Option<NodeScope>, StoreError> {
@@ -37,11 +38,12 @@ pub(super) async fn join(
 
 /// The relay of the other nodes' session events to `bus`, both ways: read back from the store,
 /// and from the nodes' live feeds. `None` outside cluster mode.
-pub(super) fn relay(settings: &Settings, store: &Store, bus: &Addr<EventBus>) -> Option<Relay> {
+pub(super) fn relay(settings: &Settings, store: &Store, bus: &Addr<EventBus>, trust: &PeerTrust) -> Option<Relay> {
     let (Some(cluster), Database::Postgres(url)) = (&settings.cluster, &settings.database) else { return None };
     let (report, watches) = std::sync::mpsc::channel();
     bus.do_send(ReportWatches(report));
-    let live = LiveFeeds::new(cluster.clone(), store.clone(), bus.clone().recipient(), bus.clone().recipient()).start();
+    let live =
+        LiveFeeds::new(cluster.clone(), store.clone(), bus.clone().recipient(), bus.clone().recipient(), trust).start();
     let feeds = live.clone().recipient();
     let link = BusLink { publish: bus.clone().recipient(), stored: bus.clone().recipient(), watches, feeds };
     let stored = relay::start(url.clone(), settings.db_busy_timeout_ms, cluster.node.clone(), link);

@@ -99,11 +99,12 @@ impl Application {
         let addr = format!("{}:{}", settings.host, settings.port);
         // Before anything starts, so a refusal or a bad TLS file leaves nothing to undo.
         let tls = exposure::checked(&settings, &options, &addr)?;
+        let peers = tls::peer_clients(&settings)?;
 
         // Before anything touches the database or a process: one service per database.
         let claimed = claim_database(&settings).await?;
         let containment = claimed.containment.clone();
-        match Self::start_on(settings, options, addr, tls, claimed).await {
+        match Self::start_on(settings, options, addr, (tls, peers), claimed).await {
             Ok(app) => Ok(app),
             Err(e) => {
                 // Nothing ran in it: the cgroup folder made for this service goes with it.
@@ -120,7 +121,7 @@ impl Application {
         settings: Settings,
         options: ServeOptions,
         addr: String,
-        tls: Option<rustls::ServerConfig>,
+        (tls, peers): (Option<rustls::ServerConfig>, crate::peer_tls::PeerClients),
         claimed: machine::Claimed,
     ) -> Result<Application, StartupError> {
         let machine::Claimed { lock, postgres, containment } = claimed;
@@ -161,7 +162,7 @@ impl Application {
         let (writer, _writer_thread) = Writer::start_with(store.clone(), setup);
         let bus = EventBus::new(settings.stream_history_bytes);
         let bus = if settings.redaction.in_flight() { bus } else { bus.without_redaction() }.start();
-        let relay = cluster::relay(&settings, &store, &bus);
+        let relay = cluster::relay(&settings, &store, &bus, &peers.trust);
         let engine = PermissionEngine::new(store.clone(), writer.clone(), Some(bus.clone().recipient()))
             .with_shell_analysis(settings.shell_analysis)
             .start();
@@ -306,6 +307,7 @@ impl Application {
             budgets,
             turn_gate,
             cluster: cluster.clone(),
+            peers,
             audit: audit.clone(),
         });
 

@@ -1,7 +1,9 @@
 //! Optional TLS (`tls_cert`, `tls_key`): the rustls server configuration the HTTP server
 //! listens with, read from the PEM files once at startup. A missing, unreadable or malformed
 //! file, a key that is not there, or a key that does not belong to the certificate stops
-//! startup with one line naming the setting and the file; nothing here panics.
+//! startup with one line naming the setting and the file; nothing here panics. In cluster
+//! mode, the `cluster_ca` certificates the clients that call peers trust ([`peer_clients`]),
+//! read and checked the same way.
 //!
 //! The crypto provider is rustls' ring one: reqwest (webhooks, cluster peers) already compiles
 //! ring into the binary, so TLS adds no second crypto library. It is named explicitly rather
@@ -17,7 +19,8 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::StartupError;
-use crate::config::TlsFiles;
+use crate::config::{Settings, TlsFiles};
+use crate::peer_tls::{PeerClients, PeerTrust};
 
 /// The server configuration for `files`: the certificate chain and its key, with rustls' safe
 /// default protocol versions (TLS 1.2 and 1.3). ALPN is left to actix-web, which offers what it
@@ -26,7 +29,7 @@ pub(super) fn server_config(files: &TlsFiles) -> Result<ServerConfig, StartupErr
     // Anything else in the process that asks rustls for the default provider gets this same
     // one. An error only means one was installed already, which is as good.
     let _ = ring::default_provider().install_default();
-    let chain = certificates(&files.cert)?;
+    let chain = certificates("tls_cert", &files.cert)?;
     let key = private_key(&files.key)?;
     ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
         .with_safe_default_protocol_versions()
@@ -47,14 +50,28 @@ pub(super) fn server_config(files: &TlsFiles) -> Result<ServerConfig, StartupErr
         })
 }
 
-/// Every certificate in the PEM file, in order (the server's own first); at least one.
-fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, StartupError> {
-    let pem = read("tls_cert", path)?;
+/// The clients this node calls its peers with: the public roots, plus in cluster mode the
+/// certificates of `cluster_ca` (each must be usable as a root).
+pub(super) fn peer_clients(settings: &Settings) -> Result<PeerClients, StartupError> {
+    let ca = settings.cluster.as_ref().and_then(|cluster| cluster.ca.as_deref());
+    let trust = match ca {
+        Some(path) => PeerTrust::new(certificates("cluster_ca", path)?).map_err(|e| bad_file("cluster_ca", path, e))?,
+        None => PeerTrust::default(),
+    };
+    if let Some(path) = ca {
+        tracing::info!(file = %path.display(), certificates = trust.extra(), "cluster_ca: trusted when calling peers, besides the public roots");
+    }
+    PeerClients::new(trust).map_err(StartupError::Tls)
+}
+
+/// Every certificate in the PEM file of `setting`, in order (a server's own first); at least one.
+fn certificates(setting: &str, path: &Path) -> Result<Vec<CertificateDer<'static>>, StartupError> {
+    let pem = read(setting, path)?;
     let chain = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| bad_file("tls_cert", path, format!("not valid PEM ({e})")))?;
+        .map_err(|e| bad_file(setting, path, format!("not valid PEM ({e})")))?;
     if chain.is_empty() {
-        return Err(bad_file("tls_cert", path, "no certificate in it (expected -----BEGIN CERTIFICATE-----)"));
+        return Err(bad_file(setting, path, "no certificate in it (expected -----BEGIN CERTIFICATE-----)"));
     }
     Ok(chain)
 }

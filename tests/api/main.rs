@@ -17,6 +17,7 @@ mod cli;
 mod cluster;
 mod cluster_feed;
 mod cluster_terminals;
+mod cluster_tls;
 mod cluster_work;
 mod containment;
 mod dashboard;

@@ -31,7 +31,7 @@ fn self_signed(dir: &Path, name: &str) -> Pem {
 }
 
 /// A client that trusts `cert_pem` and nothing else.
-fn trusting(cert_pem: &str) -> reqwest::Client {
+pub(crate) fn trusting(cert_pem: &str) -> reqwest::Client {
     reqwest::Client::builder()
         .use_rustls_tls()
         .tls_built_in_root_certs(false)
@@ -92,7 +92,7 @@ async fn with_a_certificate_the_service_serves_https_only_and_the_cookie_is_secu
 }
 
 /// Runs `conduit serve` with `env` until it exits (it must, within 30 s); its status and stderr.
-fn run_to_exit(dir: &Path, env: &[(&str, String)]) -> (std::process::ExitStatus, String) {
+pub(crate) fn run_to_exit(dir: &Path, env: &[(&str, String)]) -> (std::process::ExitStatus, String) {
     let mut config = ServiceConfig::new(fake_cli());
     for (key, value) in env {
         config = config.env(key, value);

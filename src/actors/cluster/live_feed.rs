@@ -22,10 +22,11 @@ use serde_json::value::RawValue;
 use tokio::task::JoinHandle;
 
 use crate::actors::bus::{Event, FeedGone, Origin, Publish};
-use crate::config::{FORWARDED_BY, SECRET_HEADER};
 use crate::config::ClusterSettings;
+use crate::config::{FORWARDED_BY, SECRET_HEADER};
 use crate::db::{nodes, Store};
 use crate::domain::cluster::NodeState;
+use crate::peer_tls::PeerTrust;
 
 const PEERS_EVERY: Duration = Duration::from_secs(1);
 /// How long the feeds stay with nobody following: a dashboard reloading, or a client
@@ -36,6 +37,14 @@ const RECONNECT_AFTER: Duration = Duration::from_millis(500);
 const SILENT_LIMIT: Duration = Duration::from_secs(40);
 /// A line longer than this is no frame (frames carry at most a bounded payload).
 const MAX_LINE: usize = 64 << 20;
+
+/// The client the feeds are read with: no pool timeout (a feed is one long response).
+fn feed_client(trust: &PeerTrust) -> reqwest::Client {
+    trust.http_builder().connect_timeout(Duration::from_secs(2)).tcp_nodelay(true).build().unwrap_or_else(|e| {
+        tracing::error!(error = %e, "cluster: the feeds' client could not be built; reading feeds with the public roots only");
+        reqwest::Client::new()
+    })
+}
 
 pub struct LiveFeeds {
     cluster: ClusterSettings,
@@ -58,17 +67,19 @@ pub struct LiveFeeds {
 pub struct Watching(pub bool);
 
 impl LiveFeeds {
-    pub fn new(cluster: ClusterSettings, store: Store, publish: Recipient<Publish>, gone: Recipient<FeedGone>) -> LiveFeeds {
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(2))
-            .tcp_nodelay(true)
-            .build()
-            .unwrap_or_else(|_| reqwest::Client::new());
+    /// `trust`: the roots `https://` peers' certificates are checked against.
+    pub fn new(
+        cluster: ClusterSettings,
+        store: Store,
+        publish: Recipient<Publish>,
+        gone: Recipient<FeedGone>,
+        trust: &PeerTrust,
+    ) -> LiveFeeds {
         LiveFeeds {
             cluster,
             store,
             publish,
-            client,
+            client: feed_client(trust),
             reading: HashMap::new(),
             known: Vec::new(),
             gone,
@@ -290,12 +301,25 @@ mod tests {
             r#"{"text":"hi\nthere","n":[1,2]}"#,
         );
         let event = event_of(line.as_bytes(), &Arc::from("a")).expect("an event");
-        assert_eq!((event.kind, event.name.as_str(), event.session_id.as_deref()), ("session.message", "assistant", Some("s1")));
+        assert_eq!(
+            (event.kind, event.name.as_str(), event.session_id.as_deref()),
+            ("session.message", "assistant", Some("s1"))
+        );
         assert_eq!((event.topic_seq, event.origin.clone()), (Some(7), Origin::Live(Arc::from("a"))));
         assert_eq!(event.data, r#"{"text":"hi\nthere","n":[1,2]}"#);
         assert_eq!(event.timestamp, "2026-11-28T00:00:00.000Z");
         // The frame a subscriber here gets is the one it would have got on the owner.
-        assert_eq!(event.frame(7, false), frame("assistant", Numbers::of(7), "session.message", &Scope::Session("s1".into()), "2026-11-28T00:00:00.000Z", r#"{"text":"hi\nthere","n":[1,2]}"#));
+        assert_eq!(
+            event.frame(7, false),
+            frame(
+                "assistant",
+                Numbers::of(7),
+                "session.message",
+                &Scope::Session("s1".into()),
+                "2026-11-28T00:00:00.000Z",
+                r#"{"text":"hi\nthere","n":[1,2]}"#
+            )
+        );
     }
 
     #[test]
@@ -303,7 +327,8 @@ mod tests {
         let a: Arc<str> = Arc::from("a");
         assert!(event_of(b"", &a).is_none());
         assert!(event_of(b"{not json", &a).is_none());
-        let unnumbered = frame("x", Numbers { seq: 1, session_seq: None }, "session.event", &Scope::Session("s".into()), "t", "{}");
+        let unnumbered =
+            frame("x", Numbers { seq: 1, session_seq: None }, "session.event", &Scope::Session("s".into()), "t", "{}");
         assert!(event_of(unnumbered.as_bytes(), &a).is_none());
         let truncated = r#"{"event":"x","seq":1,"session_seq":2,"type":"stream.event","session_id":"s","timestamp":"t","data":null,"truncated":true,"data_bytes":9000000}"#;
         assert!(event_of(truncated.as_bytes(), &a).is_none());
