@@ -74,14 +74,8 @@ const OPEN_ROUTES: &[&str] = &[
 
 /// `GET` lists spanning every project that a bound token may read: the handler lists only the
 /// token's project's rows (`Identity::project_filter`).
-const FILTERED_LISTS: &[&str] = &[
-    "/api/projects",
-    "/api/sessions/active",
-    "/api/agents",
-    "/api/terminals",
-    "/api/permissions/log",
-    "/api/usage",
-];
+const FILTERED_LISTS: &[&str] =
+    &["/api/projects", "/api/sessions/active", "/api/agents", "/api/terminals", "/api/permissions/log", "/api/usage"];
 
 /// The kinds of row a route can name by id, by the path's second segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -194,9 +194,11 @@ pub async fn list(
     let asked = query.project_id.as_deref().map(ProjectId::parse).transpose().map_err(bad)?;
     let identity = identity.as_deref();
     // A token bound to a project: its own terminals, none of another project's.
-    let Some(project_id) = identity.map_or(Some(asked.clone()), |who| who.project_filter(asked)) else {
-        return Ok(HttpResponse::Ok().json(Vec::<TerminalView>::new()));
+    let filter = match identity {
+        Some(who) => who.project_filter(asked),
+        None => Some(asked),
     };
+    let Some(project_id) = filter else { return Ok(HttpResponse::Ok().json(Vec::<TerminalView>::new())) };
     let views = state.terminals.send(ListTerminals { session_id, project_id }).await.map_err(registry_gone)?;
     // A peer asks for this node's own, and a bound token reaches this node's only; anyone
     // else gets every node's.
