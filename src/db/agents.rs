@@ -140,9 +140,19 @@ pub fn count(conn: &mut DbConnection) -> Result<i64, StoreError> {
     Ok(agents::table.count().get_result(conn)?)
 }
 
-/// Sorted by name, then id, so pages are stable.
-pub fn list(conn: &mut DbConnection, limit: i64, offset: i64) -> Result<Vec<Agent>, StoreError> {
-    Ok(agents::table
+/// Sorted by name, then id, so pages are stable; `project`'s only when given (agents of no
+/// project are then left out).
+pub fn list(
+    conn: &mut DbConnection,
+    project: Option<&ProjectId>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<Agent>, StoreError> {
+    let mut query = agents::table.into_boxed();
+    if let Some(project) = project {
+        query = query.filter(agents::project_id.eq(project.clone()));
+    }
+    Ok(query
         .order((agents::name.asc(), agents::id.asc()))
         .limit(limit)
         .offset(offset)

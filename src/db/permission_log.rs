@@ -80,6 +80,8 @@ pub struct LogFilter {
     pub session_id: Option<SessionId>,
     pub project_id: Option<ProjectId>,
     pub decision: Option<decision::Decision>,
+    /// The project a project-bound token is restricted to: with `project_id`, both must match.
+    pub bound_to: Option<ProjectId>,
 }
 
 pub fn insert(conn: &mut DbConnection, row: &NewDecision) -> Result<(), StoreError> {
@@ -94,6 +96,9 @@ pub fn list(conn: &mut DbConnection, filter: &LogFilter, limit: i64, offset: i64
         query = query.filter(permission_log::session_id.eq(s.clone()));
     }
     if let Some(p) = &filter.project_id {
+        query = query.filter(permission_log::project_id.eq(p.clone()));
+    }
+    if let Some(p) = &filter.bound_to {
         query = query.filter(permission_log::project_id.eq(p.clone()));
     }
     if let Some(d) = &filter.decision {

@@ -150,10 +150,18 @@ pub fn list_for_project(
         .load(conn)?)
 }
 
-/// Sessions whose status says their CLI is running, oldest first.
-pub fn list_live(conn: &mut DbConnection, limit: i64, offset: i64) -> Result<Vec<Session>, StoreError> {
-    Ok(sessions::table
-        .filter(sessions::status.eq_any(SessionStatus::LIVE))
+/// Sessions whose status says their CLI is running, oldest first; `project`'s only when given.
+pub fn list_live(
+    conn: &mut DbConnection,
+    project: Option<&ProjectId>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<Session>, StoreError> {
+    let mut query = sessions::table.filter(sessions::status.eq_any(SessionStatus::LIVE)).into_boxed();
+    if let Some(project) = project {
+        query = query.filter(sessions::project_id.eq(project.clone()));
+    }
+    Ok(query
         .order((sessions::created_at.asc(), sessions::id.asc()))
         .limit(limit)
         .offset(offset)

@@ -81,6 +81,18 @@ impl Identity {
         self.project().is_none_or(|own| own == project)
     }
 
+    /// The project filter a list spanning every project reads with, for a list asked to show
+    /// `asked` (its `project_id` query, if any): `Some(None)` every project, `Some(Some(p))`
+    /// only `p`'s rows. A token bound to a project lists its own only; `None` when it asked for
+    /// another one: no rows, as for a project that does not exist.
+    pub fn project_filter(&self, asked: Option<ProjectId>) -> Option<Option<ProjectId>> {
+        match (self.project(), asked) {
+            (None, asked) => Some(asked),
+            (Some(own), Some(asked)) if asked != *own => None,
+            (Some(own), _) => Some(Some(own.clone())),
+        }
+    }
+
     /// The user who acts, when a user does.
     pub fn user(&self) -> Option<&UserId> {
         match self {
@@ -114,5 +126,16 @@ mod tests {
         assert_eq!(bound.scope(), Scope::Operate);
         assert!(Identity::Admin.sees(&other) && Identity::Local.sees(&other));
         assert_eq!(Identity::Local.scope(), Scope::Admin);
+    }
+
+    #[test]
+    fn a_bound_token_lists_its_project_only() {
+        let (mine, other) = (ProjectId::new(), ProjectId::new());
+        let bound = Identity::Token { id: TokenId::new(), scope: Scope::Read, project: Some(mine.clone()) };
+        assert_eq!(bound.project_filter(None), Some(Some(mine.clone())));
+        assert_eq!(bound.project_filter(Some(mine.clone())), Some(Some(mine.clone())));
+        assert_eq!(bound.project_filter(Some(other.clone())), None, "another project: no rows");
+        assert_eq!(Identity::Admin.project_filter(None), Some(None));
+        assert_eq!(Identity::Admin.project_filter(Some(other.clone())), Some(Some(other)));
     }
 }

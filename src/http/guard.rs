@@ -182,7 +182,7 @@ impl AccessPolicy {
         }
         let Some(project) = identity.project() else { return Ok(identity) };
         match needed.subject {
-            Subject::Open | Subject::ProjectList => Ok(identity),
+            Subject::Open | Subject::FilteredList => Ok(identity),
             Subject::Global => Err(insufficient_scope(format!(
                 "{} {} spans every project; this token is bound to project {project}.",
                 req.method(),

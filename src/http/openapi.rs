@@ -33,7 +33,9 @@ impl Modify for BearerToken {
             API token) every /api request needs `Authorization: Bearer <token>` (401 otherwise); a token \
             whose scope does not cover the route gets 403 `insufficient_scope` (`read`: GETs only; \
             `operate`: no configuration; `admin`: everything), a token bound to a project 404 for other \
-            projects' rows. The dashboard signs in with POST /api/auth/login (no credential needed) and \
+            projects' rows, only its project's rows in the lists spanning every project (projects, active \
+            sessions, agents, terminals, the permission log, usage) and 403 `insufficient_scope` on the \
+            other routes spanning every project. The dashboard signs in with POST /api/auth/login (no credential needed) and \
             then sends the `conduit_session` cookie instead. A foreign Host or Origin gets 403."
     ),
     paths(

@@ -13,10 +13,23 @@
 //!
 //! A token bound to a project reaches a route that names a row by id (`/api/projects/{id}`,
 //! `/api/sessions/{id}/...`, rules, agents, executions, terminals) only when the row belongs
-//! to its project; otherwise the answer is 404, as for a row that does not exist. Routes that
-//! span every project (`/api/sessions/active`, `/api/usage`, `/api/events/stream`, ...) are
-//! refused (403), except `GET /api/projects`, which lists only its project, and the service's
-//! own `/api/health` and `/api/openapi.json`.
+//! to its project; otherwise the answer is 404, as for a row that does not exist.
+//!
+//! Lists that span every project answer such a token with its project's rows only (see
+//! [`FILTERED_LISTS`]): `GET /api/projects`, `/api/sessions/active`, `/api/agents`,
+//! `/api/terminals` (this node's only: a bound token reaches the terminals of the node it
+//! talks to), `/api/permissions/log` and `/api/usage`. A list filter naming another project
+//! (`?project_id=`) reads as a project that does not exist: no rows.
+//!
+//! Every other route without a row id is refused (403 `insufficient_scope`), but the service's
+//! own (`/api/health`, `/api/openapi.json`, sign-in):
+//! - `/api/events/stream`: events name their session, run or process, not their project, and
+//!   the stream (with its replays) is not filtered per subscriber;
+//! - `/api/locks`: a lock names a folder and a free-text holder, not a project, and one folder
+//!   can be waited on by agents of several projects;
+//! - `/api/usage/limits`: the agent CLIs' accounts, shared by every project;
+//! - folders, discovery, cluster and global rules: the service's configuration, not a
+//!   project's rows.
 
 use actix_web::dev::ResourceDef;
 use actix_web::http::Method;
@@ -59,6 +72,11 @@ const OPEN_ROUTES: &[&str] = &[
     "/api/auth/sessions/{id}",
 ];
 
+/// `GET` lists spanning every project that a bound token may read: the handler lists only the
+/// token's project's rows (`Identity::project_filter`).
+const FILTERED_LISTS: &[&str] =
+    &["/api/projects", "/api/sessions/active", "/api/agents", "/api/terminals", "/api/permissions/log", "/api/usage"];
+
 /// The kinds of row a route can name by id, by the path's second segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RowKind {
@@ -75,8 +93,9 @@ pub enum RowKind {
 pub enum Subject {
     /// The service itself: allowed.
     Open,
-    /// `GET /api/projects`: allowed; the handler lists only the token's project.
-    ProjectList,
+    /// A list spanning every project ([`FILTERED_LISTS`]): allowed; the handler lists only the
+    /// token's project's rows.
+    FilteredList,
     /// Spans every project: refused.
     Global,
     /// One row, by the id in the path's third segment (`/api/<kind>/{id}/...`).
@@ -111,8 +130,8 @@ fn subject(method: &Method, pattern: &str) -> Subject {
     if OPEN_ROUTES.contains(&pattern) {
         return Subject::Open;
     }
-    if pattern == "/api/projects" && method == Method::GET {
-        return Subject::ProjectList;
+    if method == Method::GET && FILTERED_LISTS.contains(&pattern) {
+        return Subject::FilteredList;
     }
     let segments: Vec<&str> = pattern.split('/').collect();
     if segments.get(3) != Some(&"{id}") {
@@ -173,6 +192,9 @@ mod tests {
             let served = table.iter().any(|s| s.path == *p && m.as_ref().is_none_or(|m| *m == s.method));
             assert!(served, "{m:?} {p} is a route");
         }
+        for p in FILTERED_LISTS {
+            assert!(table.iter().any(|s| s.path == *p && s.method == Method::GET), "GET {p} is a route");
+        }
         for spec in &table {
             let r = requirement(&spec.method, spec.path);
             if state_changing(&spec.method) {
@@ -186,7 +208,11 @@ mod tests {
         let index = RouteIndex::default();
         let id = "5b0f7c1e-6d7a-4f47-9e31-2c8f1f0b9a11";
         let find = |m: Method, p: &str| index.find(&m, p);
-        assert_eq!(find(Method::GET, "/api/sessions/active").map(|r| r.subject), Some(Subject::Global));
+        assert_eq!(find(Method::GET, "/api/sessions/active").map(|r| r.subject), Some(Subject::FilteredList));
+        assert_eq!(find(Method::GET, "/api/events/stream").map(|r| r.subject), Some(Subject::Global));
+        assert_eq!(find(Method::GET, "/api/locks").map(|r| r.subject), Some(Subject::Global));
+        assert_eq!(find(Method::GET, "/api/usage/limits").map(|r| r.subject), Some(Subject::Global));
+        assert_eq!(find(Method::POST, "/api/agents").map(|r| r.subject), Some(Subject::Global));
         let session = find(Method::POST, &format!("/api/sessions/{id}/message")).expect("a route");
         assert_eq!((session.scope, session.subject), (Scope::Operate, Subject::Row(RowKind::Session)));
         let discover = find(Method::GET, "/api/projects/discover").expect("a route");
@@ -195,7 +221,7 @@ mod tests {
         assert_eq!(find(Method::GET, "/api/nope"), None);
         assert_eq!(find(Method::GET, &format!("/api/terminals/{id}/ws")).map(|r| r.scope), Some(Scope::Operate));
         assert_eq!(find(Method::GET, "/api/webhooks").map(|r| r.scope), Some(Scope::Admin));
-        assert_eq!(find(Method::GET, "/api/projects").map(|r| r.subject), Some(Subject::ProjectList));
+        assert_eq!(find(Method::GET, "/api/projects").map(|r| r.subject), Some(Subject::FilteredList));
         assert_eq!(find(Method::POST, "/api/projects").map(|r| r.scope), Some(Scope::Admin));
         assert_eq!(row_id(&format!("/api/sessions/{id}/processes/x")), Some(id));
     }

@@ -15,6 +15,7 @@ use crate::actors::terminal::{
 };
 use crate::db;
 use crate::db::projects::Project;
+use crate::domain::access::Identity;
 use crate::domain::ids::{ProjectId, SessionId, TerminalId};
 use crate::domain::terminal::{self, EndReason, Size};
 use crate::error::{AppError, AppResult, ErrorBody};
@@ -172,10 +173,11 @@ pub struct TerminalFilter {
     pub project_id: Option<String>,
 }
 
-/// The live terminals, oldest first; in cluster mode every live node's.
+/// The live terminals, oldest first; in cluster mode every live node's. A token bound to a
+/// project: that project's terminals on this node only.
 #[utoipa::path(get, path = "/api/terminals", tag = "terminals", params(TerminalFilter),
     responses(
-        (status = 200, description = "Live terminals (in cluster mode, of every live node)", body = [TerminalView],
+        (status = 200, description = "Live terminals (in cluster mode, of every live node; for a project-bound token, its project's on this node)", body = [TerminalView],
             headers(("x-conduit-unreachable-nodes" = String,
                 description = "Cluster mode: the live nodes that could not be asked, comma-separated; their terminals are missing from the list"))),
         (status = 400, description = "Bad query string (an id that is not a UUID)", body = ErrorBody),
@@ -185,13 +187,23 @@ pub async fn list(
     state: web::Data<AppState>,
     query: web::Query<TerminalFilter>,
     req: HttpRequest,
+    identity: Option<web::ReqData<Identity>>,
 ) -> AppResult<HttpResponse> {
     let bad = |e: crate::domain::ids::InvalidId| AppError::bad_request("invalid_query", e.to_string());
     let session_id = query.session_id.as_deref().map(SessionId::parse).transpose().map_err(bad)?;
-    let project_id = query.project_id.as_deref().map(ProjectId::parse).transpose().map_err(bad)?;
+    let asked = query.project_id.as_deref().map(ProjectId::parse).transpose().map_err(bad)?;
+    let identity = identity.as_deref();
+    // A token bound to a project: its own terminals, none of another project's.
+    let filter = match identity {
+        Some(who) => who.project_filter(asked),
+        None => Some(asked),
+    };
+    let Some(project_id) = filter else { return Ok(HttpResponse::Ok().json(Vec::<TerminalView>::new())) };
     let views = state.terminals.send(ListTerminals { session_id, project_id }).await.map_err(registry_gone)?;
-    // A peer asks for this node's own; anyone else gets every node's.
-    if state.settings.cluster.is_none() || peers::from_peer(req.headers()) {
+    // A peer asks for this node's own, and a bound token reaches this node's only; anyone
+    // else gets every node's.
+    let bound = identity.and_then(Identity::project).is_some();
+    if state.settings.cluster.is_none() || bound || peers::from_peer(req.headers()) {
         return Ok(HttpResponse::Ok().json(views));
     }
     let here = views.iter().filter_map(|view| serde_json::to_value(view).ok()).collect();

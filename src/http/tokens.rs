@@ -28,7 +28,9 @@ pub struct CreateToken {
     pub name: String,
     pub scope: Scope,
     /// Restricts it to one project (not with scope `admin`): other projects' rows answer 404,
-    /// routes spanning every project 403.
+    /// lists spanning every project (projects, active sessions, agents, terminals, the
+    /// permission log, usage) show its project's rows only, other routes spanning every
+    /// project answer 403.
     pub project_id: Option<String>,
     /// When it stops working, RFC 3339 (`2027-01-31T00:00:00Z`); in the future. Not with
     /// `expires_in_seconds`. Neither: it never expires.

@@ -9,6 +9,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::actors::budgets::{CheckBudget, Reevaluate};
 use crate::actors::limits::{LimitView, ListLimits};
 use crate::db::usage::{self, Figures};
+use crate::domain::access::Identity;
 use crate::domain::ids::ProjectId;
 use crate::domain::usage::{floor_hour, split, stamp, GroupBy};
 use crate::error::{AppError, AppResult, ErrorBody};
@@ -65,15 +66,20 @@ fn instant(field: &str, text: &str) -> Result<DateTime<Utc>, AppError> {
         .ok_or_else(|| AppError::validation(format!("`{field}` must be an RFC 3339 time or a YYYY-MM-DD date")))
 }
 
-/// Costs recorded for every turn result, summed.
+/// Costs recorded for every turn result, summed (a token bound to a project: that project's
+/// costs only).
 #[utoipa::path(get, path = "/api/usage", tag = "usage", params(UsageQuery),
     responses(
-        (status = 200, description = "The sums, per group and in all", body = UsageReport),
+        (status = 200, description = "The sums, per group and in all (of the token's project, for a project-bound token)", body = UsageReport),
         (status = 400, description = "Bad query string", body = ErrorBody),
         (status = 422, description = "An unknown grouping, a bad time or an empty window", body = ErrorBody),
         (status = 503, description = "Storage is unavailable", body = ErrorBody),
     ))]
-pub async fn usage(state: web::Data<AppState>, query: web::Query<UsageQuery>) -> AppResult<HttpResponse> {
+pub async fn usage(
+    state: web::Data<AppState>,
+    query: web::Query<UsageQuery>,
+    identity: Option<web::ReqData<Identity>>,
+) -> AppResult<HttpResponse> {
     let q = query.into_inner();
     let group = match q.group_by.as_deref() {
         None => GroupBy::Project,
@@ -93,18 +99,28 @@ pub async fn usage(state: web::Data<AppState>, query: web::Query<UsageQuery>) ->
     if from >= to {
         return Err(AppError::validation("`from` must be before `to`"));
     }
-    let project = q
+    let asked = q
         .project_id
         .map(|p| ProjectId::parse(&p).map_err(|_| AppError::validation("`project_id` must be a UUID")))
-        .transpose()?
-        .map(|p| p.to_string());
+        .transpose()?;
+    // A token bound to a project: its own costs; another project's read as none.
+    let project = match identity.as_deref() {
+        Some(who) => who.project_filter(asked),
+        None => Some(asked),
+    };
     // Results are acknowledged before a session reads as idle again, but runs' rows are written
     // as they come: wait for what was queued before this request.
     if let Err(e) = state.writer.flush().await {
         tracing::warn!(error = %e, "could not flush the writer before reading the ledger");
     }
     let window = split(&from, &to);
-    let sums = state.store.run(move |conn| usage::sum_by(conn, group, &window, project.as_deref())).await?;
+    let sums = match project {
+        Some(project) => {
+            let project = project.map(|p| p.to_string());
+            state.store.run(move |conn| usage::sum_by(conn, group, &window, project.as_deref())).await?
+        }
+        None => Default::default(),
+    };
     let mut total = Figures::default();
     let mut groups: Vec<UsageGroup> = sums
         .into_iter()

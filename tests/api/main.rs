@@ -10,6 +10,7 @@ mod agents_real;
 mod audit;
 mod backpressure;
 mod bodies;
+mod bound_lists;
 mod bridge_real;
 mod budgets_real;
 mod changes;

@@ -7,9 +7,9 @@ use serde_json::{json, Value};
 use crate::helpers::{error_code, spawn_app_with, TestApp};
 use crate::support::service::fake_cli;
 
-const ADMIN: &str = "the-configured-admin-token";
+pub(crate) const ADMIN: &str = "the-configured-admin-token";
 
-async fn spawn() -> TestApp {
+pub(crate) async fn spawn() -> TestApp {
     spawn_app_with(|s| {
         s.auth_token = Some(ADMIN.into());
         s.cli_path = fake_cli().display().to_string();
@@ -18,7 +18,7 @@ async fn spawn() -> TestApp {
 }
 
 /// A request with `Authorization: Bearer <token>`; state-changing methods carry `body`.
-async fn call(
+pub(crate) async fn call(
     app: &TestApp,
     token: &str,
     method: reqwest::Method,
@@ -32,26 +32,26 @@ async fn call(
     req.send().await.expect("request")
 }
 
-async fn get(app: &TestApp, token: &str, path: &str) -> reqwest::Response {
+pub(crate) async fn get(app: &TestApp, token: &str, path: &str) -> reqwest::Response {
     call(app, token, reqwest::Method::GET, path, None).await
 }
 
-async fn post(app: &TestApp, token: &str, path: &str, body: Value) -> reqwest::Response {
+pub(crate) async fn post(app: &TestApp, token: &str, path: &str, body: Value) -> reqwest::Response {
     call(app, token, reqwest::Method::POST, path, Some(body)).await
 }
 
 /// Makes a token with the admin token; returns the answer (`token`, `id`, ...).
-async fn make_token(app: &TestApp, body: Value) -> Value {
+pub(crate) async fn make_token(app: &TestApp, body: Value) -> Value {
     let res = post(app, ADMIN, "/api/tokens", body).await;
     assert_eq!(res.status().as_u16(), 201, "token made");
     res.json().await.expect("json")
 }
 
-fn secret(made: &Value) -> String {
+pub(crate) fn secret(made: &Value) -> String {
     made["token"].as_str().expect("the secret is shown").to_string()
 }
 
-async fn make_project(app: &TestApp, name: &str) -> String {
+pub(crate) async fn make_project(app: &TestApp, name: &str) -> String {
     let folder = app.mkdir(name);
     let res = post(app, ADMIN, "/api/projects", json!({"name": name, "folder_path": folder})).await;
     assert_eq!(res.status().as_u16(), 201, "project made");
@@ -59,7 +59,7 @@ async fn make_project(app: &TestApp, name: &str) -> String {
     project["id"].as_str().expect("id").to_string()
 }
 
-async fn launch(app: &TestApp, project: &str) -> String {
+pub(crate) async fn launch(app: &TestApp, project: &str) -> String {
     let res = post(app, ADMIN, &format!("/api/projects/{project}/sessions"), json!({})).await;
     assert_eq!(res.status().as_u16(), 201, "session launched");
     let session: Value = res.json().await.expect("json");
@@ -150,8 +150,9 @@ async fn a_project_bound_token_reaches_its_project_only() {
     }
     let res = call(&app, &token, reqwest::Method::DELETE, &format!("/api/sessions/{other_session}"), None).await;
     assert_eq!(error_code(res, 404).await, "not_found");
-    // Routes spanning every project are refused; so is administration.
-    for path in ["/api/sessions/active", "/api/usage", "/api/agents", "/api/tokens"] {
+    // Lists spanning every project show its project's rows only (see `bound_lists`); the
+    // routes that cannot be filtered are refused, and so is administration.
+    for path in ["/api/events/stream", "/api/locks", "/api/tokens"] {
         assert_eq!(error_code(get(&app, &token, path).await, 403).await, "insufficient_scope", "GET {path}");
     }
     // The other session still runs: the admin sees it.

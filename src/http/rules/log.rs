@@ -6,6 +6,7 @@ use utoipa::IntoParams;
 
 use crate::db;
 use crate::db::permission_log::{Decision, LogFilter};
+use crate::domain::access::Identity;
 use crate::domain::decision;
 use crate::domain::ids::{ProjectId, SessionId};
 use crate::error::{AppError, AppResult, ErrorBody};
@@ -28,14 +29,18 @@ pub struct LogQuery {
     pub offset: Option<i64>,
 }
 
-/// Permission decisions, newest first.
+/// Permission decisions, newest first (a token bound to a project: that project's only).
 #[utoipa::path(get, path = "/api/permissions/log", tag = "rules", params(LogQuery),
     responses(
-        (status = 200, description = "Decisions, newest first", body = Vec<Decision>),
+        (status = 200, description = "Decisions, newest first (of the token's project, for a project-bound token)", body = Vec<Decision>),
         (status = 400, description = "Bad query string", body = ErrorBody),
         (status = 422, description = "A filter or limit/offset is invalid", body = ErrorBody),
     ))]
-pub async fn log(state: web::Data<AppState>, query: web::Query<LogQuery>) -> AppResult<HttpResponse> {
+pub async fn log(
+    state: web::Data<AppState>,
+    query: web::Query<LogQuery>,
+    identity: Option<web::ReqData<Identity>>,
+) -> AppResult<HttpResponse> {
     // Decisions are written behind: one already announced on the bus is stored before it is read.
     if let Err(e) = state.writer.flush().await {
         tracing::warn!(error = %e, "could not flush the writer before reading the audit");
@@ -51,6 +56,7 @@ pub async fn log(state: web::Data<AppState>, query: web::Query<LogQuery>) -> App
         session_id: q.session_id.map(|s| SessionId::parse(&s).map_err(|_| must_be_uuid("session_id"))).transpose()?,
         project_id: q.project_id.map(|p| ProjectId::parse(&p).map_err(|_| must_be_uuid("project_id"))).transpose()?,
         decision,
+        bound_to: identity.as_deref().and_then(Identity::project).cloned(),
     };
     let rows = state.store.run(move |conn| db::permission_log::list(conn, &filter, limit, offset)).await?;
     Ok(HttpResponse::Ok().json(rows))

@@ -7,6 +7,7 @@ use utoipa::IntoParams;
 use super::current;
 use crate::db::messages::{Message, Window};
 use crate::db::{self, sessions::Session};
+use crate::domain::access::Identity;
 use crate::domain::ids::{ProjectId, SessionId};
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::http::pagination::Page;
@@ -38,16 +39,22 @@ pub async fn list_for_project(
     Ok(HttpResponse::Ok().json(rows))
 }
 
-/// Sessions whose CLI is running (starting, idle, active, compacting), oldest first.
+/// Sessions whose CLI is running (starting, idle, active, compacting), oldest first (a token
+/// bound to a project: that project's only).
 #[utoipa::path(get, path = "/api/sessions/active", tag = "sessions", params(Page),
     responses(
-        (status = 200, description = "Live sessions", body = Vec<Session>),
+        (status = 200, description = "Live sessions (of the token's project, for a project-bound token)", body = Vec<Session>),
         (status = 400, description = "Bad query string", body = ErrorBody),
         (status = 422, description = "limit/offset out of range", body = ErrorBody),
     ))]
-pub async fn list_active(state: web::Data<AppState>, page: web::Query<Page>) -> AppResult<HttpResponse> {
+pub async fn list_active(
+    state: web::Data<AppState>,
+    page: web::Query<Page>,
+    identity: Option<web::ReqData<Identity>>,
+) -> AppResult<HttpResponse> {
     let (limit, offset) = page.bounds()?;
-    let rows = state.store.run(move |conn| db::sessions::list_live(conn, limit, offset)).await?;
+    let own = identity.as_deref().and_then(Identity::project).cloned();
+    let rows = state.store.run(move |conn| db::sessions::list_live(conn, own.as_ref(), limit, offset)).await?;
     Ok(HttpResponse::Ok().json(rows))
 }
 
