@@ -8,6 +8,10 @@
 //!   permission decisions without them, and agent runs are saved without them; `conduit redact
 //!   --all` does the same to rows stored before.
 //! - **Nowhere (the `off` mode):** a switch for trusted machines and for measuring the cost.
+//!
+//! A session's lines and events, the relay's bulk, are redacted once by the session itself
+//! for the store and the bus both; the event and the write say so, and neither searches them
+//! again (`actors/session/record.rs`).
 
 use std::borrow::Cow;
 
