@@ -17,7 +17,7 @@ use crate::support::service::TestService;
 use crate::terminals::{control, marked, read_until, type_in, Reap, Socket, WITHIN};
 
 /// A project without the OS sandbox (what is tested here is where things run).
-async fn project(cluster: &Cluster, node: &TestService, name: &str) -> String {
+pub(crate) async fn project(cluster: &Cluster, node: &TestService, name: &str) -> String {
     let folder = cluster.root.path().join(name);
     std::fs::create_dir_all(&folder).expect("project folder");
     let res = node.post("/api/projects", json!({"name": name, "folder_path": folder, "sandbox": "off"})).await;

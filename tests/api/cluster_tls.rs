@@ -13,6 +13,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::Connector;
 
 use crate::cluster::{nodes_where, wait_cluster, Cluster};
+use crate::cluster_terminals::project;
 use crate::support::service::TestService;
 use crate::terminals::{read_until, type_in, Reap, Socket};
 use crate::tls::{run_to_exit, trusting};
@@ -77,16 +78,6 @@ fn tls_node(cluster: &Cluster, pki: &Pki, name: &str, trusts_ca: bool) -> TestSe
     assert!(node.address.starts_with("https://"), "{}", node.address);
     node.client = trusting(&pki.ca_pem());
     node
-}
-
-/// A project without the OS sandbox (what is tested here is where things run).
-async fn project(cluster: &Cluster, node: &TestService, name: &str) -> String {
-    let folder = cluster.root.path().join(name);
-    std::fs::create_dir_all(&folder).expect("project folder");
-    let res = node.post("/api/projects", json!({"name": name, "folder_path": folder, "sandbox": "off"})).await;
-    assert_eq!(res.status().as_u16(), 201, "create project");
-    let body: Value = res.json().await.expect("json");
-    body["id"].as_str().expect("id").to_string()
 }
 
 /// A session launched through (and run by) `node`, once idle; its id.
