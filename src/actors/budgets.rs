@@ -195,7 +195,8 @@ impl BudgetKeeper {
 
     fn announce(&self, kind: &'static str, name: &str, spent: &Exhaustion) {
         let data = serde_json::to_string(spent).unwrap_or_else(|_| "null".to_string());
-        self.bus.do_send(Publish(Event::new(kind, name, None, data)));
+        let project = spent.project_id.as_deref().and_then(|p| p.parse().ok());
+        self.bus.do_send(Publish(Event::new(kind, name, None, data).in_project(project)));
     }
 
     /// At each UTC midnight (a day and perhaps a month roll over) every spent budget is read

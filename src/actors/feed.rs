@@ -144,7 +144,7 @@ fn render(session_id: &str, from: u64, next: u64, rows: Vec<StoredEvent>) -> Vec
         expected = row.seq + 1;
         let kind = static_kind(&row.kind);
         let frame = events::frame(&row.name, events::Numbers::of(row.seq), kind, &scope, &row.timestamp, &row.data);
-        let meta = Arc::new(EventMeta { kind, name: row.name, relayed: false });
+        let meta = Arc::new(EventMeta { kind, name: row.name, relayed: false, scope: scope.clone(), project: None });
         items.push(FeedItem::Event(Delivery { seq: row.seq, meta, frame: frame.into() }));
     }
     if next > expected {

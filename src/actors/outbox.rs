@@ -11,6 +11,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::domain::events::Scope;
+use crate::domain::ids::ProjectId;
+
 /// The bytes an outbox may hold, whatever its event count (frames are at most about 1 MiB).
 pub const OUTBOX_BYTES: usize = 4 * 1024 * 1024;
 
@@ -23,6 +26,11 @@ pub struct EventMeta {
     pub name: String,
     /// Relayed from another node (cluster mode): that node's webhooks carry it.
     pub relayed: bool,
+    /// Who it is about: a session, an agent run, a process, or no one in particular.
+    pub scope: Scope,
+    /// Its project, when the publisher named it (what a project-bound stream goes by for an
+    /// event about no session, run or process).
+    pub project: Option<ProjectId>,
 }
 
 /// An event as one topic's subscribers see it: with that topic's sequence number and the frame
@@ -168,7 +176,13 @@ mod tests {
     fn d(seq: u64, bytes: usize) -> Delivery {
         Delivery {
             seq,
-            meta: Arc::new(EventMeta { kind: "stream.event", name: "stream_event".into(), relayed: false }),
+            meta: Arc::new(EventMeta {
+                kind: "stream.event",
+                name: "stream_event".into(),
+                relayed: false,
+                scope: Scope::Global,
+                project: None,
+            }),
             frame: "x".repeat(bytes).into(),
         }
     }

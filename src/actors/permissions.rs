@@ -147,7 +147,8 @@ impl Handler<Evaluate> for PermissionEngine {
         let event = match (&row.session_id, &self.bus) {
             (Some(_), _) => Some(data.to_string()),
             (None, Some(bus)) => {
-                bus.do_send(Publish(Event::json("permission.decision", "permission", None, &data)));
+                let event = Event::json("permission.decision", "permission", None, &data);
+                bus.do_send(Publish(event.in_project(row.project_id.clone())));
                 None
             }
             (None, None) => None,

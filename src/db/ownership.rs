@@ -3,9 +3,9 @@
 
 use diesel::prelude::*;
 
-use super::schema::{agent_executions, agents, permission_rules, projects, sessions};
+use super::schema::{agent_executions, agents, permission_rules, processes, projects, sessions};
 use super::{DbConnection, StoreError};
-use crate::domain::ids::{AgentId, ExecutionId, ProjectId, RuleId, SessionId};
+use crate::domain::ids::{AgentId, ExecutionId, ProcessId, ProjectId, RuleId, SessionId};
 
 /// A stored row a route names by id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,6 +15,8 @@ pub enum Owned {
     Rule(RuleId),
     Agent(AgentId),
     Execution(ExecutionId),
+    /// A command or background process started through the exec API.
+    Process(ProcessId),
 }
 
 /// The project `row` belongs to: `None` when there is no such row, `Some(None)` when it
@@ -37,5 +39,8 @@ pub fn project_of(conn: &mut DbConnection, row: &Owned) -> Result<Option<Option<
             .select(agents::project_id)
             .first(conn)
             .optional()?,
+        Owned::Process(id) => {
+            processes::table.find(id).select(processes::project_id).first::<ProjectId>(conn).optional()?.map(Some)
+        }
     })
 }

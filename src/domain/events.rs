@@ -33,7 +33,7 @@ fn is_streaming(method: &str, subtype: Option<&str>) -> bool {
 }
 
 /// Which topic an event belongs to besides the global one.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Scope {
     Global,
     Session(String),

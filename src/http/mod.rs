@@ -32,6 +32,7 @@ pub mod scopes;
 pub mod scrub;
 pub mod sessions;
 pub mod streams;
+mod stream_filter;
 pub mod terminals;
 mod terminals_across;
 pub mod tokens;

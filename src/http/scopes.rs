@@ -18,13 +18,12 @@
 //! Lists that span every project answer such a token with its project's rows only (see
 //! [`FILTERED_LISTS`]): `GET /api/projects`, `/api/sessions/active`, `/api/agents`,
 //! `/api/terminals` (this node's only: a bound token reaches the terminals of the node it
-//! talks to), `/api/permissions/log` and `/api/usage`. A list filter naming another project
-//! (`?project_id=`) reads as a project that does not exist: no rows.
+//! talks to), `/api/permissions/log`, `/api/usage`, and the global event stream
+//! `/api/events/stream` (its project's events only, see `stream_filter`). A list filter
+//! naming another project (`?project_id=`) reads as a project that does not exist: no rows.
 //!
 //! Every other route without a row id is refused (403 `insufficient_scope`), but the service's
 //! own (`/api/health`, `/api/openapi.json`, sign-in):
-//! - `/api/events/stream`: events name their session, run or process, not their project, and
-//!   the stream (with its replays) is not filtered per subscriber;
 //! - `/api/locks`: a lock names a folder and a free-text holder, not a project, and one folder
 //!   can be waited on by agents of several projects;
 //! - `/api/usage/limits`: the agent CLIs' accounts, shared by every project;
@@ -74,8 +73,15 @@ const OPEN_ROUTES: &[&str] = &[
 
 /// `GET` lists spanning every project that a bound token may read: the handler lists only the
 /// token's project's rows (`Identity::project_filter`).
-const FILTERED_LISTS: &[&str] =
-    &["/api/projects", "/api/sessions/active", "/api/agents", "/api/terminals", "/api/permissions/log", "/api/usage"];
+const FILTERED_LISTS: &[&str] = &[
+    "/api/projects",
+    "/api/sessions/active",
+    "/api/agents",
+    "/api/terminals",
+    "/api/permissions/log",
+    "/api/usage",
+    "/api/events/stream",
+];
 
 /// The kinds of row a route can name by id, by the path's second segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,7 +215,7 @@ mod tests {
         let id = "5b0f7c1e-6d7a-4f47-9e31-2c8f1f0b9a11";
         let find = |m: Method, p: &str| index.find(&m, p);
         assert_eq!(find(Method::GET, "/api/sessions/active").map(|r| r.subject), Some(Subject::FilteredList));
-        assert_eq!(find(Method::GET, "/api/events/stream").map(|r| r.subject), Some(Subject::Global));
+        assert_eq!(find(Method::GET, "/api/events/stream").map(|r| r.subject), Some(Subject::FilteredList));
         assert_eq!(find(Method::GET, "/api/locks").map(|r| r.subject), Some(Subject::Global));
         assert_eq!(find(Method::GET, "/api/usage/limits").map(|r| r.subject), Some(Subject::Global));
         assert_eq!(find(Method::POST, "/api/agents").map(|r| r.subject), Some(Subject::Global));

@@ -4,15 +4,17 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use actix_web::web::Bytes;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use super::stream_filter::ProjectFilter;
 use super::AppState;
 use crate::actors::bus::{Follow, Subscribe};
 use crate::actors::feed::{Feed, FeedItem, StoredLog};
 use crate::actors::subscriber::{Subscriber, WsLink, MAX_FRAME_BYTES};
 use crate::db;
+use crate::domain::access::Identity;
 use crate::domain::ids::SessionId;
 use crate::error::{AppError, AppResult, ErrorBody};
 
@@ -82,25 +84,31 @@ pub async fn feed(state: &AppState, follow: Follow, since: Option<u64>) -> AppRe
 /// The SSE body: one message per event (`event`, `id`, `data`), in order and without gaps
 /// (a `warning` with the number of events missed only for what left retention), and a comment
 /// every 15 s while idle.
-fn sse(feed: Feed) -> HttpResponse {
-    let state = (feed, VecDeque::<Bytes>::new());
-    let body = futures_util::stream::unfold(state, |(mut feed, mut pending)| async move {
+fn sse(feed: Feed, filter: Option<ProjectFilter>) -> HttpResponse {
+    let state = (feed, filter, VecDeque::<Bytes>::new());
+    let body = futures_util::stream::unfold(state, |(mut feed, mut filter, mut pending)| async move {
         loop {
             if let Some(chunk) = pending.pop_front() {
-                return Some((Ok::<_, actix_web::Error>(chunk), (feed, pending)));
+                return Some((Ok::<_, actix_web::Error>(chunk), (feed, filter, pending)));
             }
             let items = feed.next(KEEP_ALIVE).await?;
             if items.is_empty() {
                 pending.push_back(Bytes::from_static(b": keep-alive\n\n"));
             }
             for item in items {
-                pending.push_back(match item {
-                    FeedItem::Event(d) => {
+                let keep = match (&item, filter.as_mut()) {
+                    (FeedItem::Event(d), Some(filter)) => filter.keeps(&d.meta).await,
+                    _ => Ok(true),
+                };
+                pending.push_back(match (item, keep) {
+                    (_, Ok(false)) => continue,
+                    (FeedItem::Event(d), Ok(true)) => {
                         Bytes::from(format!("event: {}\nid: {}\ndata: {}\n\n", d.meta.name, d.seq, d.frame))
                     }
-                    FeedItem::Missed(n) => {
-                        let data = serde_json::json!({"event": "warning", "dropped": n});
-                        Bytes::from(format!("event: warning\ndata: {data}\n\n"))
+                    (FeedItem::Missed(n), _) => warning(serde_json::json!({"event": "warning", "dropped": n})),
+                    // Not sent when its project is unknown; the client is told it missed one.
+                    (FeedItem::Event(_), Err(e)) => {
+                        warning(serde_json::json!({"event": "warning", "dropped": 1, "reason": e.to_string()}))
                     }
                 });
             }
@@ -111,6 +119,10 @@ fn sse(feed: Feed) -> HttpResponse {
         .insert_header(("cache-control", "no-cache"))
         .insert_header(("x-accel-buffering", "no"))
         .streaming(body)
+}
+
+fn warning(data: serde_json::Value) -> Bytes {
+    Bytes::from(format!("event: warning\ndata: {data}\n\n"))
 }
 
 /// A session's events as Server-Sent Events.
@@ -131,7 +143,7 @@ pub async fn session_stream(
     let id: SessionId = id.parse()?;
     let since = resume_point(&req, &query)?;
     let follow = session_follow(&state, &id).await?;
-    Ok(sse(feed(&state, follow, since).await?))
+    Ok(sse(feed(&state, follow, since).await?, None))
 }
 
 /// SSE of one topic other than a session's (an agent run's), which the caller checked exists.
@@ -142,10 +154,12 @@ pub async fn topic_stream(
     query: &StreamQuery,
 ) -> AppResult<HttpResponse> {
     let since = resume_point(req, query)?;
-    Ok(sse(feed(state, Follow::Execution(topic), since).await?))
+    Ok(sse(feed(state, Follow::Execution(topic), since).await?, None))
 }
 
 /// Every event of every session as Server-Sent Events (what the dashboard listens to).
+///
+/// A token bound to a project gets that project's events only.
 #[utoipa::path(get, path = "/api/events/stream", tag = "streams",
     params(StreamQuery, ("Last-Event-ID" = Option<String>, Header, description = "Replay events after this sequence number")),
     responses(
@@ -158,7 +172,9 @@ pub async fn events_stream(
     req: HttpRequest,
 ) -> AppResult<HttpResponse> {
     let since = resume_point(&req, &query)?;
-    Ok(sse(feed(&state, Follow::Everything, since).await?))
+    let bound = req.extensions().get::<Identity>().and_then(|who| who.project().cloned());
+    let filter = bound.map(|project| ProjectFilter::new(project, state.store.clone(), state.writer.clone()));
+    Ok(sse(feed(&state, Follow::Everything, since).await?, filter))
 }
 
 /// A session over WebSocket: events out, actions in (`message`, `interrupt`, `set_model`,

@@ -1,6 +1,7 @@
-//! A token bound to a project, on the lists that span every project: it sees its project's rows
-//! and none of another project's (nor of no project), a query naming another project lists
-//! nothing, and the routes that cannot be filtered still answer 403 `insufficient_scope`.
+//! A token bound to a project, on the lists that span every project and the global event
+//! stream: it sees its project's rows and events and none of another project's (nor of no
+//! project), a query naming another project lists nothing, and the routes that cannot be
+//! filtered still answer 403 `insufficient_scope`.
 
 use conduit::db::permission_log::{self, NewDecision};
 use conduit::db::usage::{self, NewUsage};
@@ -8,6 +9,7 @@ use conduit::domain::decision::{Decision, DecisionPoint, DecisionSource};
 use conduit::domain::ids::{ProjectId, SessionId};
 use serde_json::{json, Value};
 
+use crate::changes::frames;
 use crate::helpers::{error_code, TestApp};
 use crate::terminals::{id_of, Reap};
 use crate::tokens::{call, get, launch, make_project, make_token, post, secret, spawn, ADMIN};
@@ -176,7 +178,6 @@ async fn the_permission_log_and_usage_are_its_projects_only() {
 async fn what_cannot_be_filtered_is_still_refused() {
     let Two { app, token, .. } = two_projects().await;
     for path in [
-        "/api/events/stream",
         "/api/locks",
         "/api/usage/limits",
         "/api/rules/global",
@@ -189,4 +190,68 @@ async fn what_cannot_be_filtered_is_still_refused() {
     // An unbound token of the same scope reads them.
     let unbound = secret(&make_token(&app, json!({"name": "all", "scope": "read"})).await);
     assert_eq!(get(&app, &unbound, "/api/locks").await.status().as_u16(), 200);
+}
+
+/// Reads the SSE body `res` until a frame `last` accepts; returns every frame read.
+async fn frames_through(res: &mut reqwest::Response, last: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut text = String::new();
+    loop {
+        let seen = frames(&text);
+        if seen.iter().any(&last) {
+            return seen;
+        }
+        match tokio::time::timeout_at(deadline, res.chunk()).await {
+            Ok(Ok(Some(bytes))) => text.push_str(&String::from_utf8_lossy(&bytes)),
+            other => panic!("the stream stopped before the last frame ({other:?}); seen: {seen:?}"),
+        }
+    }
+}
+
+#[actix_web::test]
+async fn the_event_stream_tells_its_projects_events_only() {
+    let Two { app, mine, other, token } = two_projects().await;
+    let mut bound = get(&app, &token, "/api/events/stream").await;
+    assert_eq!(bound.status().as_u16(), 200, "a bound token follows the global stream");
+    let mut everything = get(&app, ADMIN, "/api/events/stream").await;
+
+    // Another project's session, terminal and change, and a change of no project...
+    let other_session = launch(&app, &other).await;
+    let other_terminal = start_terminal(&app, &other).await;
+    let _reap_other = Reap(other_terminal.clone());
+    let put = |project: &str, text: &str| {
+        let (path, body) = (format!("/api/projects/{project}"), json!({"description": text}));
+        let app = &app;
+        async move { call(app, ADMIN, reqwest::Method::PUT, &path, Some(body)).await }
+    };
+    assert_eq!(put(&other, "theirs").await.status().as_u16(), 200);
+    let rule = json!({"tool_name": "Bash", "behavior": "allow", "rule_content": "ls *"});
+    assert_eq!(post(&app, ADMIN, "/api/rules/global", rule).await.status().as_u16(), 201);
+    // ...then its own project's, the last one closing the read.
+    let my_session = launch(&app, &mine).await;
+    let my_terminal = start_terminal(&app, &mine).await;
+    let _reap_mine = Reap(my_terminal.clone());
+    let agent = json!({"name": "nightly", "objective": "o", "schedule": "0 0 1 1 *", "project_id": mine});
+    assert_eq!(post(&app, ADMIN, "/api/agents", agent).await.status().as_u16(), 201);
+    assert_eq!(put(&mine, "last").await.status().as_u16(), 200);
+
+    let is_last = |f: &Value| f["type"] == "project.updated" && f["data"]["description"] == "last";
+    let all = frames_through(&mut everything, is_last).await;
+    let seen = frames_through(&mut bound, is_last).await;
+    let about = |frames: &[Value], id: &str| frames.iter().any(|f| f.to_string().contains(id));
+    for id in [&other_session, &other_terminal, &other] {
+        assert!(about(&all, id), "the admin's stream tells {id}");
+        assert!(!about(&seen, id), "the bound stream never names {id}: {seen:?}");
+    }
+    assert!(all.iter().any(|f| f["type"] == "rule.created"), "a global rule was told");
+    assert!(!seen.iter().any(|f| f["type"] == "rule.created"), "a global rule is no project's: {seen:?}");
+    assert!(seen.iter().any(|f| f["session_id"] == json!(my_session)), "its session's events: {seen:?}");
+    for kind in ["session.created", "terminal.started", "agent.created"] {
+        assert!(seen.iter().any(|f| f["type"] == kind), "its {kind}: {seen:?}");
+    }
+
+    for id in [my_terminal, other_terminal] {
+        let res = call(&app, ADMIN, reqwest::Method::DELETE, &format!("/api/terminals/{id}"), None).await;
+        assert_eq!(res.status().as_u16(), 204, "terminal {id} ended");
+    }
 }

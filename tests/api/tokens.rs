@@ -152,7 +152,7 @@ async fn a_project_bound_token_reaches_its_project_only() {
     assert_eq!(error_code(res, 404).await, "not_found");
     // Lists spanning every project show its project's rows only (see `bound_lists`); the
     // routes that cannot be filtered are refused, and so is administration.
-    for path in ["/api/events/stream", "/api/locks", "/api/tokens"] {
+    for path in ["/api/locks", "/api/tokens"] {
         assert_eq!(error_code(get(&app, &token, path).await, 403).await, "insufficient_scope", "GET {path}");
     }
     // The other session still runs: the admin sees it.

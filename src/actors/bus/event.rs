@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use crate::domain::events::{self, Scope};
+use crate::domain::ids::ProjectId;
 
 /// One event, as publishers hand it over. `data` is serialized JSON.
 #[derive(Debug)]
@@ -25,6 +26,9 @@ pub struct Event {
     pub origin: Origin,
     /// Whether `data` went through the redactor already.
     pub secrets: Secrets,
+    /// The project it belongs to, when the publisher knows and it is about no session, run
+    /// or process (those are looked up): what a project-bound stream keeps it by.
+    pub project_id: Option<ProjectId>,
 }
 
 /// Whether an event's data still needs the redactor before the bus frames it.
@@ -64,7 +68,13 @@ impl Event {
             topic_seq: None,
             origin: Origin::Here,
             secrets: Secrets::Unchecked,
+            project_id: None,
         }
+    }
+
+    /// The same event, told as `project`'s (see [`Event::project_id`]).
+    pub fn in_project(self, project: Option<ProjectId>) -> Event {
+        Event { project_id: project, ..self }
     }
 
     /// An event of an agent run, on the run's own topic.

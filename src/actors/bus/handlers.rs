@@ -61,13 +61,19 @@ impl Handler<Publish> for EventBus {
         if self.redacts && event.secrets == Secrets::Unchecked {
             crate::secrets::scrub_json(&mut event.data);
         }
-        let meta = Arc::new(EventMeta { kind: event.kind, name: event.name.clone(), relayed: event.relayed() });
+        let meta = Arc::new(EventMeta {
+            kind: event.kind,
+            name: event.name.clone(),
+            relayed: event.relayed(),
+            scope: event.scope(),
+            project: event.project_id.clone(),
+        });
         let global = (!event.topic_only).then(|| self.record(None, &event, &meta, false));
-        let own = match event.scope() {
+        let own = match &meta.scope {
             Scope::Global => None,
-            Scope::Session(id) => Some((Some(id.clone()), self.record(Some(id), &event, &meta, true))),
+            Scope::Session(id) => Some((Some(id.clone()), self.record(Some(id.clone()), &event, &meta, true))),
             Scope::Execution(id) | Scope::Process(id) => {
-                Some((Some(id.clone()), self.record(Some(id), &event, &meta, false)))
+                Some((Some(id.clone()), self.record(Some(id.clone()), &event, &meta, false)))
             }
         };
         for sub in self.subscribers.values() {

@@ -248,7 +248,8 @@ impl Handler<StartTerminal> for TerminalRegistry {
                         Live { addr: addr.clone(), workspace: workspace.clone(), project_id: view.project_id.clone() },
                     );
                     let data = serde_json::json!({ "terminal": view });
-                    act.bus.do_send(Publish(Event::json("terminal.started", "terminal_started", None, &data)));
+                    let event = Event::json("terminal.started", "terminal_started", None, &data);
+                    act.bus.do_send(Publish(event.in_project(Some(view.project_id.clone()))));
                     if act.shutting_down {
                         addr.do_send(End(EndReason::Shutdown));
                         return Err(StartError::ShuttingDown);

@@ -257,7 +257,8 @@ impl Terminal {
         let data = serde_json::json!({
             "terminal": self.view, "reason": reason, "code": exit.code, "signal": signal, "how": exit.how,
         });
-        self.peers.bus.do_send(Publish(Event::json("terminal.exited", "terminal_exited", None, &data)));
+        let event = Event::json("terminal.exited", "terminal_exited", None, &data);
+        self.peers.bus.do_send(Publish(event.in_project(Some(self.view.project_id.clone()))));
         self.peers.registry.do_send(TerminalGone(self.view.id.clone()));
         self.peers.children.do_send(ProcessGone { id: self.view.id.to_string(), pid: self.view.pid, reason: None });
         for waiter in self.waiters.drain(..) {

@@ -204,7 +204,8 @@ async fn begin(
     if let Some(event) = verdict.event {
         // A session's decisions are published by its CLI's actor on its own stream; this one
         // is not part of that conversation, so it goes to everyone's stream.
-        deps.bus.do_send(Publish(Event::new("permission.decision", "permission", None, event)));
+        let event = Event::new("permission.decision", "permission", None, event);
+        deps.bus.do_send(Publish(event.in_project(Some(msg.project_id.clone()))));
     }
     if !verdict.allow {
         return Err(StartError::Denied(verdict.reason));

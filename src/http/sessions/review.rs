@@ -12,7 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::actors::bus::{Event, Publish};
 use crate::db::{self, sessions::SessionWorkspace};
-use crate::domain::ids::SessionId;
+use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::workspace::WorkspaceMode;
 use crate::error::{AppError, AppResult, ErrorBody, ErrorDetail};
 use crate::http::fields::check;
@@ -123,8 +123,11 @@ async fn worktree_of(state: &AppState, id: &SessionId) -> AppResult<(SessionWork
     Ok((ws, folder))
 }
 
-fn publish(state: &AppState, kind: &'static str, data: serde_json::Value) {
-    state.bus.do_send(Publish(Event::new(kind, kind.replace('.', "_"), None, data.to_string())));
+/// Tells everyone's stream (not the session's own, which is its conversation), as the
+/// session's project's.
+fn publish(state: &AppState, project: &ProjectId, kind: &'static str, data: serde_json::Value) {
+    let event = Event::new(kind, kind.replace('.', "_"), None, data.to_string()).in_project(Some(project.clone()));
+    state.bus.do_send(Publish(event));
 }
 
 /// What a worktree session changed against its base.
@@ -194,7 +197,12 @@ pub async fn commit(
     let (ws, folder) = worktree_of(&state, &id).await?;
     let commit = review::commit(&folder, &message).await?;
     let branch = ws.session.branch.unwrap_or_default();
-    publish(&state, "workspace.committed", json!({"session_id": id.to_string(), "commit": commit, "branch": branch}));
+    publish(
+        &state,
+        &ws.session.project_id,
+        "workspace.committed",
+        json!({"session_id": id.to_string(), "commit": commit, "branch": branch}),
+    );
     Ok(HttpResponse::Created().json(Committed { commit, branch }))
 }
 
@@ -243,6 +251,7 @@ pub async fn merge(
         Ok(merged) => {
             publish(
                 &state,
+                &ws.session.project_id,
                 "workspace.merged",
                 json!({"session_id": id.to_string(), "commit": merged.commit, "base_ref": base, "branch": branch, "strategy": merged.strategy}),
             );
@@ -281,6 +290,7 @@ pub(super) async fn archive(state: &AppState, id: &SessionId, delete_branch: boo
     if present || delete_branch {
         publish(
             state,
+            &ws.session.project_id,
             "workspace.archived",
             json!({"session_id": id.to_string(), "path": path, "branch": branch, "branch_deleted": delete_branch}),
         );
