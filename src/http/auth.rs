@@ -308,9 +308,9 @@ fn dummy_hash() -> &'static str {
     })
 }
 
-/// The address a client's password attempts and token guesses are counted by: its IPv4 address, or the /64 an
-/// IPv6 address is in (one host usually has a whole /64 to pick addresses from). The peer's
-/// address, never a forwarding header a client could write.
+/// The address a client's password attempts and token guesses are counted by: its IPv4
+/// address, or the /64 an IPv6 address is in (one host usually has a whole /64 to pick
+/// addresses from). The peer's address, never a forwarding header a client could write.
 pub fn client(peer: Option<SocketAddr>) -> IpAddr {
     match peer.map(|a| a.ip()) {
         Some(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
