@@ -1,5 +1,7 @@
-//! `LoginGuard`: who may try a password now. It keeps, per client address, the password
-//! checks of the last minute and the failures of the last lockout period:
+//! `LoginGuard`: who may try a credential a person chose now: a password, or a bearer that
+//! could only be the configured `CONDUIT_AUTH_TOKEN` (see `http::auth`). It keeps, per client
+//! address, the checks of the last minute and the failures of the last lockout period, the two
+//! kinds together (alternating them does not buy more guesses):
 //! - more than `per_minute` checks in a sliding minute: refused until the oldest leaves it;
 //! - `lockout_after` failures within a lockout period: refused for the whole period;
 //! - a success clears the address's failures;
@@ -7,11 +9,15 @@
 //!   send many guesses at once cannot get more checks past the lockout than it allows.
 //!
 //! A credential that passed is remembered for [`REMEMBERED_FOR`] (by a keyed hash, never the
-//! password): a client sending HTTP Basic on every request is checked once, not each time, so
-//! it neither pays argon2 per request nor uses up the login limit.
+//! password or token) with what it proved ([`Proven`]): a client sending HTTP Basic or the
+//! configured token on every request is checked once, not each time, so it neither pays argon2
+//! per request nor uses up the login limit.
 //!
 //! The guard's state is this actor's alone; the authenticator asks it ([`MayTry`]) before a
-//! password check and tells it the outcome ([`Tried`]).
+//! password check and tells it the outcome ([`Tried`]). A check that takes no time (the
+//! configured token's constant-time comparison) is admitted and recorded in one message
+//! ([`Compared`]), so it is never running and a burst of right tokens is not held back as
+//! running checks would be.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -31,7 +37,7 @@ const IN_FLIGHT_FOR: Duration = Duration::from_secs(30);
 /// How long an address waits while its running checks could lock it out.
 const WAIT_FOR_RUNNING: Duration = Duration::from_secs(1);
 
-/// A keyed hash of a user name and password (see `http::auth`).
+/// A keyed hash of a user name and password, or of a bearer (see `http::auth`).
 pub type CredentialKey = [u8; 32];
 
 /// May `address` try `key` now?
@@ -42,10 +48,19 @@ pub struct MayTry {
     pub key: CredentialKey,
 }
 
+/// What a credential that passed proved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Proven {
+    /// A user's name and password.
+    User(UserId),
+    /// The configured `CONDUIT_AUTH_TOKEN`.
+    ConfiguredToken,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Admission {
-    /// This credential passed within [`REMEMBERED_FOR`]: it is this user, no check needed.
-    Known(UserId),
+    /// This credential passed within [`REMEMBERED_FOR`]: no check needed.
+    Known(Proven),
     /// Check the password (the attempt is counted).
     Check,
     /// Refused for this long (`429` with `Retry-After`).
@@ -61,11 +76,22 @@ pub struct Tried {
     pub outcome: Outcome,
 }
 
+/// A check made before asking, in no time: admitted and recorded at once. The answer is
+/// [`Admission::Check`] when `outcome` was counted (it stands), otherwise what [`MayTry`]
+/// would have answered (a `Wait` whatever the outcome, so refusals tell nothing of it).
+#[derive(Message)]
+#[rtype(result = "Admission")]
+pub struct Compared {
+    pub address: IpAddr,
+    pub key: CredentialKey,
+    pub outcome: Outcome,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// The password is this user's.
-    Passed(UserId),
-    /// No such user, or another password.
+    /// The credential proved this.
+    Passed(Proven),
+    /// No such user, another password, another token.
     Failed,
     /// The check did not finish (the client left, the database could not say): nothing was
     /// learnt, so it is neither a failure nor a success.
@@ -84,7 +110,7 @@ struct Address {
 pub struct LoginGuard {
     limits: LoginLimits,
     addresses: HashMap<IpAddr, Address>,
-    passed: HashMap<CredentialKey, (UserId, Instant)>,
+    passed: HashMap<CredentialKey, (Proven, Instant)>,
 }
 
 impl LoginGuard {
@@ -104,9 +130,9 @@ impl LoginGuard {
             entry.locked_until = None;
             entry.failures.clear();
         }
-        if let Some((user, at)) = self.passed.get(key) {
+        if let Some((proven, at)) = self.passed.get(key) {
             if now.duration_since(*at) < REMEMBERED_FOR {
-                return Admission::Known(user.clone());
+                return Admission::Known(proven.clone());
             }
         }
         forget_before(&mut entry.checks, now, WINDOW);
@@ -130,19 +156,28 @@ impl LoginGuard {
         entry.running.pop_front();
         match outcome {
             Outcome::Unfinished => {}
-            Outcome::Passed(user) => {
+            Outcome::Passed(proven) => {
                 entry.failures.clear();
-                self.passed.insert(key, (user, now));
+                self.passed.insert(key, (proven, now));
             }
             Outcome::Failed => {
                 forget_before(&mut entry.failures, now, self.limits.lockout);
                 entry.failures.push_back(now);
                 if entry.failures.len() >= self.limits.lockout_after as usize {
                     entry.locked_until = Some(now + self.limits.lockout);
-                    tracing::warn!(%address, failures = entry.failures.len(), lockout = ?self.limits.lockout, "too many failed password checks from one address: locked out");
+                    tracing::warn!(%address, failures = entry.failures.len(), lockout = ?self.limits.lockout, "too many failed password or token checks from one address: locked out");
                 }
             }
         }
+    }
+
+    /// [`Compared`]: admitted as [`MayTry`] would, and its outcome recorded in the same step.
+    fn compared(&mut self, address: IpAddr, key: CredentialKey, outcome: Outcome, now: Instant) -> Admission {
+        let admission = self.admit(address, &key, now);
+        if admission == Admission::Check {
+            self.tried(address, key, outcome, now);
+        }
+        admission
     }
 
     /// Forgets what no longer counts, so the maps hold only recent addresses and credentials.
@@ -181,6 +216,14 @@ impl Handler<MayTry> for LoginGuard {
     }
 }
 
+impl Handler<Compared> for LoginGuard {
+    type Result = MessageResult<Compared>;
+
+    fn handle(&mut self, msg: Compared, _ctx: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.compared(msg.address, msg.key, msg.outcome, Instant::now()))
+    }
+}
+
 impl Handler<Tried> for LoginGuard {
     type Result = ();
 
@@ -209,7 +252,7 @@ mod tests {
         }
         assert_eq!(g.admit(HERE, &[9; 32], t0 + Duration::from_secs(1)), Admission::Wait(Duration::from_secs(899)));
         assert_eq!(g.admit(THERE, &[9; 32], t0), Admission::Check, "another address");
-        g.tried(THERE, [9; 32], Outcome::Passed(UserId::new()), t0);
+        g.tried(THERE, [9; 32], Outcome::Passed(Proven::User(UserId::new())), t0);
         let locked = g.admit(HERE, &[9; 32], t0 + Duration::from_secs(2));
         assert_eq!(locked, Admission::Wait(Duration::from_secs(898)), "a credential known elsewhere waits too");
         let after = t0 + Duration::from_secs(900);
@@ -221,7 +264,7 @@ mod tests {
     #[test]
     fn more_than_ten_checks_a_minute_wait_for_the_oldest_to_leave_the_window() {
         let (mut g, t0) = (guard(), Instant::now());
-        let user = UserId::new();
+        let user = Proven::User(UserId::new());
         for i in 0..10u64 {
             let at = t0 + Duration::from_secs(i);
             assert_eq!(g.admit(HERE, &[i as u8; 32], at), Admission::Check);
@@ -235,7 +278,7 @@ mod tests {
     #[test]
     fn a_credential_that_passed_is_known_for_a_minute_without_a_check() {
         let (mut g, t0) = (guard(), Instant::now());
-        let user = UserId::new();
+        let user = Proven::User(UserId::new());
         assert_eq!(g.admit(HERE, &[1; 32], t0), Admission::Check);
         g.tried(HERE, [1; 32], Outcome::Passed(user.clone()), t0);
         for s in 1..30 {
@@ -285,5 +328,32 @@ mod tests {
         assert!(!g.addresses.contains_key(&HERE) && g.addresses.contains_key(&THERE));
         g.sweep(t0 + Duration::from_secs(901));
         assert!(g.addresses.is_empty());
+    }
+
+    #[test]
+    fn compared_guesses_share_the_password_lockout_and_a_right_token_is_known() {
+        let (mut g, t0) = (guard(), Instant::now());
+        let token = Proven::ConfiguredToken;
+        assert_eq!(g.compared(HERE, [1; 32], Outcome::Passed(token.clone()), t0), Admission::Check);
+        for i in 0..20 {
+            // A burst of the right token: known at once, never counted, never running.
+            assert_eq!(
+                g.compared(HERE, [1; 32], Outcome::Passed(token.clone()), t0),
+                Admission::Known(token.clone()),
+                "{i}"
+            );
+        }
+        assert_eq!((g.addresses[&HERE].checks.len(), g.addresses[&HERE].running.len()), (1, 0));
+        for i in 2..5 {
+            assert_eq!(g.compared(HERE, [i; 32], Outcome::Failed, t0), Admission::Check, "guess {i}");
+        }
+        assert_eq!(g.admit(HERE, &[7; 32], t0), Admission::Check, "a password check after three wrong guesses");
+        g.tried(HERE, [7; 32], Outcome::Failed, t0);
+        assert_eq!(g.compared(HERE, [8; 32], Outcome::Failed, t0), Admission::Check, "the fifth failure");
+        let wait = Admission::Wait(g.limits.lockout);
+        assert_eq!(g.compared(HERE, [9; 32], Outcome::Failed, t0), wait, "locked out");
+        assert_eq!(g.compared(HERE, [1; 32], Outcome::Passed(token), t0), wait, "the right token waits too");
+        assert_eq!(g.admit(HERE, &[6; 32], t0), wait, "and so do passwords");
+        assert_eq!(g.addresses[&HERE].failures.len(), 5, "what waits is not counted");
     }
 }

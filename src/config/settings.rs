@@ -81,7 +81,8 @@ pub struct Settings {
     pub redaction: crate::secrets::RedactionMode,
     /// How long access audit rows are kept; `None`: forever.
     pub audit_retention: Option<std::time::Duration>,
-    /// How often one address may try a password, and the lockout after failures.
+    /// How often one address may try a password or guess `CONDUIT_AUTH_TOKEN`, and the lockout
+    /// after failures.
     pub login_limits: LoginLimits,
     /// How many writes one address may send a minute, and streams one credential may hold.
     pub request_limits: RequestLimitSettings,
@@ -103,9 +104,10 @@ pub struct Settings {
 /// (see `actors::login_guard`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoginLimits {
-    /// Password checks one address may have in a sliding minute.
+    /// Password checks and configured-token guesses one address may have in a sliding minute.
     pub per_minute: u32,
-    /// Failed checks within `lockout` that lock the address out.
+    /// Failed checks (wrong passwords and tokens together) within `lockout` that lock the
+    /// address out.
     pub lockout_after: u32,
     pub lockout: std::time::Duration,
 }

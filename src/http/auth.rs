@@ -2,9 +2,16 @@
 //! `CONDUIT_AUTH_TOKEN`, the stored API tokens and the users (see [`Identity`]).
 //!
 //! - `Authorization: Bearer <token>` (or `?token=` on a WebSocket or SSE path, which browsers
-//!   cannot give headers): the configured token, compared in constant time, else a stored
-//!   token, found by its SHA-256 (not revoked, not expired). No lookup is cached, so a
-//!   revocation takes effect at once, on every node of a cluster (they share the database).
+//!   cannot give headers), see [`super::auth_bearer`]: the configured token, compared in
+//!   constant time, else a stored token, found by its SHA-256 (not revoked, not expired). No
+//!   lookup is cached, so a revocation takes effect at once, on every node of a cluster (they
+//!   share the database). The configured token is a secret a person chose, like a password: a
+//!   bearer that could only be it (not shaped like a stored token, `cdt_` and 64 hex digits)
+//!   is a guess the [`LoginGuard`] counts with the address's password attempts (same limit,
+//!   same lockout, 429 `too_many_logins`), and the right one is remembered for a minute like
+//!   a password that passed. Token-shaped bearers and cookies are random, 256-bit secrets:
+//!   guessing them is hopeless, so they are never counted (a revoked or expired one locks
+//!   nobody out). With no configured token, no other bearer can match anything: not counted.
 //! - The cookie `conduit_session` of a dashboard sign-in (`POST /api/auth/login`): a live
 //!   session, found by the SHA-256 of its secret (not revoked, not expired, its user still
 //!   there), uncached like tokens.
@@ -26,10 +33,9 @@ use actix_web::dev::ServiceRequest;
 use actix_web::http::{header, StatusCode};
 use actix_web::web;
 use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
 
-use crate::actors::login_guard::{Admission, CredentialKey, LoginGuard, MayTry, Outcome, Tried};
+use crate::actors::login_guard::{Admission, CredentialKey, LoginGuard, MayTry, Outcome, Proven, Tried};
 
 use crate::db::{accounts, login_sessions, Store};
 use crate::domain::access::Identity;
@@ -44,7 +50,7 @@ pub const PASSWORD_CHECKS: usize = 2;
 /// elsewhere (`conduit user add`, another node) within this time.
 const KNOWN_FOR: Duration = Duration::from_secs(2);
 /// A token's `last_used_at` is written at most this often.
-const TOUCH_EVERY: Duration = Duration::from_secs(60);
+pub(super) const TOUCH_EVERY: Duration = Duration::from_secs(60);
 
 /// The cookie a dashboard sign-in is kept in.
 pub const SESSION_COOKIE: &str = "conduit_session";
@@ -101,13 +107,13 @@ fn decode_basic(encoded: &str) -> Option<(String, String)> {
 /// Checks credentials. Shared by every worker (it sits in the access policy).
 #[derive(Debug)]
 pub struct Authenticator {
-    configured: Option<String>,
+    pub(super) configured: Option<String>,
     /// Whether any credential was stored, and when that was last asked (`None`: to be asked
     /// again, the answer kept for when the database cannot give one).
     known: Mutex<Option<(Option<Instant>, bool)>>,
     password_checks: Arc<Semaphore>,
-    /// Who may try a password now (see [`LoginGuard`]).
-    logins: Addr<LoginGuard>,
+    /// Who may try a password or guess the configured token now (see [`LoginGuard`]).
+    pub(super) logins: Addr<LoginGuard>,
     /// Keys the hash a passed credential is remembered by: random, this process's own.
     remember_key: [u8; 32],
 }
@@ -139,28 +145,22 @@ impl Authenticator {
         }
     }
 
-    /// The identity of an `/api` request; `Err` with the answer (401, or 503 when the
-    /// database cannot say).
+    /// The identity of an `/api` request; `Err` with the answer (401, 429 when the address
+    /// may not try a password or guess the configured token now, or 503 when the database
+    /// cannot say).
     pub async fn identify(&self, req: &ServiceRequest, store: Option<&Store>) -> Result<Identity, AppError> {
         let given = presented(req);
-        if let Some(expected) = &self.configured {
-            if given.bearers.iter().any(|b| bool::from(b.as_bytes().ct_eq(expected.as_bytes()))) {
-                return Ok(Identity::Admin);
-            }
+        let address = client(req.peer_addr());
+        if let Some(identity) = self.bearer(&given.bearers, address, store).await? {
+            return Ok(identity);
         }
         if let Some(store) = store {
-            for bearer in given.bearers.iter().filter(|b| credentials::looks_like_token(b)) {
-                if let Some(identity) = token(store, bearer).await? {
-                    return Ok(identity);
-                }
-            }
             if let Some(secret) = given.cookie.filter(|c| credentials::looks_like_session_secret(c)) {
                 if let Some(identity) = signed_in(store, &secret).await? {
                     return Ok(identity);
                 }
             }
             if let Some((name, password)) = given.basic {
-                let address = client(req.peer_addr());
                 if let Some(id) = self.password_login(store, address, name, password).await? {
                     return Ok(Identity::User { id, session: None });
                 }
@@ -220,27 +220,39 @@ impl Authenticator {
             .await
             .map_err(|e| AppError::internal(format!("the login guard is gone: {e}")))?;
         match admission {
-            Admission::Known(id) => return Ok(Some(id)),
+            Admission::Known(Proven::User(id)) => return Ok(Some(id)),
+            // Keys are domain-separated: a name and password never hash to a bearer's key.
+            Admission::Known(Proven::ConfiguredToken) => {
+                return Err(AppError::internal("a password's key was remembered as the configured token"))
+            }
             Admission::Wait(wait) => return Err(too_many_logins(wait)),
             Admission::Check => {}
         }
         let mut running = RunningCheck { logins: &self.logins, address, key, outcome: Outcome::Unfinished };
         let proved = self.check_password(store, name, password).await?;
         running.outcome = match &proved {
-            Some(user) => Outcome::Passed(user.clone()),
+            Some(user) => Outcome::Passed(Proven::User(user.clone())),
             None => Outcome::Failed,
         };
         Ok(proved)
     }
 
-    /// A keyed hash of a credential: what a passed one is remembered by.
+    /// A keyed hash of a name and password: what a passed one is remembered by.
     fn credential_key(&self, name: &str, password: &str) -> CredentialKey {
-        let mut hash = Sha256::new();
-        hash.update(self.remember_key);
+        let mut hash = self.keyed(b"conduit password\0");
         hash.update((name.len() as u64).to_le_bytes());
         hash.update(name.as_bytes());
         hash.update(password.as_bytes());
         hash.finalize().into()
+    }
+
+    /// A hash keyed with this process's key, for credentials of one `domain` (each ends in a
+    /// NUL and holds no other, so no kind of credential hashes like another).
+    pub(super) fn keyed(&self, domain: &[u8]) -> Sha256 {
+        let mut hash = Sha256::new();
+        hash.update(self.remember_key);
+        hash.update(domain);
+        hash
     }
 
     /// The user `name` whose password `password` is; `None` for no such user or another
@@ -296,9 +308,9 @@ fn dummy_hash() -> &'static str {
     })
 }
 
-/// The address a client's password attempts are counted by: its IPv4 address, or the /64 an
-/// IPv6 address is in (one host usually has a whole /64 to pick addresses from). The peer's
-/// address, never a forwarding header a client could write.
+/// The address a client's password attempts and token guesses are counted by: its IPv4
+/// address, or the /64 an IPv6 address is in (one host usually has a whole /64 to pick
+/// addresses from). The peer's address, never a forwarding header a client could write.
 pub fn client(peer: Option<SocketAddr>) -> IpAddr {
     match peer.map(|a| a.ip()) {
         Some(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
@@ -310,33 +322,17 @@ pub fn client(peer: Option<SocketAddr>) -> IpAddr {
     }
 }
 
-fn too_many_logins(wait: std::time::Duration) -> AppError {
+/// 429 `too_many_logins` with `Retry-After`: one code for passwords and guesses at the
+/// configured token, which share their limits and lockout.
+pub(super) fn too_many_logins(wait: std::time::Duration) -> AppError {
     let seconds = time::seconds_rounded_up(wait);
     let mut refusal = AppError::new(
         StatusCode::TOO_MANY_REQUESTS,
         "too_many_logins",
-        format!("Too many password attempts from this address: try again in {seconds} s."),
+        format!("Too many password or token attempts from this address: try again in {seconds} s."),
     );
     refusal.retry_after = Some(seconds.max(1) as i64);
     refusal
-}
-
-/// The stored, live token `secret` is, as an identity; its use is recorded (at most once a
-/// minute, in the background: a lost write costs nothing).
-async fn token(store: &Store, secret: &str) -> Result<Option<Identity>, AppError> {
-    let hash = credentials::token_hash(secret);
-    let Some(row) = store.run(move |conn| accounts::live_token_by_hash(conn, &hash, &time::now())).await? else {
-        return Ok(None);
-    };
-    if row.last_used_at.as_deref().is_none_or(|last| *last < *time::ago(TOUCH_EVERY)) {
-        let (store, id) = (store.clone(), row.id.clone());
-        actix_web::rt::spawn(async move {
-            if let Err(e) = store.run(move |conn| accounts::touch_token(conn, &id, &time::now())).await {
-                tracing::debug!(error = %e, "a token's last use was not recorded");
-            }
-        });
-    }
-    Ok(Some(Identity::Token { id: row.id, scope: row.scope, project: row.project_id }))
 }
 
 /// The user of the live sign-in whose cookie holds `secret`; its use is recorded like a

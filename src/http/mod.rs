@@ -8,6 +8,7 @@
 pub mod agents;
 pub mod audit;
 pub mod auth;
+mod auth_bearer;
 pub mod changes;
 pub mod cluster;
 pub mod cluster_feed;

@@ -9,6 +9,7 @@ mod agents_other;
 mod agents_real;
 mod audit;
 mod backpressure;
+mod bearer_guesses;
 mod bodies;
 mod bound_lists;
 mod bridge_real;
