@@ -34,9 +34,13 @@ impl Modify for BearerToken {
             whose scope does not cover the route gets 403 `insufficient_scope` (`read`: GETs only; \
             `operate`: no configuration; `admin`: everything), a token bound to a project 404 for other \
             projects' rows, only its project's rows in the lists spanning every project (projects, active \
-            sessions, agents, terminals, the permission log, usage) and 403 `insufficient_scope` on the \
-            other routes spanning every project. The dashboard signs in with POST /api/auth/login (no credential needed) and \
-            then sends the `conduit_session` cookie instead. A foreign Host or Origin gets 403."
+            sessions, agents, terminals, the permission log, usage, and the global event stream) and 403 \
+            `insufficient_scope` on the other routes spanning every project. The dashboard signs in with POST \
+            /api/auth/login (no credential needed) and then sends the `conduit_session` cookie instead. A foreign \
+            Host or Origin gets 403. Any /api request can get 429 with `Retry-After`: `too_many_logins` from an \
+            address locked out for wrong passwords or wrong guesses at CONDUIT_AUTH_TOKEN (the right ones \
+            included), `too_many_writes` past the writes per minute of an address, `too_many_streams` past \
+            the open streams of a credential."
     ),
     paths(
         health::health,
