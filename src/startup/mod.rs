@@ -222,6 +222,7 @@ impl Application {
             spawner: registry.clone().recipient(),
             gone: registry.clone().recipient(),
             node: node_name.clone(),
+            redaction: settings.redaction,
         })
         .start();
         registry.do_send(WatchEnds(workbench.clone().recipient()));

@@ -48,6 +48,7 @@ mod rebuild;
 mod rules;
 mod sandbox_real;
 mod schemathesis;
+mod secrets_processes;
 mod secrets_real;
 mod security;
 mod sessions_api;

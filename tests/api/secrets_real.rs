@@ -18,7 +18,7 @@ use crate::support::service::{real_cli, ServiceConfig, TestService};
 const READY: Duration = Duration::from_secs(60);
 
 /// Deterministic characters that look random (secret rules want entropy), from `seed`.
-fn noise(seed: u64, len: usize, alphabet: &str) -> String {
+pub(crate) fn noise(seed: u64, len: usize, alphabet: &str) -> String {
     let chars: Vec<char> = alphabet.chars().collect();
     let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
     (0..len)
@@ -31,7 +31,7 @@ fn noise(seed: u64, len: usize, alphabet: &str) -> String {
         .collect()
 }
 
-const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+pub(crate) const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const UPPER: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 const LOWER: &str = "abcdefghijklmnopqrstuvwxyz";
 

@@ -1,7 +1,8 @@
 //! Background processes' logs on disk: one file per stream (`<id>.stdout`, `<id>.stderr`) in
 //! the `logs` folder of the `process_dir` setting, each bounded by `process_log_bytes`. Byte
-//! offsets into a file are the positions clients page and resume by. Reads run on the
-//! blocking pool.
+//! offsets into a file are the positions clients page and resume by. Under the `at_rest`
+//! redaction (the default) the files are written without secrets; under `in_flight` they hold
+//! the output as written and what is read of them is redacted. Reads run on the blocking pool.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -61,9 +62,10 @@ pub fn remove(root: &Path, id: &ProcessId) {
     }
 }
 
-/// A page of a log: up to `limit` bytes from `offset`, and the file's size then. A page never
-/// ends inside a UTF-8 character unless the character is longer than the page (so pages read
-/// in turn rejoin into the same text). Blocking.
+/// A page of a log: up to `limit` bytes from `offset`, and the file's size then. A page that
+/// stops short of the log's end stops at a line end when it holds one, and never inside a UTF-8
+/// character unless the character is longer than the page (so pages read in turn rejoin into
+/// the same text). Blocking.
 pub fn read_page(path: &Path, offset: u64, limit: usize) -> std::io::Result<(Vec<u8>, u64)> {
     let mut file = match std::fs::File::open(path) {
         Ok(f) => f,
@@ -88,6 +90,13 @@ pub fn read_page(path: &Path, offset: u64, limit: usize) -> std::io::Result<(Vec
     let keep = utf8_prefix(&buf);
     if keep > 0 {
         buf.truncate(keep);
+    }
+    // Cut short of the log's end: at the page's last line end when it has one, so a page read
+    // alone (and redacted alone, under `in_flight`) holds its lines' secrets whole.
+    if offset + (buf.len() as u64) < size {
+        if let Some(end) = buf.iter().rposition(|&b| b == b'\n') {
+            buf.truncate(end + 1);
+        }
     }
     Ok((buf, size))
 }
@@ -135,6 +144,16 @@ mod tests {
         }
         assert_eq!(joined, text);
         assert_eq!(read_page(&dir.path().join("none"), 0, 10).expect("missing is empty"), (Vec::new(), 0));
+    }
+
+    #[test]
+    fn a_page_short_of_the_end_stops_at_a_line_end() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("log");
+        std::fs::write(&path, "one\ntwo\nthree").expect("write");
+        assert_eq!(read_page(&path, 0, 6).expect("page").0, b"one\n");
+        assert_eq!(read_page(&path, 4, 100).expect("page").0, b"two\nthree", "the end needs no line end");
+        assert_eq!(read_page(&path, 8, 3).expect("page").0, b"thr", "a page without a line end");
     }
 
     #[test]

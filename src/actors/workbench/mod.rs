@@ -16,6 +16,7 @@ use std::sync::Arc;
 use actix::prelude::*;
 use tokio::sync::{mpsc, oneshot, watch};
 
+mod aligned;
 mod handlers;
 pub mod logs;
 mod pipes;
@@ -142,6 +143,8 @@ pub struct Deps {
     pub gone: Recipient<crate::supervisor::process::ProcessGone>,
     /// In cluster mode: this node's name, the owner of the processes it starts.
     pub node: Option<String>,
+    /// `at_rest`: background processes' logs are written without secrets.
+    pub redaction: crate::secrets::RedactionMode,
 }
 
 pub struct Workbench {

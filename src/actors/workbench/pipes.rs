@@ -3,13 +3,17 @@
 //! rather than its output buffered); past the cap of each stream it is read and counted but
 //! not forwarded. When the command's bash exits, whatever it left running (a background job
 //! holding the pipes) is ended with its group, so the command's output ends when it does.
+//! What is forwarded is cut at line ends ([`Aligner`]), so whoever redacts a piece sees every
+//! secret whole.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use actix_web::web::Bytes;
 use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
+use super::aligned::{Aligner, HOLD_FOR};
 use super::logs::Stream;
 use super::spawn::{decode, Running};
 use crate::process::tree::ProcessTree;
@@ -38,14 +42,18 @@ pub struct Ended {
 
 /// One pipe's progress.
 struct Pipe {
+    stream: Stream,
     open: bool,
     seen: u64,
     truncated: bool,
+    aligner: Aligner,
+    /// Since when the aligner holds an unfinished piece.
+    held_since: Option<Instant>,
 }
 
 impl Pipe {
-    fn new() -> Pipe {
-        Pipe { open: true, seen: 0, truncated: false }
+    fn new(stream: Stream) -> Pipe {
+        Pipe { stream, open: true, seen: 0, truncated: false, aligner: Aligner::default(), held_since: None }
     }
 
     /// The part of a read of `n` bytes to forward, given `cap`.
@@ -56,6 +64,38 @@ impl Pipe {
             self.truncated = true;
         }
         room.min(n as u64) as usize
+    }
+
+    /// What a read brought: the part within `cap` goes on, cut at line ends.
+    async fn read(&mut self, buf: &[u8], cap: u64, out: &mpsc::Sender<Output>) {
+        let keep = self.forwardable(buf.len(), cap);
+        if keep == 0 {
+            return;
+        }
+        let ready = self.aligner.push(&buf[..keep]);
+        self.held_since = match self.aligner.is_holding() {
+            true => self.held_since.or_else(|| Some(Instant::now())),
+            false => None,
+        };
+        send(out, self.stream, ready).await;
+    }
+
+    /// Whatever is held goes on (the pipe closed, or it was held long enough).
+    async fn release(&mut self, out: &mpsc::Sender<Output>) {
+        self.held_since = None;
+        send(out, self.stream, self.aligner.take()).await;
+    }
+
+    fn release_due(&self) -> Option<Instant> {
+        self.held_since.map(|since| since + HOLD_FOR)
+    }
+}
+
+async fn send(out: &mpsc::Sender<Output>, stream: Stream, piece: Option<Bytes>) {
+    if let Some(piece) = piece {
+        if !out.is_closed() {
+            let _ = out.send(Output::Chunk(stream, piece)).await;
+        }
     }
 }
 
@@ -72,28 +112,34 @@ pub async fn watch(running: Running, timeout: Option<Duration>, cap: u64, out: &
     let started = Instant::now();
     let deadline = tokio::time::sleep(timeout.unwrap_or(Duration::from_secs(u32::MAX as u64)));
     tokio::pin!(deadline);
-    let (mut o, mut e) = (Pipe::new(), Pipe::new());
+    let (mut o, mut e) = (Pipe::new(Stream::Stdout), Pipe::new(Stream::Stderr));
     let (mut obuf, mut ebuf) = (vec![0u8; READ_CHUNK], vec![0u8; READ_CHUNK]);
     let mut status: Option<(Option<i32>, Option<i32>)> = None;
     let mut timed_out = false;
     let mut duration = None;
     while o.open || e.open || status.is_none() {
+        let due = [o.release_due(), e.release_due()].into_iter().flatten().min();
+        let release = tokio::time::sleep_until(due.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600)));
         tokio::select! {
             read = stdout.read(&mut obuf), if o.open => match read {
-                Ok(0) | Err(_) => o.open = false,
-                Ok(n) => {
-                    let keep = o.forwardable(n, cap);
-                    if keep > 0 && !out.is_closed() {
-                        let _ = out.send(Output::Chunk(Stream::Stdout, Bytes::copy_from_slice(&obuf[..keep]))).await;
-                    }
+                Ok(0) | Err(_) => {
+                    o.open = false;
+                    o.release(out).await;
                 }
+                Ok(n) => o.read(&obuf[..n], cap, out).await,
             },
             read = stderr.read(&mut ebuf), if e.open => match read {
-                Ok(0) | Err(_) => e.open = false,
-                Ok(n) => {
-                    let keep = e.forwardable(n, cap);
-                    if keep > 0 && !out.is_closed() {
-                        let _ = out.send(Output::Chunk(Stream::Stderr, Bytes::copy_from_slice(&ebuf[..keep]))).await;
+                Ok(0) | Err(_) => {
+                    e.open = false;
+                    e.release(out).await;
+                }
+                Ok(n) => e.read(&ebuf[..n], cap, out).await,
+            },
+            _ = release, if due.is_some() => {
+                let now = Instant::now();
+                for pipe in [&mut o, &mut e] {
+                    if pipe.release_due().is_some_and(|at| at <= now) {
+                        pipe.release(out).await;
                     }
                 }
             },
@@ -130,12 +176,12 @@ mod tests {
 
     #[test]
     fn the_cap_forwards_a_prefix_and_counts_everything() {
-        let mut p = Pipe::new();
+        let mut p = Pipe::new(Stream::Stdout);
         assert_eq!(p.forwardable(6, 10), 6);
         assert_eq!(p.forwardable(6, 10), 4);
         assert_eq!(p.forwardable(6, 10), 0);
         assert_eq!((p.seen, p.truncated), (18, true));
-        let mut q = Pipe::new();
+        let mut q = Pipe::new(Stream::Stdout);
         assert_eq!(q.forwardable(10, 10), 10);
         assert!(!q.truncated, "exactly the cap is not truncated");
     }

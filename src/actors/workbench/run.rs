@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use actix::Addr;
+use actix_web::web::Bytes;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch};
 
@@ -12,7 +13,7 @@ use super::logs::{self, LogMark, Stream};
 use super::pipes::{self, Output};
 use super::spawn::Running;
 use super::{output_channel, Deps, Finished, Workbench};
-use crate::actors::bus::{Event, Publish};
+use crate::actors::bus::{Event, Publish, Secrets};
 use crate::domain::ids::ProcessId;
 use crate::supervisor::process::ProcessGone;
 
@@ -82,6 +83,7 @@ pub fn background(addr: Addr<Workbench>, id: ProcessId, running: Running, deps: 
     let (mark_tx, mark_rx) = watch::channel(LogMark::default());
     let (tx, mut rx) = output_channel();
     let (root, cap, bus, gone) = (deps.dir.clone(), deps.settings.log_bytes, deps.bus.clone(), deps.gone.clone());
+    let at_rest = deps.redaction.at_rest();
     let pid = running.pid;
     actix::spawn(async move {
         let _ = tokio::fs::create_dir_all(logs::logs_dir(&root)).await;
@@ -96,6 +98,8 @@ pub fn background(addr: Addr<Workbench>, id: ProcessId, running: Running, deps: 
         let writer = async {
             while let Some(item) = rx.recv().await {
                 let Output::Chunk(stream, data) = item else { continue };
+                // Pieces end at line ends (see aligned.rs): each holds its secrets whole.
+                let data = if at_rest { without_secrets(data) } else { data };
                 let (file, offset) = match stream {
                     Stream::Stdout => (&mut out, mark_tx.borrow().stdout),
                     Stream::Stderr => (&mut err, mark_tx.borrow().stderr),
@@ -111,6 +115,9 @@ pub fn background(addr: Addr<Workbench>, id: ProcessId, running: Running, deps: 
                 let chunk = serde_json::json!({ "stream": stream, "offset": offset, "data": text });
                 let mut event = Event::for_process("process.output", stream.as_str(), id.as_str(), chunk.to_string());
                 event.topic_only = true;
+                if at_rest {
+                    event.secrets = Secrets::Redacted;
+                }
                 bus.do_send(Publish(event));
             }
             out.close().await;
@@ -121,4 +128,14 @@ pub fn background(addr: Addr<Workbench>, id: ProcessId, running: Running, deps: 
         mark_tx.send_modify(|m| m.ended = true);
     });
     mark_rx
+}
+
+/// A piece of output as the log keeps it under `at_rest`: without its secrets (as text, invalid
+/// UTF-8 replaced), or as it came when it holds none.
+fn without_secrets(data: Bytes) -> Bytes {
+    let text = String::from_utf8_lossy(&data);
+    match crate::redact::Redactor::standard().redact(&text) {
+        std::borrow::Cow::Borrowed(_) => data,
+        std::borrow::Cow::Owned(clean) => Bytes::from(clean),
+    }
 }

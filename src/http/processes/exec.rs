@@ -121,9 +121,9 @@ async fn answer(state: &AppState, ws: Workspace, body: ExecRequest) -> AppResult
     Err(lost())
 }
 
-/// A chunk of output as text, without secrets when `redacts` (not in the `off` mode). A secret
-/// cut in two between chunks is not recognized in either half (the command's answer, read
-/// whole, has no such gap).
+/// A chunk of output as text, without secrets when `redacts` (not in the `off` mode). Chunks
+/// end at line ends (the watcher re-cuts them, `workbench/aligned.rs`), so each holds its
+/// lines' secrets whole.
 pub(super) fn scrubbed_output(data: &[u8], redacts: bool) -> String {
     let mut text = String::from_utf8_lossy(data).into_owned();
     if redacts {
