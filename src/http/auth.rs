@@ -226,6 +226,8 @@ impl Authenticator {
                 return Err(AppError::internal("a password's key was remembered as the configured token"))
             }
             Admission::Wait(wait) => return Err(too_many_logins(wait)),
+            // The same name and password, checked by a request in parallel, failed.
+            Admission::Failed => return Ok(None),
             Admission::Check => {}
         }
         let mut running = RunningCheck { logins: &self.logins, address, key, outcome: Outcome::Unfinished };

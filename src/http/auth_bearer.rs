@@ -87,6 +87,8 @@ impl Authenticator {
             Admission::Known(Proven::User(_)) => Err(AppError::internal("a bearer's key was remembered for a user")),
             // Counted, its outcome recorded.
             Admission::Check => Ok(matches),
+            // Only for a password check followed (a comparison never runs long enough).
+            Admission::Failed => Ok(false),
             Admission::Wait(wait) => Err(too_many_logins(wait)),
         }
     }

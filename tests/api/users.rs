@@ -142,3 +142,21 @@ async fn wrong_passwords_lock_their_address_out_and_no_other() {
     let res = sign_in(&here, PASSWORD).await.expect("request");
     assert_eq!(res.status().as_u16(), 200, "the right password once the lockout is over");
 }
+
+/// A script sending the same HTTP Basic credential on many requests at once (before any of
+/// them was checked) is checked once and never refused: the burst is not a burst of guesses.
+/// (The same wrong password sent at once is one failure: see the login guard's unit tests,
+/// where the order of attempts and outcomes is fixed.)
+#[actix_web::test]
+async fn a_burst_of_one_credential_is_one_check() {
+    let config =
+        ServiceConfig::new(fake_cli()).env("CONDUIT_ADMIN_USER", "root-admin").env("CONDUIT_ADMIN_PASSWORD", PASSWORD);
+    let service = TestService::start(config);
+    let burst = futures_util::future::join_all(
+        (0..30)
+            .map(|_| service.client.get(service.url("/api/projects")).basic_auth("root-admin", Some(PASSWORD)).send()),
+    )
+    .await;
+    let statuses: Vec<u16> = burst.into_iter().map(|r| r.expect("request").status().as_u16()).collect();
+    assert!(statuses.iter().all(|s| *s == 200), "the right password, 30 times at once: {statuses:?}");
+}

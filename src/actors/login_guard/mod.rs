@@ -6,7 +6,11 @@
 //! - `lockout_after` failures within a lockout period: refused for the whole period;
 //! - a success clears the address's failures;
 //! - a check still running counts as a failure until its outcome is known, so clients that
-//!   send many guesses at once cannot get more checks past the lockout than it allows.
+//!   send many guesses at once cannot get more checks past the lockout than it allows;
+//! - while a credential is being checked, the same credential again (a script's requests in
+//!   parallel, each with the same HTTP Basic) waits for that check's outcome instead of
+//!   starting another: it is checked once, counted once, and never refused as if it were a
+//!   burst of guesses.
 //!
 //! A credential that passed is remembered for [`REMEMBERED_FOR`] (by a keyed hash, never the
 //! password or token) with what it proved ([`Proven`]): a client sending HTTP Basic or the
@@ -24,6 +28,7 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
+use tokio::sync::oneshot;
 
 use crate::config::LoginLimits;
 use crate::domain::ids::UserId;
@@ -65,6 +70,8 @@ pub enum Admission {
     Check,
     /// Refused for this long (`429` with `Retry-After`).
     Wait(Duration),
+    /// The same credential was just checked and failed: no check (nor count) for a repeat.
+    Failed,
 }
 
 /// The outcome of a check [`MayTry`] allowed.
@@ -107,53 +114,117 @@ struct Address {
     locked_until: Option<Instant>,
 }
 
+/// A credential being checked: since when, and the attempts with the same one waiting for its
+/// outcome (each with its address).
+struct Checking {
+    since: Instant,
+    followers: Vec<(IpAddr, oneshot::Sender<Admission>)>,
+}
+
+/// What the guard decides for one attempt.
+#[derive(Debug, PartialEq, Eq)]
+enum Decision {
+    Answer(Admission),
+    /// The credential is being checked: wait for that check's outcome.
+    Follow,
+}
+
 pub struct LoginGuard {
     limits: LoginLimits,
     addresses: HashMap<IpAddr, Address>,
     passed: HashMap<CredentialKey, (Proven, Instant)>,
+    checking: HashMap<CredentialKey, Checking>,
 }
 
 impl LoginGuard {
     pub fn new(limits: LoginLimits) -> LoginGuard {
-        LoginGuard { limits, addresses: HashMap::new(), passed: HashMap::new() }
+        LoginGuard { limits, addresses: HashMap::new(), passed: HashMap::new(), checking: HashMap::new() }
     }
 
-    /// A locked-out address waits, whatever it sends; a credential that passed is known; any
-    /// other attempt is counted against the address's minute.
+    /// [`LoginGuard::decide`] for an attempt about to check a password: one admitted is now the
+    /// credential's running check, which the same credential's next attempts follow.
+    fn begin(&mut self, address: IpAddr, key: &CredentialKey, now: Instant) -> Decision {
+        let decision = self.decide(address, key, now);
+        if decision == Decision::Answer(Admission::Check) {
+            self.checking.insert(*key, Checking { since: now, followers: Vec::new() });
+        }
+        decision
+    }
+
+    /// Answers the attempts that waited for `key`'s check, now that its outcome is known.
+    fn answer_followers(&mut self, key: CredentialKey, outcome: &Outcome, now: Instant) {
+        let Some(checking) = self.checking.remove(&key) else { return };
+        for (address, reply) in checking.followers {
+            let admission = match outcome {
+                Outcome::Passed(proven) => Admission::Known(proven.clone()),
+                Outcome::Failed => Admission::Failed,
+                // Nothing was learnt: as if they came now (one of them checks, the others follow).
+                Outcome::Unfinished => match self.begin(address, &key, now) {
+                    Decision::Answer(admission) => admission,
+                    Decision::Follow => {
+                        if let Some(running) = self.checking.get_mut(&key) {
+                            running.followers.push((address, reply));
+                        }
+                        continue;
+                    }
+                },
+            };
+            let _ = reply.send(admission);
+        }
+    }
+
+    /// [`LoginGuard::decide`] for an attempt that cannot follow (a comparison, made already).
     fn admit(&mut self, address: IpAddr, key: &CredentialKey, now: Instant) -> Admission {
+        match self.decide(address, key, now) {
+            Decision::Answer(admission) => admission,
+            Decision::Follow => Admission::Wait(WAIT_FOR_RUNNING),
+        }
+    }
+
+    /// A locked-out address waits, whatever it sends; a credential that passed is known; one
+    /// being checked follows that check; any other attempt is counted against the address's
+    /// minute.
+    fn decide(&mut self, address: IpAddr, key: &CredentialKey, now: Instant) -> Decision {
         let limits = &self.limits;
         let entry = self.addresses.entry(address).or_default();
         if let Some(until) = entry.locked_until {
             if now < until {
-                return Admission::Wait(until - now);
+                return Decision::Answer(Admission::Wait(until - now));
             }
             entry.locked_until = None;
             entry.failures.clear();
         }
         if let Some((proven, at)) = self.passed.get(key) {
             if now.duration_since(*at) < REMEMBERED_FOR {
-                return Admission::Known(proven.clone());
+                return Decision::Answer(Admission::Known(proven.clone()));
             }
+        }
+        match self.checking.get(key) {
+            Some(checking) if now.duration_since(checking.since) < IN_FLIGHT_FOR => return Decision::Follow,
+            // Its outcome never came: forgotten (its followers wait, 429), and this one checks.
+            Some(_) => drop(self.checking.remove(key)),
+            None => {}
         }
         forget_before(&mut entry.checks, now, WINDOW);
         if entry.checks.len() >= limits.per_minute as usize {
             let oldest = entry.checks.front().copied().unwrap_or(now);
-            return Admission::Wait((oldest + WINDOW).saturating_duration_since(now));
+            return Decision::Answer(Admission::Wait((oldest + WINDOW).saturating_duration_since(now)));
         }
         forget_before(&mut entry.running, now, IN_FLIGHT_FOR);
         forget_before(&mut entry.failures, now, limits.lockout);
         if entry.failures.len() + entry.running.len() >= limits.lockout_after as usize {
             // Were the running checks all to fail, this one would come after the lockout.
-            return Admission::Wait(WAIT_FOR_RUNNING);
+            return Decision::Answer(Admission::Wait(WAIT_FOR_RUNNING));
         }
         entry.checks.push_back(now);
         entry.running.push_back(now);
-        Admission::Check
+        Decision::Answer(Admission::Check)
     }
 
     fn tried(&mut self, address: IpAddr, key: CredentialKey, outcome: Outcome, now: Instant) {
+        self.addresses.entry(address).or_default().running.pop_front();
+        self.answer_followers(key, &outcome, now);
         let entry = self.addresses.entry(address).or_default();
-        entry.running.pop_front();
         match outcome {
             Outcome::Unfinished => {}
             Outcome::Passed(proven) => {
@@ -171,7 +242,8 @@ impl LoginGuard {
         }
     }
 
-    /// [`Compared`]: admitted as [`MayTry`] would, and its outcome recorded in the same step.
+    /// [`Compared`]: admitted as [`MayTry`] would, and its outcome recorded in the same step
+    /// (never running, so never followed).
     fn compared(&mut self, address: IpAddr, key: CredentialKey, outcome: Outcome, now: Instant) -> Admission {
         let admission = self.admit(address, &key, now);
         if admission == Admission::Check {
@@ -184,6 +256,8 @@ impl LoginGuard {
     fn sweep(&mut self, now: Instant) {
         let lockout = self.limits.lockout;
         self.passed.retain(|_, (_, at)| now.duration_since(*at) < REMEMBERED_FOR);
+        // A check whose outcome never came: its followers' replies are dropped (they wait, 429).
+        self.checking.retain(|_, c| now.duration_since(c.since) < IN_FLIGHT_FOR);
         self.addresses.retain(|_, a| {
             forget_before(&mut a.checks, now, WINDOW);
             forget_before(&mut a.failures, now, lockout);
@@ -209,10 +283,20 @@ impl Actor for LoginGuard {
 }
 
 impl Handler<MayTry> for LoginGuard {
-    type Result = MessageResult<MayTry>;
+    type Result = ResponseFuture<Admission>;
 
     fn handle(&mut self, msg: MayTry, _ctx: &mut Context<Self>) -> Self::Result {
-        MessageResult(self.admit(msg.address, &msg.key, Instant::now()))
+        match self.begin(msg.address, &msg.key, Instant::now()) {
+            Decision::Answer(admission) => Box::pin(std::future::ready(admission)),
+            Decision::Follow => {
+                let (reply, outcome) = oneshot::channel();
+                if let Some(checking) = self.checking.get_mut(&msg.key) {
+                    checking.followers.push((msg.address, reply));
+                }
+                // A check whose outcome is lost drops the reply: wait as for running checks.
+                Box::pin(async move { outcome.await.unwrap_or(Admission::Wait(WAIT_FOR_RUNNING)) })
+            }
+        }
     }
 }
 
@@ -233,127 +317,4 @@ impl Handler<Tried> for LoginGuard {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn guard() -> LoginGuard {
-        LoginGuard::new(LoginLimits { per_minute: 10, lockout_after: 5, lockout: Duration::from_secs(900) })
-    }
-
-    const HERE: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
-    const THERE: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 2));
-
-    #[test]
-    fn five_failures_lock_an_address_out_for_the_lockout_and_not_another() {
-        let (mut g, t0) = (guard(), Instant::now());
-        for i in 0..5 {
-            assert_eq!(g.admit(HERE, &[i; 32], t0), Admission::Check);
-            g.tried(HERE, [i; 32], Outcome::Failed, t0);
-        }
-        assert_eq!(g.admit(HERE, &[9; 32], t0 + Duration::from_secs(1)), Admission::Wait(Duration::from_secs(899)));
-        assert_eq!(g.admit(THERE, &[9; 32], t0), Admission::Check, "another address");
-        g.tried(THERE, [9; 32], Outcome::Passed(Proven::User(UserId::new())), t0);
-        let locked = g.admit(HERE, &[9; 32], t0 + Duration::from_secs(2));
-        assert_eq!(locked, Admission::Wait(Duration::from_secs(898)), "a credential known elsewhere waits too");
-        let after = t0 + Duration::from_secs(900);
-        assert_eq!(g.admit(HERE, &[9; 32], after), Admission::Check, "the lockout ends");
-        g.tried(HERE, [9; 32], Outcome::Failed, after);
-        assert_eq!(g.admit(HERE, &[8; 32], after), Admission::Check, "its failures were forgiven with it");
-    }
-
-    #[test]
-    fn more_than_ten_checks_a_minute_wait_for_the_oldest_to_leave_the_window() {
-        let (mut g, t0) = (guard(), Instant::now());
-        let user = Proven::User(UserId::new());
-        for i in 0..10u64 {
-            let at = t0 + Duration::from_secs(i);
-            assert_eq!(g.admit(HERE, &[i as u8; 32], at), Admission::Check);
-            // Successes clear failures, so only the rate stops them.
-            g.tried(HERE, [i as u8; 32], Outcome::Passed(user.clone()), at);
-        }
-        assert_eq!(g.admit(HERE, &[99; 32], t0 + Duration::from_secs(20)), Admission::Wait(Duration::from_secs(40)));
-        assert_eq!(g.admit(HERE, &[99; 32], t0 + Duration::from_secs(60)), Admission::Check, "a slot is free");
-    }
-
-    #[test]
-    fn a_credential_that_passed_is_known_for_a_minute_without_a_check() {
-        let (mut g, t0) = (guard(), Instant::now());
-        let user = Proven::User(UserId::new());
-        assert_eq!(g.admit(HERE, &[1; 32], t0), Admission::Check);
-        g.tried(HERE, [1; 32], Outcome::Passed(user.clone()), t0);
-        for s in 1..30 {
-            assert_eq!(g.admit(HERE, &[1; 32], t0 + Duration::from_secs(s)), Admission::Known(user.clone()));
-        }
-        assert_eq!(g.addresses[&HERE].checks.len(), 1, "known answers are not counted");
-        assert_eq!(g.admit(HERE, &[1; 32], t0 + REMEMBERED_FOR), Admission::Check);
-    }
-
-    #[test]
-    fn running_checks_count_as_failures_until_their_outcome_is_known() {
-        let (mut g, t0) = (guard(), Instant::now());
-        for i in 0..5 {
-            assert_eq!(g.admit(HERE, &[i; 32], t0), Admission::Check, "check {i} starts");
-        }
-        assert_eq!(g.admit(HERE, &[7; 32], t0), Admission::Wait(WAIT_FOR_RUNNING), "five running could lock it out");
-        g.tried(HERE, [0; 32], Outcome::Unfinished, t0);
-        assert_eq!(g.admit(HERE, &[7; 32], t0), Admission::Check, "an unfinished check counts for nothing");
-        for i in 1..6 {
-            g.tried(HERE, [i; 32], Outcome::Failed, t0);
-        }
-        assert!(
-            matches!(g.admit(HERE, &[8; 32], t0), Admission::Wait(w) if w > Duration::from_secs(800)),
-            "locked out"
-        );
-        assert_eq!(g.addresses[&HERE].checks.len(), 6, "no more than five failures got their check");
-    }
-
-    #[test]
-    fn a_lost_outcome_stops_counting() {
-        let (mut g, t0) = (guard(), Instant::now());
-        for i in 0..5 {
-            g.admit(HERE, &[i; 32], t0);
-        }
-        assert_eq!(g.admit(HERE, &[7; 32], t0 + IN_FLIGHT_FOR), Admission::Check);
-    }
-
-    #[test]
-    fn the_sweep_forgets_quiet_addresses_and_keeps_locked_ones() {
-        let (mut g, t0) = (guard(), Instant::now());
-        g.admit(HERE, &[1; 32], t0);
-        for _ in 0..5 {
-            g.admit(THERE, &[2; 32], t0);
-            g.tried(THERE, [2; 32], Outcome::Failed, t0);
-        }
-        g.sweep(t0 + Duration::from_secs(120));
-        assert!(!g.addresses.contains_key(&HERE) && g.addresses.contains_key(&THERE));
-        g.sweep(t0 + Duration::from_secs(901));
-        assert!(g.addresses.is_empty());
-    }
-
-    #[test]
-    fn compared_guesses_share_the_password_lockout_and_a_right_token_is_known() {
-        let (mut g, t0) = (guard(), Instant::now());
-        let token = Proven::ConfiguredToken;
-        assert_eq!(g.compared(HERE, [1; 32], Outcome::Passed(token.clone()), t0), Admission::Check);
-        for i in 0..20 {
-            // A burst of the right token: known at once, never counted, never running.
-            assert_eq!(
-                g.compared(HERE, [1; 32], Outcome::Passed(token.clone()), t0),
-                Admission::Known(token.clone()),
-                "{i}"
-            );
-        }
-        assert_eq!((g.addresses[&HERE].checks.len(), g.addresses[&HERE].running.len()), (1, 0));
-        for i in 2..5 {
-            assert_eq!(g.compared(HERE, [i; 32], Outcome::Failed, t0), Admission::Check, "guess {i}");
-        }
-        assert_eq!(g.admit(HERE, &[7; 32], t0), Admission::Check, "a password check after three wrong guesses");
-        g.tried(HERE, [7; 32], Outcome::Failed, t0);
-        assert_eq!(g.compared(HERE, [8; 32], Outcome::Failed, t0), Admission::Check, "the fifth failure");
-        let wait = Admission::Wait(g.limits.lockout);
-        assert_eq!(g.compared(HERE, [9; 32], Outcome::Failed, t0), wait, "locked out");
-        assert_eq!(g.compared(HERE, [1; 32], Outcome::Passed(token), t0), wait, "the right token waits too");
-        assert_eq!(g.admit(HERE, &[6; 32], t0), wait, "and so do passwords");
-        assert_eq!(g.addresses[&HERE].failures.len(), 5, "what waits is not counted");
-    }
-}
+mod tests;
