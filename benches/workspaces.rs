@@ -157,7 +157,9 @@ fn main() {
             }
             ids.push((id, row["branch"].as_str().unwrap_or_default().to_string()));
             if i >= 3 {
-                (bare.push(b), shared.push(s), with.push(w));
+                bare.push(b);
+                shared.push(s);
+                with.push(w);
             }
         }
         let lost_branches = ids.iter().filter(|(_, branch)| git(&repo, &["branch", "--list", branch]).trim().is_empty()).count();

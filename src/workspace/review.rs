@@ -161,8 +161,11 @@ fn parse_name_status(text: &str) -> Vec<FileChange> {
     files
 }
 
+/// Lines added and deleted (`None` for a binary file).
+type LineCounts = (Option<u64>, Option<u64>);
+
 /// `--numstat -z`: `added\tdeleted\tpath\0`, or for a rename `added\tdeleted\t\0old\0new\0`.
-fn parse_numstat(text: &str) -> Vec<(String, (Option<u64>, Option<u64>))> {
+fn parse_numstat(text: &str) -> Vec<(String, LineCounts)> {
     let mut fields = nul_fields(text);
     let mut stats = Vec::new();
     while let Some(head) = fields.next() {

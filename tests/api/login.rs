@@ -263,7 +263,9 @@ async fn sign_ins_failures_revocations_and_logouts_are_audited() {
 
     let res = service.client.get(service.url("/api/audit")).basic_auth("ada", Some(PASSWORD)).send().await;
     let rows: Vec<Value> = res.expect("the audit").json().await.expect("json");
-    let got: Vec<(&str, &str, Option<&str>, Option<&str>, i64)> = rows
+    // (event, actor, actor_id, target, status)
+    type Row<'a> = (&'a str, &'a str, Option<&'a str>, Option<&'a str>, i64);
+    let got: Vec<Row> = rows
         .iter()
         .rev()
         .map(|r| {
