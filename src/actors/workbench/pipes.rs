@@ -73,9 +73,11 @@ impl Pipe {
             return;
         }
         let ready = self.aligner.push(&buf[..keep]);
-        self.held_since = match self.aligner.is_holding() {
-            true => self.held_since.or_else(|| Some(Instant::now())),
-            false => None,
+        self.held_since = match (self.aligner.is_holding(), &ready) {
+            (false, _) => None,
+            // What was held went on: what is held now came with this read.
+            (true, Some(_)) => Some(Instant::now()),
+            (true, None) => self.held_since.or_else(|| Some(Instant::now())),
         };
         send(out, self.stream, ready).await;
     }
