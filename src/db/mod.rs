@@ -15,6 +15,7 @@ pub mod backlog;
 pub mod checkpoint;
 pub mod claim;
 pub mod lock;
+pub mod login_failures;
 pub mod login_sessions;
 pub mod messages;
 pub mod nodes;

@@ -364,3 +364,19 @@ diesel::table! {
 
 diesel::joinable!(login_sessions -> users (user_id));
 diesel::allow_tables_to_appear_in_same_query!(login_sessions, users);
+
+diesel::table! {
+    login_failures (id) {
+        id -> Text,
+        address -> Text,
+        at -> Text,
+        pending -> Bool,
+    }
+}
+
+diesel::table! {
+    login_lockouts (address) {
+        address -> Text,
+        until -> Text,
+    }
+}

@@ -54,7 +54,7 @@ impl Authenticator {
                 if chosen[..i].contains(bearer) {
                     continue;
                 }
-                if self.configured_guess(address, bearer).await? {
+                if self.configured_guess(address, bearer, store).await? {
                     return Ok(Some(Identity::Admin));
                 }
             }
@@ -70,8 +70,9 @@ impl Authenticator {
     }
 
     /// Whether `bearer` is the configured token, when the client at `address` may guess now
-    /// (429 `too_many_logins` otherwise, the right token included).
-    async fn configured_guess(&self, address: IpAddr, bearer: &str) -> Result<bool, AppError> {
+    /// (429 `too_many_logins` otherwise, the right token included; in cluster mode the nodes'
+    /// shared lockout decides too).
+    async fn configured_guess(&self, address: IpAddr, bearer: &str, store: Option<&Store>) -> Result<bool, AppError> {
         let matches = self.is_configured(bearer);
         let outcome = if matches { Outcome::Passed(Proven::ConfiguredToken) } else { Outcome::Failed };
         let key = self.bearer_key(bearer);
@@ -82,11 +83,21 @@ impl Authenticator {
             .map_err(|e| AppError::internal(format!("the login guard is gone: {e}")))?;
         match admission {
             // Remembered: the right token, not counted again.
-            Admission::Known(Proven::ConfiguredToken) => Ok(matches),
+            Admission::Known(Proven::ConfiguredToken) => {
+                if let Some(store) = store {
+                    self.shared_known(store, address).await?;
+                }
+                Ok(matches)
+            }
             // Keys are domain-separated: a bearer never hashes to a name and password's key.
             Admission::Known(Proven::User(_)) => Err(AppError::internal("a bearer's key was remembered for a user")),
-            // Counted, its outcome recorded.
-            Admission::Check => Ok(matches),
+            // Counted, its outcome recorded (and told to the other nodes).
+            Admission::Check => {
+                if let Some(store) = store {
+                    self.shared_compared(store, address, !matches).await?;
+                }
+                Ok(matches)
+            }
             // Only for a password check followed (a comparison never runs long enough).
             Admission::Failed => Ok(false),
             Admission::Wait(wait) => Err(too_many_logins(wait)),

@@ -81,7 +81,11 @@ impl AccessPolicy {
             allowed_hosts,
             allowed_origins: settings.allowed_origins.clone(),
             cluster_secret: settings.cluster.as_ref().map(|c| c.secret.clone()),
-            auth: std::sync::Arc::new(Authenticator::new(settings.auth_token.clone(), logins)),
+            auth: std::sync::Arc::new(Authenticator::new(
+                settings.auth_token.clone(),
+                logins,
+                settings.cluster.is_some().then_some(settings.login_limits),
+            )),
             routes: std::sync::Arc::new(RouteIndex::default()),
             limits: Limits { actor: limits, limit_loopback: settings.request_limits.limit_loopback },
         }
@@ -295,7 +299,7 @@ mod tests {
             allowed_hosts: vec!["box.lan".into(), "other.lan:8080".into()],
             allowed_origins: vec!["http://localhost:5173".into()],
             cluster_secret: None,
-            auth: std::sync::Arc::new(Authenticator::new(None, LoginGuard::new(limits).start())),
+            auth: std::sync::Arc::new(Authenticator::new(None, LoginGuard::new(limits).start(), None)),
             routes: std::sync::Arc::new(RouteIndex::default()),
             limits: Limits {
                 actor: RequestLimits::new(RequestLimitSettings::default()).start(),

@@ -9,6 +9,8 @@ pub mod agents;
 pub mod audit;
 pub mod auth;
 mod auth_bearer;
+mod auth_password;
+mod auth_shared;
 pub mod changes;
 pub mod cluster;
 pub mod cluster_feed;

@@ -18,6 +18,7 @@ mod changes;
 mod cli;
 mod cluster;
 mod cluster_feed;
+mod cluster_logins;
 mod cluster_terminals;
 mod cluster_tls;
 mod cluster_work;

@@ -38,9 +38,9 @@ pub const REMEMBERED_FOR: Duration = Duration::from_secs(60);
 const WINDOW: Duration = Duration::from_secs(60);
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
 /// A check whose outcome never came (a lost message) stops counting after this long.
-const IN_FLIGHT_FOR: Duration = Duration::from_secs(30);
+pub const IN_FLIGHT_FOR: Duration = Duration::from_secs(30);
 /// How long an address waits while its running checks could lock it out.
-const WAIT_FOR_RUNNING: Duration = Duration::from_secs(1);
+pub const WAIT_FOR_RUNNING: Duration = Duration::from_secs(1);
 
 /// A keyed hash of a user name and password, or of a bearer (see `http::auth`).
 pub type CredentialKey = [u8; 32];
@@ -92,6 +92,15 @@ pub struct Compared {
     pub address: IpAddr,
     pub key: CredentialKey,
     pub outcome: Outcome,
+}
+
+/// The address is locked out for `wait` by what other nodes saw (cluster mode, see
+/// `http::auth_shared`): this node refuses it too, its remembered credentials included.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct LockedElsewhere {
+    pub address: IpAddr,
+    pub wait: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -305,6 +314,16 @@ impl Handler<Compared> for LoginGuard {
 
     fn handle(&mut self, msg: Compared, _ctx: &mut Context<Self>) -> Self::Result {
         MessageResult(self.compared(msg.address, msg.key, msg.outcome, Instant::now()))
+    }
+}
+
+impl Handler<LockedElsewhere> for LoginGuard {
+    type Result = ();
+
+    fn handle(&mut self, msg: LockedElsewhere, _ctx: &mut Context<Self>) {
+        let until = Instant::now() + msg.wait;
+        let entry = self.addresses.entry(msg.address).or_default();
+        entry.locked_until = Some(entry.locked_until.map_or(until, |locked| locked.max(until)));
     }
 }
 

@@ -11,11 +11,13 @@ use diesel::pg::PgConnection;
 use diesel::{Connection, RunQueryDsl};
 
 /// Conduit's tables after every migration, by name, on either backend.
-pub const TABLES: [&str; 19] = [
+pub const TABLES: [&str; 21] = [
     "agent_executions",
     "agents",
     "api_tokens",
     "audit_log",
+    "login_failures",
+    "login_lockouts",
     "login_sessions",
     "messages",
     "nodes",

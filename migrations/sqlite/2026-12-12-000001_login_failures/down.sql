@@ -1,0 +1,2 @@
+DROP TABLE login_lockouts;
+DROP TABLE login_failures;
