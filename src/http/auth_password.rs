@@ -78,7 +78,12 @@ impl Authenticator {
     /// password. An unknown name is checked against a fixed hash all the same, so the time
     /// an answer takes does not tell whether the name exists.
     async fn check_password(&self, store: &Store, name: String, password: String) -> Result<Option<UserId>, AppError> {
-        let user = store.run(move |conn| accounts::user_by_name(conn, &name)).await?;
+        // A name no user can have (a NUL byte, which PostgreSQL refuses to even compare, or
+        // any other character `user add` refuses) is an unknown name, not a storage error.
+        let user = match credentials::user_name(&name) {
+            Ok(valid) if valid == name => store.run(move |conn| accounts::user_by_name(conn, &name)).await?,
+            _ => None,
+        };
         let _permit = self
             .password_checks
             .clone()

@@ -238,6 +238,19 @@ async fn the_login_form_is_validated() {
     assert_eq!(login(&service, "ada", PASSWORD).await.status().as_u16(), 200, "none of it counted as a guess");
 }
 
+/// Names no user can have (a NUL byte, which PostgreSQL will not even compare; a space, which
+/// `user add` trims) are wrong names like any other: 401, never a storage error.
+#[actix_web::test]
+async fn a_name_no_user_can_have_is_a_wrong_name() {
+    let service = with_user(ServiceConfig::new(fake_cli()));
+    for name in ["ada\u{0}", " ada", "ad\u{9d}a"] {
+        assert_eq!(error_code(login(&service, name, PASSWORD).await, 401).await, "bad_login", "{name:?}");
+    }
+    let basic = service.client.get(service.url("/api/projects")).basic_auth("ada\u{0}", Some(PASSWORD));
+    assert_eq!(error_code(basic.send().await.expect("request"), 401).await, "unauthorized");
+    assert_eq!(login(&service, "ada", PASSWORD).await.status().as_u16(), 200, "four failures are not yet a lockout");
+}
+
 #[actix_web::test]
 async fn who_am_i_in_open_mode_and_with_a_token() {
     let service = TestService::start(ServiceConfig::new(fake_cli()));
