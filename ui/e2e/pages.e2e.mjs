@@ -209,6 +209,9 @@ await run.main(
         return s.num_turns >= sent && s.status === 'idle';
       }, 120_000);
     }
+    // Leave the review page first: its own reads still due (a usage refresh the last turns'
+    // frames scheduled) must not be counted as the long session's.
+    await page.goto('about:blank');
     const asked = [];
     const count = (r) => {
       const url = new URL(r.url());
