@@ -170,12 +170,18 @@ pub fn open_sqlite(path: &Path, busy_timeout_ms: u64) -> Result<SqliteConnection
 
 /// Opens a PostgreSQL connection. A lock held longer than `busy_timeout_ms` fails the
 /// statement (as SQLite's busy timeout does) instead of stalling a pooled connection forever.
+/// A transaction left idle that long is ended by the server: a node frozen in the middle of
+/// one (stopped, swapped out, cut off behind a link that stays up) would otherwise hold its
+/// row locks for good, and every other node's writes to those rows (the leader declaring it
+/// lost among them) would time out again and again. Conduit's transactions never wait between
+/// their statements.
 pub fn open_postgres(url: &PostgresUrl, busy_timeout_ms: u64) -> Result<PgConnection, StoreError> {
     // Unreachable is a busy database (503, try again), not a broken service.
     let mut conn = PgConnection::establish(url.as_str())
         .map_err(|e| StoreError::Busy(format!("cannot connect to PostgreSQL at {url}: {}", e.to_string().trim())))?;
     conn.batch_execute(&format!(
-        "SET lock_timeout = {busy_timeout_ms}; SET application_name = 'conduit'; SET client_min_messages = warning;"
+        "SET lock_timeout = {busy_timeout_ms}; SET idle_in_transaction_session_timeout = {busy_timeout_ms}; \
+         SET application_name = 'conduit'; SET client_min_messages = warning;"
     ))?;
     Ok(conn)
 }
