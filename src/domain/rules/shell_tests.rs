@@ -68,7 +68,11 @@ const READ_AS_RM: &[&str] = &[
     "r\\\nm x",
     "rm \\\n -rf x",
     "~/bin/rm x",
+    // Unquoted, a directory part could split the word: not analyzable, but what it reads as is
+    // denied first.
     "$HOME/bin/rm x",
+    "\"$HOME\"/bin/rm x",
+    "\"${D}\"/rm x",
     // Paths.
     "/bin/rm x",
     "/usr/bin/rm x",
@@ -205,6 +209,11 @@ const NOT_ANALYZABLE: &[(&str, &str)] = &[
     ("$CMD x", "the program word is taken from a variable ($CMD)"),
     ("${CMD} x", "the program word is taken from a variable (${CMD})"),
     ("r$IFS x", "the program word is taken from a variable ($IFS)"),
+    ("rm${IFS}-f${IFS}FILE", "the program word is taken from a variable (${IFS})"),
+    // An unquoted directory part is split into words too: the program is its first.
+    ("$HOME/bin/ls x", "the program word holds an unquoted variable ($HOME), which the shell splits into words"),
+    ("X='curl evil #'; $X/bin/ls", "the program word holds an unquoted variable ($X)"),
+    ("$(pwd)/ls x", "the program word holds an unquoted command substitution ($(pwd))"),
     ("$(echo rm) x", "the program word is taken from a command substitution ($(echo rm))"),
     ("`echo rm` x", "the program word is taken from a command substitution (`echo rm`)"),
     ("/bin/r? x", "the program word is a glob pattern (/bin/r?)"),
@@ -386,5 +395,70 @@ fn commands_that_only_mention_rm_are_not_denied() {
     ] {
         let decided = bash(&set, command);
         assert_eq!(decided.behavior, Behavior::Allow, "{command:?} read as {:?}", decided.reading);
+    }
+}
+
+/// A piece of a program word: text, or an expansion (quoted or not).
+#[derive(Debug, Clone)]
+enum Piece {
+    Text(&'static str),
+    Expansion { source: &'static str, quoted: bool },
+}
+
+fn piece() -> impl proptest::strategy::Strategy<Value = Piece> {
+    use proptest::prelude::*;
+    let texts = prop::sample::select(vec!["rm", "r", "m", "/bin/", "./", "/", "x", "-f", "b/", "rm/", "_"]);
+    let sources = prop::sample::select(vec![
+        "$IFS", "${IFS}", "${IFS:0:1}", "$x", "${x}", "${x:-rm}", "${x:+/bin/rm}", "$(echo rm)", "`echo r`", "$((1))",
+        "$1", "$@", "${x%% *}",
+    ]);
+    prop_oneof![texts.prop_map(Piece::Text), (sources, any::<bool>()).prop_map(|(source, quoted)| Piece::Expansion { source, quoted })]
+}
+
+/// Whether an expansion in the word can change which program runs: an unquoted one anywhere
+/// (the shell splits it into words), or any one after the last `/` (it is part of the name).
+fn expansion_can_change_the_program(pieces: &[Piece]) -> bool {
+    let last_slash = pieces.iter().rposition(|p| matches!(p, Piece::Text(t) if t.contains('/')));
+    pieces.iter().enumerate().any(|(i, p)| match p {
+        Piece::Expansion { quoted: false, .. } => true,
+        Piece::Expansion { quoted: true, .. } => last_slash.is_none_or(|slash| i > slash),
+        Piece::Text(_) => false,
+    })
+}
+
+fn spelled(pieces: &[Piece]) -> String {
+    pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Text(t) => t.to_string(),
+            Piece::Expansion { source, quoted: true } => format!("\"{source}\""),
+            Piece::Expansion { source, quoted: false } => source.to_string(),
+        })
+        .collect()
+}
+
+proptest::proptest! {
+    // A fixed seed: the same 2,000 words every run (a failure names its word; no files kept).
+    #![proptest_config(proptest::test_runner::Config {
+        cases: 2000,
+        failure_persistence: None,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(45),
+        ..Default::default()
+    })]
+
+    /// No program word an expansion can change is read as plain text: under a deny rule in
+    /// strict mode, such a call is denied as one that cannot be analyzed.
+    #[test]
+    fn a_program_word_an_expansion_can_change_is_never_read_as_plain_text(
+        pieces in proptest::collection::vec(piece(), 1..6),
+    ) {
+        proptest::prop_assume!(expansion_can_change_the_program(&pieces));
+        let command = format!("{} -f FILE", spelled(&pieces));
+        let set = no_rm();
+        let decided = bash(&set, &command);
+        // Denied: as what it reads as (`$IFS/bin/rm` reads as `rm`) or as what cannot be read.
+        proptest::prop_assert_eq!(decided.behavior, Behavior::Deny, "{:?} read as {:?}", command, decided.reading);
+        let parts = read_command(&command);
+        proptest::prop_assert!(parts.iter().any(|p| p.not_analyzable.is_some()), "{:?}: {:?}", command, parts);
     }
 }

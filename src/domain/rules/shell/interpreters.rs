@@ -14,10 +14,11 @@ const SHELLS: &[&str] =
 /// Shells with a language of their own: what they run is not analyzed.
 const OTHER_SHELLS: &[&str] = &["fish", "csh", "tcsh", "nu", "xonsh", "elvish", "pwsh", "powershell", "rc", "es"];
 
-/// The words joined, the program word as its basename.
+/// The words joined, the program word as its basename (as written, when an unquoted
+/// directory part keeps it from being known).
 fn joined(words: &[Field]) -> String {
     let mut texts: Vec<String> = words.iter().map(Field::text).collect();
-    if let (Some(first), Some(Ok(name))) = (texts.first_mut(), words.first().map(Field::program_name)) {
+    if let (Some(first), Some(Ok(name))) = (texts.first_mut(), words.first().map(Field::literal_name)) {
         *first = name;
     }
     texts.join(" ")
@@ -40,7 +41,8 @@ impl Reader {
             }
             // `xargs -I{} sh -c {}`: what replaces `{}` is known only when it runs.
             for word in words.iter_mut().filter(|w| !replace.is_empty() && w.text().contains(replace.as_str())) {
-                *word = Field { segments: vec![Segment::Dynamic { source: word.text(), from: Source::XargsInput }] };
+                let source = word.text();
+                *word = Field { segments: vec![Segment::Dynamic { source, from: Source::XargsInput, quoted: false }] };
             }
         }
         let words = words.as_slice();

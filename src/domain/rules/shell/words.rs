@@ -42,8 +42,9 @@ impl Source {
 pub(super) enum Segment {
     /// Text known before the command runs; `quoted` text is never a glob.
     Literal { text: String, quoted: bool },
-    /// Known only when it runs: its source text.
-    Dynamic { source: String, from: Source },
+    /// Known only when it runs: its source text. Unquoted, the shell splits what it expands
+    /// to into words (at `$IFS`) and globs it.
+    Dynamic { source: String, from: Source, quoted: bool },
 }
 
 /// One word as the shell would pass it to the program (before field splitting and globbing).
@@ -59,7 +60,7 @@ impl Field {
 
     pub fn process_substitution(list: &brush_parser::ast::CompoundList) -> Field {
         let source = format!("<({})", list.to_string().trim().trim_end_matches(';'));
-        Field { segments: vec![Segment::Dynamic { source, from: Source::ProcessSubstitution }] }
+        Field { segments: vec![Segment::Dynamic { source, from: Source::ProcessSubstitution, quoted: false }] }
     }
 
     /// The word as written once quotes are removed (dynamic pieces as their source).
@@ -80,7 +81,7 @@ impl Field {
 
     pub fn first_dynamic(&self) -> Option<(&str, Source)> {
         self.segments.iter().find_map(|s| match s {
-            Segment::Dynamic { source, from } => Some((source.as_str(), *from)),
+            Segment::Dynamic { source, from, .. } => Some((source.as_str(), *from)),
             Segment::Literal { .. } => None,
         })
     }
@@ -108,15 +109,35 @@ impl Field {
     }
 
     /// The program this word names: its basename (`/bin/rm`, `./rm` and `../x/rm` are `rm`),
-    /// or why that cannot be known before it runs. A dynamic directory (`$HOME/bin/rm`) does
-    /// not hide the name.
+    /// or why that cannot be known before it runs. A quoted dynamic directory (`"$HOME"/bin/rm`)
+    /// does not hide the name; an unquoted one (`$HOME/bin/rm`) does: what it expands to is
+    /// split into words, and the first of them is the program (`X='curl evil #'; $X/bin/ls`
+    /// runs curl).
     pub fn program_name(&self) -> Result<String, String> {
+        let name = self.literal_name()?;
+        let split = self.segments.iter().find_map(|s| match s {
+            Segment::Dynamic { source, from, quoted: false } => Some((source, *from)),
+            _ => None,
+        });
+        if let Some((source, from)) = split {
+            return Err(format!(
+                "the program word holds an unquoted {} ({source}), which the shell splits into words",
+                from.describe().trim_start_matches("a ").trim_start_matches("an ")
+            ));
+        }
+        Ok(name)
+    }
+
+    /// The basename as written, ignoring what an unquoted directory part could split into:
+    /// what a part that cannot be analyzed is matched as in lenient mode (`$HOME/bin/rm x`
+    /// reads as `rm x` there). An error when the basename itself is not known before it runs.
+    pub fn literal_name(&self) -> Result<String, String> {
         let whole = self.text();
         let name = self.name_segments();
         let mut text = String::new();
         for segment in &name {
             match segment {
-                Segment::Dynamic { source, from } => {
+                Segment::Dynamic { source, from, .. } => {
                     return Err(format!("the program word is taken from {} ({source})", from.describe()));
                 }
                 Segment::Literal { text: t, quoted } => {
@@ -146,7 +167,7 @@ impl Reader {
             let from = Source::Unreadable;
             let source = format!("{raw} (brace expansion to more than {MAX_BRACE_WORDS} words)");
             self.scan_for_substitutions(raw, scope);
-            return vec![Field { segments: vec![Segment::Dynamic { source, from }] }];
+            return vec![Field { segments: vec![Segment::Dynamic { source, from, quoted: false }] }];
         };
         words.iter().map(|word| self.expand_one(word, scope)).collect()
     }
@@ -158,7 +179,8 @@ impl Reader {
             return Field { segments: vec![Segment::Literal { text: raw.to_string(), quoted: false }] };
         }
         if !self.spend(raw.len()) {
-            return Field { segments: vec![Segment::Dynamic { source: raw.to_string(), from: Source::Unreadable }] };
+            let source = raw.to_string();
+            return Field { segments: vec![Segment::Dynamic { source, from: Source::Unreadable, quoted: false }] };
         }
         let options = brush_parser::ParserOptions::default();
         match catch_unwind(AssertUnwindSafe(|| bw::parse(raw, &options))) {
@@ -177,7 +199,7 @@ impl Reader {
         if raw.contains(['$', '`']) {
             self.opaque(raw, format!("a word the shell grammar cannot read ({raw})"));
         }
-        Field { segments: vec![Segment::Dynamic { source: raw.to_string(), from: Source::Unreadable }] }
+        Field { segments: vec![Segment::Dynamic { source: raw.to_string(), from: Source::Unreadable, quoted: false }] }
     }
 
     fn pieces(&mut self, pieces: &[WordPieceWithSource], raw: &str, quoted: bool, scope: Scope, out: &mut Field) {
@@ -186,8 +208,9 @@ impl Reader {
         };
         for piece in pieces {
             let source = raw.get(piece.start_index..piece.end_index).unwrap_or_default().to_string();
-            let dynamic =
-                |out: &mut Field, from: Source| out.segments.push(Segment::Dynamic { source: source.clone(), from });
+            let dynamic = |out: &mut Field, from: Source| {
+                out.segments.push(Segment::Dynamic { source: source.clone(), from, quoted });
+            };
             match &piece.piece {
                 WordPiece::Text(text) => literal(out, text, quoted),
                 WordPiece::SingleQuotedText(text) => literal(out, text, true),
