@@ -6,6 +6,7 @@
 #   - Debian's chromium (apt, only if missing) and the dashboard's npm packages (ui/, from its
 #     lock file) for the dashboard's component and browser tests;
 #   - Debian's bubblewrap (apt, only if missing): the OS sandbox the sessions run in;
+#   - Debian's passt (apt, only if missing): pasta, the network of each sandbox;
 #   - Debian's postgresql (apt, only if missing): the server the suite's second run uses.
 # Re-running it is cheap: each step checks for the pinned version first.
 # The cache folder is $CONDUIT_TEST_CACHE, default ${XDG_CACHE_HOME:-~/.cache}/conduit-test.
@@ -73,6 +74,14 @@ if ! command -v bwrap >/dev/null; then
     apt_install bubblewrap
 fi
 echo "test-setup: $(bwrap --version) ready ($(command -v bwrap))"
+
+# pasta: each sandbox's own network namespace is connected through it (the sandbox tests use
+# it; a sandboxed launch is refused without it).
+if ! command -v pasta >/dev/null; then
+    echo "test-setup: installing passt (apt)"
+    apt_install passt
+fi
+echo "test-setup: pasta ready ($(command -v pasta))"
 
 # PostgreSQL: the integration suite runs a second time against a real server
 # (scripts/with-postgres.sh starts one in a temporary folder; no system service is used).

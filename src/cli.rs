@@ -53,6 +53,24 @@ pub enum Command {
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROGRAM")]
         command: Vec<String>,
     },
+    /// In a sandbox's place: give the sandbox bubblewrap is about to start a network of its
+    /// own (pasta on a fresh network namespace), then become bubblewrap. Started by the
+    /// service, not by people.
+    #[command(hide = true)]
+    SandboxNet {
+        /// The pasta executable.
+        #[arg(long)]
+        pasta: std::path::PathBuf,
+        /// TCP ports of this machine's loopback the sandbox may reach (comma separated).
+        #[arg(long, value_delimiter = ',')]
+        tcp: Vec<u16>,
+        /// UDP ports of this machine's loopback the sandbox may reach (comma separated).
+        #[arg(long, value_delimiter = ',')]
+        udp: Vec<u16>,
+        /// bubblewrap and its arguments.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "BWRAP")]
+        bwrap: Vec<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -6,15 +6,25 @@ use conduit::config::Settings;
 use conduit::startup::{Application, ServeOptions};
 use conduit::{db, telemetry};
 
-#[actix_web::main]
-async fn main() -> ExitCode {
-    conduit::process::return_large_blocks_to_the_system();
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    // Runs inside a sandbox, before anything of the service: no settings, no logging.
-    if let Some(Command::SandboxExec { tcp_ports, command }) = &cli.command {
-        let (program, args) = command.split_first().map(|(p, a)| (p.as_str(), a)).unwrap_or(("", &[]));
-        return ExitCode::from(conduit::sandbox::netlock::limit_tcp_and_exec(tcp_ports, program, args));
+    // The sandbox's own steps run before anything of the service (no settings, no logging, no
+    // runtime: `sandbox-net` forks, which wants this process to have one thread).
+    match cli.command {
+        Some(Command::SandboxExec { tcp_ports, command }) => {
+            let (program, args) = command.split_first().map(|(p, a)| (p.as_str(), a)).unwrap_or(("", &[]));
+            ExitCode::from(conduit::sandbox::netlock::limit_tcp_and_exec(&tcp_ports, program, args))
+        }
+        Some(Command::SandboxNet { pasta, tcp, udp, bwrap }) => {
+            let launch = conduit::sandbox::network::Launch { pasta, tcp, udp, bwrap };
+            ExitCode::from(conduit::sandbox::network::launch(launch))
+        }
+        _ => actix_web::rt::System::new().block_on(service(cli)),
     }
+}
+
+async fn service(cli: Cli) -> ExitCode {
+    conduit::process::return_large_blocks_to_the_system();
     let settings = match Settings::load(cli.config.as_deref()) {
         Ok(s) => s,
         Err(e) => {
@@ -49,13 +59,13 @@ async fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            serve(settings, ServeOptions { insecure: cli.insecure, subreaper, first_user }).await
+            serve(settings, ServeOptions { insecure: cli.insecure, subreaper, first_user, launcher: None }).await
         }
         Command::Migrate => migrate(&settings).await,
         Command::Db { action: DbAction::Reset { yes } } => reset(&settings, yes).await,
         Command::Redact { all } => redact(&settings, all).await,
         Command::User { action: UserAction::Add { name } } => user_add(&settings, &name).await,
-        Command::SandboxExec { .. } => Ok(()),
+        Command::SandboxExec { .. } | Command::SandboxNet { .. } => Ok(()),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -100,6 +100,9 @@ pub async fn start_service(max_sessions_global: u32) -> Started {
     let dir = tempfile::tempdir().expect("tempdir");
     let env = [("HOME".to_string(), dir.path().display().to_string())].into_iter().collect();
     let mut settings = conduit::config::Settings::load_from(None, &env).expect("settings");
+    let mut inherited: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    inherited.insert("HOME".to_string(), dir.path().display().to_string());
+    settings.environment.inherited = std::sync::Arc::new(conduit::sandbox::environment::Inherited::new(&inherited));
     settings.port = 0;
     settings.db_path = dir.path().join("bench.db");
     settings.database = database::test_database(&settings.db_path);
@@ -109,7 +112,7 @@ pub async fn start_service(max_sessions_global: u32) -> Started {
     settings.log_level = "error".to_string();
     std::fs::create_dir_all(dir.path().join("p")).expect("project folder");
     let app =
-        conduit::startup::Application::build(settings, conduit::startup::ServeOptions::default()).await.expect("app");
+        conduit::startup::Application::build(settings, serve_options()).await.expect("app");
     let port = app.port();
     let stats = app.writer_stats();
     let containment = app.containment();
@@ -247,5 +250,13 @@ impl Drop for ServiceProcess {
         if let Some(dir) = conduit::db::lock::recorded_holder(&self.db_path()).and_then(|h| h.cgroup) {
             conduit::process::cgroup::CgroupRoot::at(dir).clear(false);
         }
+    }
+}
+
+/// The options of an in-process service: sandboxes' networks are set up by the built binary.
+pub fn serve_options() -> conduit::startup::ServeOptions {
+    conduit::startup::ServeOptions {
+        launcher: Some(env!("CARGO_BIN_EXE_conduit").into()),
+        ..conduit::startup::ServeOptions::default()
     }
 }

@@ -112,4 +112,27 @@ impl Layers {
             other => Err(self.err(key, format!("expected a list of strings, got {other}"))),
         }
     }
+
+    /// A list of TCP ports (1-65535): integers in a file, comma separated in the environment.
+    pub(super) fn ports(&self, key: &str) -> Result<Vec<u16>, ConfigError> {
+        let bad = |v: &dyn std::fmt::Display| self.err(key, format!("expected a list of ports from 1 to 65535, got {v}"));
+        let port = |text: &str| text.trim().parse::<u16>().ok().filter(|p| *p > 0);
+        match &self.take(key).value {
+            Value::String(s) => s
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| port(s).ok_or_else(|| bad(&format!("{s:?}"))))
+                .collect(),
+            Value::Array(items) => items
+                .iter()
+                .map(|v| match v {
+                    Value::Integer(n) => u16::try_from(*n).ok().filter(|p| *p > 0).ok_or_else(|| bad(n)),
+                    Value::String(s) => port(s).ok_or_else(|| bad(&format!("{s:?}"))),
+                    other => Err(bad(other)),
+                })
+                .collect(),
+            other => Err(bad(other)),
+        }
+    }
 }

@@ -50,7 +50,7 @@ impl Settings {
         let file = file
             .map(Path::to_path_buf)
             .or_else(|| env.get(CONFIG_FILE_ENV).filter(|s| !s.is_empty()).map(PathBuf::from));
-        if let Some(path) = file {
+        if let Some(path) = file.clone() {
             let origin = path.display().to_string();
             let text = std::fs::read_to_string(&path).map_err(|e| ConfigError {
                 key: "(file)".to_string(),
@@ -79,6 +79,9 @@ impl Settings {
             }
         }
 
-        Self::from_layers(&Layers { entries }, env.get("HOME").map(String::as_str))
+        let mut settings = Self::from_layers(&Layers { entries }, env.get("HOME").map(String::as_str))?;
+        settings.environment.inherited = std::sync::Arc::new(crate::sandbox::environment::Inherited::new(env));
+        settings.config_file = file;
+        Ok(settings)
     }
 }

@@ -32,6 +32,9 @@ pub struct Settings {
     pub agents: super::AgentSettings,
     /// Passed to every CLI as CLAUDE_CODE_SESSION_ACCESS_TOKEN; never shown by any endpoint.
     pub cli_session_access_token: Option<String>,
+    /// What children get of the service's environment (`agent_env_passthrough`, and the
+    /// environment the settings were read from, without its `CONDUIT_*` variables).
+    pub environment: crate::sandbox::environment::ChildEnvironment,
     pub ws_port_range_start: u16,
     pub ws_port_range_end: u16,
     /// The transport of a launch that names none.
@@ -98,6 +101,9 @@ pub struct Settings {
     /// HOME of the environment the settings came from (where the CLI keeps its transcripts).
     /// Not a setting of its own.
     pub home: Option<PathBuf>,
+    /// The config file the settings were read from (`--config`, `CONDUIT_CONFIG`), hidden from
+    /// sandboxes. Not a setting of its own.
+    pub config_file: Option<PathBuf>,
 }
 
 /// The `login_attempts_per_minute`, `login_lockout_failures` and `login_lockout_ms` settings
@@ -136,7 +142,7 @@ pub struct TlsFiles {
     pub key: PathBuf,
 }
 
-/// The `sandbox`, `bwrap_path` and `sandbox_hidden` settings.
+/// The `sandbox*`, `bwrap_path` and `pasta_path` settings.
 #[derive(Debug, Clone)]
 pub struct SandboxSettings {
     pub default_mode: crate::domain::sandbox::SandboxMode,
@@ -145,6 +151,13 @@ pub struct SandboxSettings {
     pub hidden: Vec<PathBuf>,
     /// Absolute paths (`~` expanded), writable for sandboxed CLIs where they exist (build caches).
     pub writable: Vec<PathBuf>,
+    /// Absolute paths (`~` expanded), read-only for sandboxed CLIs where they exist.
+    pub readable: Vec<PathBuf>,
+    /// A network namespace of its own, or the machine's network.
+    pub network: crate::domain::sandbox::SandboxNetwork,
+    pub pasta_path: String,
+    /// Loopback ports sandboxed processes may reach besides the ones found on their own.
+    pub host_ports: Vec<u16>,
 }
 
 /// The `terminal_idle_timeout_ms`, `terminal_scrollback_bytes` and `max_terminals` settings.

@@ -104,6 +104,10 @@ impl Settings {
             cli_path,
             agents: super::agents::agent_settings(l)?,
             cli_session_access_token: l.optional_string("cli_session_access_token")?,
+            environment: crate::sandbox::environment::ChildEnvironment {
+                inherited: Default::default(),
+                passthrough: passthrough(l)?,
+            },
             ws_port_range_start,
             ws_port_range_end,
             transport,
@@ -171,8 +175,17 @@ impl Settings {
             log_level,
             log_format,
             home: home.filter(|h| !h.is_empty()).map(PathBuf::from),
+            config_file: None,
         })
     }
+}
+
+/// `agent_env_passthrough`: names and `PREFIX*` patterns, never a `CONDUIT_*` one.
+fn passthrough(l: &Layers) -> Result<Vec<crate::sandbox::environment::NamePattern>, ConfigError> {
+    l.list("agent_env_passthrough")?
+        .iter()
+        .map(|raw| crate::sandbox::environment::NamePattern::parse(raw).map_err(|e| l.err("agent_env_passthrough", e)))
+        .collect()
 }
 
 /// `tls_cert` and `tls_key`: both paths (`~` expanded), or neither.
@@ -216,7 +229,7 @@ fn process_settings(l: &Layers, home: Option<&str>) -> Result<ProcessSettings, C
 }
 
 fn sandbox_settings(l: &Layers, home: Option<&str>) -> Result<SandboxSettings, ConfigError> {
-    use crate::domain::sandbox::SandboxMode;
+    use crate::domain::sandbox::{SandboxMode, SandboxNetwork};
     let mode = l.string("sandbox")?;
     let default_mode = mode.trim().parse::<SandboxMode>().map_err(|_| {
         let all: Vec<&str> = SandboxMode::ALL.iter().map(|m| m.as_str()).collect();
@@ -237,11 +250,25 @@ fn sandbox_settings(l: &Layers, home: Option<&str>) -> Result<SandboxSettings, C
         }
         Ok(paths)
     };
+    let network = l.string("sandbox_network")?;
+    let network = network.trim().parse::<SandboxNetwork>().map_err(|_| {
+        let all: Vec<&str> = SandboxNetwork::ALL.iter().map(|m| m.as_str()).collect();
+        l.err("sandbox_network", format!("expected one of {}, got {network:?}", all.join(", ")))
+    })?;
+    let pasta_path = l.string("pasta_path")?;
+    if pasta_path.trim().is_empty() || pasta_path.contains('\0') {
+        return Err(l.err("pasta_path", "expected an executable name or path"));
+    }
+    let host_ports = l.ports("sandbox_host_ports")?;
     Ok(SandboxSettings {
         default_mode,
         bwrap_path,
         hidden: paths("sandbox_hidden")?,
         writable: paths("sandbox_writable")?,
+        readable: paths("sandbox_readable")?,
+        network,
+        pasta_path,
+        host_ports,
     })
 }
 

@@ -8,6 +8,7 @@ use super::schema::projects;
 use super::{DbConnection, StoreError};
 use crate::domain::agent_kind::AgentKind;
 use crate::domain::cluster::NodeList;
+use crate::domain::environment::ProjectEnv;
 use crate::domain::ids::{AgentId, ProjectId};
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::workspace::{CopyList, WorkspaceMode};
@@ -61,6 +62,11 @@ pub struct Project {
     /// (launches and resumes); empty: every node.
     #[schema(value_type = Vec<String>)]
     pub nodes: NodeList,
+    /// Variables every process of the project gets (its CLIs, exec commands, background
+    /// processes, terminals, setup scripts), over what the service passes on. Shown by name,
+    /// each value as `[REDACTED:project_env]`.
+    #[schema(value_type = std::collections::BTreeMap<String, String>)]
+    pub env: ProjectEnv,
 }
 
 pub fn insert(conn: &mut DbConnection, project: &Project) -> Result<(), StoreError> {
@@ -87,6 +93,23 @@ pub fn with_budgets(conn: &mut DbConnection) -> Result<Vec<ProjectId>, StoreErro
 
 pub fn find(conn: &mut DbConnection, id: &ProjectId) -> Result<Option<Project>, StoreError> {
     Ok(projects::table.find(id).select(Project::as_select()).first(conn).optional()?)
+}
+
+/// What a sandbox of `project` needs from the store: the project's `env`, and every other
+/// project's folder (hidden wherever the sandbox would show it).
+pub fn sandbox_view(conn: &mut DbConnection, project: &ProjectId) -> Result<(ProjectEnv, Vec<String>), StoreError> {
+    let rows: Vec<(ProjectId, String, ProjectEnv)> =
+        projects::table.select((projects::id, projects::folder_path, projects::env)).load(conn)?;
+    let mut env = ProjectEnv::default();
+    let mut others = Vec::with_capacity(rows.len());
+    for (id, folder, vars) in rows {
+        if id == *project {
+            env = vars;
+        } else {
+            others.push(folder);
+        }
+    }
+    Ok((env, others))
 }
 
 pub fn find_by_folder(conn: &mut DbConnection, folder: &str) -> Result<Option<Project>, StoreError> {

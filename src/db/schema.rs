@@ -25,6 +25,7 @@ diesel::table! {
         budget_monthly_usd -> Nullable<Double>,
         max_running_turns -> Nullable<Integer>,
         nodes -> Text,
+        env -> Text,
     }
 }
 

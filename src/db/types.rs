@@ -20,6 +20,7 @@ use crate::domain::agent::{AgentStatus, ExecutionStatus, TriggerKind};
 use crate::domain::agent_kind::AgentKind;
 use crate::domain::cluster::{NodeList, NodeRole, NodeState};
 use crate::domain::decision::{Decision, DecisionPoint, DecisionSource};
+use crate::domain::environment::ProjectEnv;
 use crate::domain::ids::{
     AgentId, ExecutionId, LoginSessionId, ProcessId, ProjectId, RuleId, SessionId, TokenId, UserId, WebhookId,
 };
@@ -165,6 +166,17 @@ impl AsExpression<Text> for CopyList {
 text_sql!(NodeList, |text| Ok(NodeList::from_stored(text)));
 
 impl AsExpression<Text> for NodeList {
+    type Expression = <String as AsExpression<Text>>::Expression;
+
+    fn as_expression(self) -> Self::Expression {
+        <String as AsExpression<Text>>::as_expression(self.as_str().to_string())
+    }
+}
+
+// A project's environment likewise (a JSON object).
+text_sql!(ProjectEnv, |text| Ok(ProjectEnv::from_stored(text)));
+
+impl AsExpression<Text> for ProjectEnv {
     type Expression = <String as AsExpression<Text>>::Expression;
 
     fn as_expression(self) -> Self::Expression {

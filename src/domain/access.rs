@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::ids::{LoginSessionId, ProjectId, TokenId, UserId};
+use super::ids::{LoginSessionId, ProjectId, SessionId, TokenId, UserId};
 
 /// What an API token may do. Each scope includes the ones before it (`read` < `operate` <
 /// `admin`), which is the order of the variants.
@@ -49,6 +49,9 @@ pub enum Identity {
     Token { id: TokenId, scope: Scope, project: Option<ProjectId> },
     /// Another node of the cluster, forwarding a request it already admitted.
     Peer,
+    /// A session's processes, by the token of its session channel (`CONDUIT_SESSION_TOKEN`):
+    /// reads of its own session and its project's sessions only (`http::channel`).
+    Session { session: SessionId, project: ProjectId },
 }
 
 impl Identity {
@@ -56,6 +59,7 @@ impl Identity {
     pub fn scope(&self) -> Scope {
         match self {
             Identity::Token { scope, .. } => *scope,
+            Identity::Session { .. } => Scope::Read,
             Identity::Local | Identity::Admin | Identity::User { .. } | Identity::Peer => Scope::Admin,
         }
     }
@@ -64,6 +68,7 @@ impl Identity {
     pub fn project(&self) -> Option<&ProjectId> {
         match self {
             Identity::Token { project, .. } => project.as_ref(),
+            Identity::Session { project, .. } => Some(project),
             _ => None,
         }
     }

@@ -57,6 +57,8 @@ pub enum ActorKind {
     User,
     /// An API token; `actor_id` is the token's id.
     Token,
+    /// A session's processes through its channel; `actor_id` is the session's id.
+    Session,
 }
 
 text_enum!(ActorKind, "audit actor", {
@@ -65,6 +67,7 @@ text_enum!(ActorKind, "audit actor", {
     Admin => "admin",
     User => "user",
     Token => "token",
+    Session => "session",
 });
 
 /// The actor of a request and its id (a user's or a token's); `None` for a request another
@@ -76,6 +79,7 @@ pub fn actor(identity: Option<&Identity>) -> Option<(ActorKind, Option<String>)>
         Some(Identity::Admin) => (ActorKind::Admin, None),
         Some(Identity::User { id, .. }) => (ActorKind::User, Some(id.to_string())),
         Some(Identity::Token { id, .. }) => (ActorKind::Token, Some(id.to_string())),
+        Some(Identity::Session { session, .. }) => (ActorKind::Session, Some(session.to_string())),
         Some(Identity::Peer) => return None,
     })
 }
@@ -134,7 +138,7 @@ mod tests {
                 "request",
             ],
         );
-        check_text_enum(ActorKind::ALL, &["anonymous", "local", "admin", "user", "token"]);
+        check_text_enum(ActorKind::ALL, &["anonymous", "local", "admin", "user", "token", "session"]);
     }
 
     #[test]

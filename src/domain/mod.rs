@@ -83,6 +83,7 @@ pub mod cluster;
 pub mod credentials;
 pub mod cron;
 pub mod decision;
+pub mod environment;
 pub mod events;
 pub mod folders;
 pub mod idleness;

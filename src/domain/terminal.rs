@@ -10,8 +10,6 @@ pub const MAX_COLS: u16 = 1000;
 pub const MAX_ROWS: u16 = 500;
 /// Environment variables a start may add.
 pub const MAX_ENV_VARS: usize = 100;
-/// Bytes of one environment value.
-pub const MAX_ENV_VALUE_BYTES: usize = 32 * 1024;
 
 /// A terminal's size in character cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -106,33 +104,6 @@ pub enum ServerControl {
     Error { message: String },
 }
 
-/// An environment variable name a client may set: a portable name, and not the marker that
-/// ties the terminal's processes to it.
-pub fn env_name(name: &str) -> Result<(), String> {
-    let mut chars = name.chars();
-    let portable = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && name.len() <= 200;
-    if !portable {
-        return Err(format!("`env` names must match [A-Za-z_][A-Za-z0-9_]* (at most 200 bytes), got {name:?}"));
-    }
-    if name == crate::process::SESSION_MARKER_ENV {
-        return Err(format!("`env` cannot set {name}: it marks the terminal's processes"));
-    }
-    Ok(())
-}
-
-/// An environment value a client may set: no NUL, bounded.
-pub fn env_value(name: &str, value: &str) -> Result<(), String> {
-    if value.contains('\0') {
-        return Err(format!("`env.{name}` contains a NUL byte"));
-    }
-    if value.len() > MAX_ENV_VALUE_BYTES {
-        return Err(format!("`env.{name}` is longer than {MAX_ENV_VALUE_BYTES} bytes"));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,14 +144,4 @@ mod tests {
         );
     }
 
-    #[test]
-    fn environment_names_and_values_are_checked() {
-        assert!(env_name("LANG").is_ok() && env_name("_X1").is_ok());
-        for bad in ["", "1A", "A-B", "A=B", "CONDUIT_SESSION_MARKER", "Ä"] {
-            assert!(env_name(bad).is_err(), "{bad:?}");
-        }
-        assert!(env_value("X", "a b").is_ok());
-        assert!(env_value("X", "a\0b").is_err());
-        assert!(env_value("X", &"x".repeat(MAX_ENV_VALUE_BYTES + 1)).is_err());
-    }
 }

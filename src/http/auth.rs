@@ -94,6 +94,11 @@ fn presented(req: &ServiceRequest) -> Presented {
     found
 }
 
+/// The bearers `req` presents (`Authorization: Bearer`, and `?token=` on a stream path).
+pub fn bearers(req: &ServiceRequest) -> Vec<String> {
+    presented(req).bearers
+}
+
 /// `name:password` from a Basic credential; `None` when it is not one.
 fn decode_basic(encoded: &str) -> Option<(String, String)> {
     use base64::Engine;
@@ -158,6 +163,10 @@ impl Authenticator {
     pub async fn identify(&self, req: &ServiceRequest, store: Option<&Store>) -> Result<Identity, AppError> {
         let given = presented(req);
         let address = client(req.peer_addr());
+        // A session's own token (its channel's) is nothing else's, and never a guess.
+        if let Some(identity) = super::channel::session_identity(req, &given.bearers).await? {
+            return Ok(identity);
+        }
         if let Some(identity) = self.bearer(&given.bearers, address, store).await? {
             return Ok(identity);
         }

@@ -30,6 +30,7 @@ use crate::db::{accounts, Store};
 use crate::domain::access::Identity;
 use crate::domain::{credentials, time};
 use crate::error::AppError;
+use crate::sandbox::channel::SessionChannel;
 
 impl Authenticator {
     /// The identity one of `bearers` proves, if any; `Err` with 429 when the client at
@@ -47,8 +48,10 @@ impl Authenticator {
             return Ok(Some(Identity::Admin));
         }
         if self.configured.is_some() {
-            let chosen: Vec<&String> =
-                bearers.iter().filter(|b| !b.is_empty() && !credentials::looks_like_token(b)).collect();
+            let chosen: Vec<&String> = bearers
+                .iter()
+                .filter(|b| !b.is_empty() && !credentials::looks_like_token(b) && !SessionChannel::looks_like_token(b))
+                .collect();
             for (i, bearer) in chosen.iter().enumerate() {
                 // The header and `?token=` saying the same are one guess.
                 if chosen[..i].contains(bearer) {

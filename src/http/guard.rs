@@ -28,6 +28,7 @@ use actix_web::{web, Error, HttpMessage, ResponseError};
 use subtle::ConstantTimeEq;
 
 use super::auth::Authenticator;
+use super::channel;
 use super::request_limits::{Held, Limits};
 use super::scopes::{RouteIndex, Subject};
 use super::{errors, AppState};
@@ -171,10 +172,12 @@ impl AccessPolicy {
         let identity = self.auth.identify(req, state.map(|s| &s.store)).await?;
         // Known from here on, even when the route refuses it: the audit names who was refused.
         req.extensions_mut().insert(identity.clone());
-        let Some(needed) = self.routes.find(req.method(), req.path()) else {
+        let Some((pattern, needed)) = self.routes.find(req.method(), req.path()) else {
             // No route answers: the router says 404 or 405, and nothing happens.
             return Ok(identity);
         };
+        // A session's token reaches the session's own rows, whichever way it came.
+        channel::allow(&identity, req.method(), pattern, super::scopes::row_id(req.path()))?;
         if !identity.scope().allows(needed.scope) {
             return Err(insufficient_scope(format!(
                 "{} {} needs a token with scope `{}`; this one has `{}`.",
@@ -239,6 +242,9 @@ impl AccessPolicy {
     /// Who may send `req`: `Some` identity for an `/api` request that passed, `None` for a
     /// request that needs none, `Err` with the refusal.
     async fn verdict(&self, req: &ServiceRequest) -> Result<Option<Identity>, AppError> {
+        if channel::over_channel(req) {
+            return self.admit_channel(req).await.map(Some);
+        }
         if self.check(req)? {
             return Ok(Some(Identity::Peer));
         }
@@ -250,6 +256,27 @@ impl AccessPolicy {
         }
         self.limits.check_write(req).await?;
         self.admit(req).await.map(Some)
+    }
+}
+
+impl AccessPolicy {
+    /// A request over the session channel's socket: a session's token, on a route a session
+    /// may reach, and nothing else (no open mode, no other credential, no cluster secret, no
+    /// dashboard). Host and Origin need no check: no browser reaches a Unix socket.
+    async fn admit_channel(&self, req: &ServiceRequest) -> Result<Identity, AppError> {
+        let Some(identity) = channel::session_identity(req, &super::auth::bearers(req)).await? else {
+            return Err(AppError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "The session channel answers a session's own token only: send `Authorization: Bearer $CONDUIT_SESSION_TOKEN`.",
+            ));
+        };
+        req.extensions_mut().insert(identity.clone());
+        match self.routes.find(req.method(), req.path()) {
+            Some((pattern, _)) => channel::allow(&identity, req.method(), pattern, super::scopes::row_id(req.path()))?,
+            None => return Err(channel::not_for_the_channel(req)),
+        }
+        Ok(identity)
     }
 }
 

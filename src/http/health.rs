@@ -84,12 +84,12 @@ impl SandboxHealth {
         SandboxHealth { default_mode, support: support.clone(), network_limit_available: support.limits_network() }
     }
 
-    /// The default mode can be provided here.
+    /// The default mode can be provided here (with the network `sandbox_network` asks for).
     fn usable(&self) -> bool {
         match self.default_mode {
             SandboxMode::Off => true,
-            SandboxMode::Workspace => self.support.available,
-            SandboxMode::Strict => self.support.available && self.network_limit_available,
+            SandboxMode::Workspace => self.support.usable(),
+            SandboxMode::Strict => self.support.usable() && self.network_limit_available,
         }
     }
 }

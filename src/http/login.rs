@@ -72,6 +72,8 @@ pub enum IdentityKind {
     Token,
     /// Another node of the cluster.
     Peer,
+    /// A session, by its channel's token.
+    Session,
 }
 
 /// Who is asking.
@@ -226,6 +228,7 @@ pub async fn me(state: web::Data<AppState>, who: Option<web::ReqData<Identity>>)
         Identity::User { .. } => IdentityKind::User,
         Identity::Token { .. } => IdentityKind::Token,
         Identity::Peer => IdentityKind::Peer,
+        Identity::Session { .. } => IdentityKind::Session,
     };
     let user = match who.user().cloned() {
         Some(id) => {

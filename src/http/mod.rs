@@ -12,6 +12,7 @@ mod auth_bearer;
 mod auth_password;
 mod auth_shared;
 pub mod changes;
+pub mod channel;
 pub mod cluster;
 pub mod cluster_feed;
 pub mod dashboard;
@@ -94,6 +95,8 @@ pub struct AppState {
     pub peers: crate::peer_tls::PeerClients,
     /// Writes the access audit.
     pub audit: Addr<crate::actors::audit::Auditor>,
+    /// The session channel: its tokens are verified with its key.
+    pub channel: std::sync::Arc<crate::sandbox::channel::SessionChannel>,
 }
 
 /// One row of the route table.

@@ -94,6 +94,7 @@ fn holder(identity: &Identity) -> Option<String> {
         Identity::User { session: Some(session), .. } => Some(format!("sign-in:{session}")),
         Identity::User { id, session: None } => Some(format!("user:{id}")),
         Identity::Token { id, .. } => Some(format!("token:{id}")),
+        Identity::Session { session, .. } => Some(format!("session:{session}")),
     }
 }
 

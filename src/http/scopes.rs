@@ -177,12 +177,12 @@ impl Default for RouteIndex {
 }
 
 impl RouteIndex {
-    /// The requirement of the route that will answer `method` on `path`; `None` when none does
-    /// (the router answers 404 or 405, and nothing happens).
-    pub fn find(&self, method: &Method, path: &str) -> Option<Requirement> {
+    /// The route that will answer `method` on `path` and its requirement; `None` when none
+    /// does (the router answers 404 or 405, and nothing happens).
+    pub fn find(&self, method: &Method, path: &str) -> Option<(&'static str, Requirement)> {
         let (_, pattern, _) = self.routes.iter().find(|(_, _, def)| def.is_match(path))?;
         let served = self.routes.iter().any(|(m, p, _)| p == pattern && m == method);
-        served.then(|| requirement(method, pattern))
+        served.then(|| (*pattern, requirement(method, pattern)))
     }
 }
 
@@ -213,7 +213,7 @@ mod tests {
     fn routes_are_found_as_the_router_finds_them() {
         let index = RouteIndex::default();
         let id = "5b0f7c1e-6d7a-4f47-9e31-2c8f1f0b9a11";
-        let find = |m: Method, p: &str| index.find(&m, p);
+        let find = |m: Method, p: &str| index.find(&m, p).map(|(_, r)| r);
         assert_eq!(find(Method::GET, "/api/sessions/active").map(|r| r.subject), Some(Subject::FilteredList));
         assert_eq!(find(Method::GET, "/api/events/stream").map(|r| r.subject), Some(Subject::FilteredList));
         assert_eq!(find(Method::GET, "/api/locks").map(|r| r.subject), Some(Subject::Global));

@@ -16,6 +16,7 @@ use crate::actors::terminal::{
 use crate::db;
 use crate::db::projects::Project;
 use crate::domain::access::Identity;
+use crate::domain::environment;
 use crate::domain::ids::{ProjectId, SessionId, TerminalId};
 use crate::domain::terminal::{self, EndReason, Size};
 use crate::error::{AppError, AppResult, ErrorBody};
@@ -55,8 +56,8 @@ impl Wanted {
             return Err(AppError::validation(format!("`env` holds at most {max} variables, got {}", env.len())));
         }
         for (name, value) in &env {
-            terminal::env_name(name).map_err(AppError::validation)?;
-            terminal::env_value(name, value).map_err(AppError::validation)?;
+            environment::check_name("env", name).map_err(AppError::validation)?;
+            environment::check_value("env", name, value).map_err(AppError::validation)?;
         }
         let shell = web::block(move || match body.shell {
             Some(path) => shell::check(&path),

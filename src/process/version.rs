@@ -39,9 +39,17 @@ impl CliVersion {
     }
 }
 
-/// Runs `cli --version` (with the service's environment) and parses its answer.
+/// Runs `cli --version` (with PATH and HOME only of the service's environment) and parses its
+/// answer.
 pub async fn probe(cli: &str) -> Result<CliVersion, String> {
-    let run = tokio::process::Command::new(cli)
+    let mut cmd = tokio::process::Command::new(cli);
+    cmd.env_clear();
+    for name in ["PATH", "HOME"] {
+        if let Some(value) = std::env::var_os(name) {
+            cmd.env(name, value);
+        }
+    }
+    let run = cmd
         .arg("--version")
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true)

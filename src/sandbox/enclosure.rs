@@ -1,25 +1,44 @@
-//! What fences a process in before it starts: its cgroup and its sandbox. Shared by everything
-//! that starts processes in a project's folder or a session's workspace: CLI sessions, agent
-//! runs, exec commands, background processes and terminals. Deciding the sandbox is cheap and
-//! happens first, so a start the machine cannot sandbox is refused before anything is stored;
-//! creating the cgroup and looking at the file system for the sandbox happen together, on the
-//! blocking pool.
+//! What fences a process in before it starts: its environment, its cgroup and its sandbox.
+//! Shared by everything that starts processes in a project's folder or a session's workspace:
+//! CLI sessions, agent runs, exec commands, background processes, terminals and setup scripts.
+//! Deciding the sandbox is cheap and happens first, so a start the machine cannot sandbox is
+//! refused before anything is stored; reading what the project adds (its `env`, its rules, the
+//! other projects' folders), creating the cgroup and looking at the file system for the sandbox
+//! happen together, off the executor.
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::channel::{SessionChannel, TOKEN_ENV};
 use super::fence::StatePath;
 use super::{Fence, FenceError, SandboxSupport};
 use crate::config::Settings;
-use crate::db::{rules, Store};
-use crate::domain::ids::ProjectId;
+use crate::db::{projects, rules, Store};
+use crate::domain::agent_kind::AgentKind;
+use crate::domain::environment::ProjectEnv;
+use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::sandbox::SandboxMode;
 use crate::process::cgroup::{Cgroup, Containment};
 
-/// A process's cgroup (when the service uses cgroups) and its sandbox (unless `off`).
+/// A process's cgroup (when the service uses cgroups), its sandbox (unless `off`), and its
+/// whole environment (every spawner clears the service's first).
 pub struct Enclosure {
     pub cgroup: Option<Cgroup>,
     pub fence: Option<Fence>,
+    pub env: Vec<(String, String)>,
+}
+
+/// Who a process is, for its environment and sandbox.
+pub struct Guest {
+    /// Its project (`None`: an agent with no project).
+    pub project: Option<ProjectId>,
+    /// An agent CLI of this kind, or a plain command.
+    pub agent: Option<AgentKind>,
+    /// The session whose channel it gets, if any.
+    pub session: Option<SessionId>,
+    /// Variables its start sets itself (a request's `env`, a CLI's own), over the rest.
+    pub extra: Vec<(String, String)>,
 }
 
 /// Builds [`Enclosure`]s. Cheap to clone: everything in it is shared.
@@ -29,6 +48,9 @@ pub struct Encloser {
     store: Store,
     containment: Arc<Containment>,
     support: Arc<SandboxSupport>,
+    channel: Arc<SessionChannel>,
+    /// The service's own port: never opened to a sandbox.
+    service_port: u16,
 }
 
 impl Encloser {
@@ -37,8 +59,10 @@ impl Encloser {
         store: Store,
         containment: Arc<Containment>,
         support: Arc<SandboxSupport>,
+        channel: Arc<SessionChannel>,
+        service_port: u16,
     ) -> Self {
-        Encloser { settings, store, containment, support }
+        Encloser { settings, store, containment, support, channel, service_port }
     }
 
     /// How the service contains process trees (a cgroup each, or process groups).
@@ -61,27 +85,71 @@ impl Encloser {
         Fence::plan(mode, &self.support, &self.settings.sandbox, folder, home, state)
     }
 
-    /// Creates the cgroup named `id` and prepares `fence` for `program`, off the executor: the
-    /// deny rules of `project` on file-writing tools become read-only binds. A sandbox that
-    /// cannot be prepared is an error (the cgroup is removed again).
+    /// The environment of `guest` and its sandbox fitted to it, without looking at the file
+    /// system yet: the project's `env`, the session's channel, the deny rules of the project
+    /// on file-writing tools (read-only binds), the service's own files and every other
+    /// project's folder (hidden), the ports its environment needs (reachable).
+    pub fn fit(
+        &self,
+        guest: Guest,
+        fence: Option<Fence>,
+    ) -> impl Future<Output = Result<(Option<Fence>, Vec<(String, String)>), String>> {
+        let (store, settings, channel, port) =
+            (self.store.clone(), self.settings.clone(), self.channel.clone(), self.service_port);
+        async move {
+            let Guest { project, agent, session, extra } = guest;
+            let sandboxed = fence.is_some();
+            let rules_of = project.clone();
+            let (project_env, others, denied) = store
+                .run(move |conn| {
+                    let (env, others) = match &project {
+                        Some(p) => projects::sandbox_view(conn, p)?,
+                        None => (ProjectEnv::default(), Vec::new()),
+                    };
+                    let denied = if sandboxed { rules::write_denials(conn, rules_of.as_ref())? } else { Vec::new() };
+                    Ok((env, others, denied))
+                })
+                .await
+                .map_err(|e| format!("the project's environment and rules could not be read: {e}"))?;
+            let mut env = settings.environment.for_child(agent.as_ref(), &project_env);
+            let mut set = |name: &str, value: String| {
+                env.retain(|(k, _)| k != name);
+                env.push((name.to_string(), value));
+            };
+            for (name, value) in extra {
+                set(&name, value);
+            }
+            if let Some(session) = &session {
+                set(TOKEN_ENV, channel.token(session));
+            }
+            let Some(mut fence) = fence else { return Ok((None, env)) };
+            share_worktree_repository(&mut fence).await?;
+            fence.keep_read_only(&denied);
+            fence.hide(service_paths(&settings, &channel));
+            fence.hide(others.into_iter().map(PathBuf::from));
+            fence.fit_environment(&env, port);
+            fence.open_host_ports(&settings.sandbox.host_ports, port);
+            if session.is_some() {
+                fence.show_channel(channel.socket().to_path_buf());
+            }
+            Ok((Some(fence), env))
+        }
+    }
+
+    /// [`Encloser::fit`], then creates the cgroup named `id` and prepares the fence for
+    /// `program`, off the executor. A sandbox that cannot be prepared is an error (the cgroup
+    /// is removed again).
     pub fn enclose(
         &self,
         id: String,
-        project: Option<ProjectId>,
+        guest: Guest,
         fence: Option<Fence>,
         program: String,
     ) -> impl Future<Output = Result<Enclosure, String>> {
-        let (containment, store) = (self.containment.clone(), self.store.clone());
+        let containment = self.containment.clone();
+        let fitted = self.fit(guest, fence);
         async move {
-            let mut fence = fence;
-            if let Some(f) = fence.as_mut() {
-                share_worktree_repository(f).await?;
-                let denied = store
-                    .run(move |conn| rules::write_denials(conn, project.as_ref()))
-                    .await
-                    .map_err(|e| format!("the sandbox could not read the project's rules: {e}"))?;
-                f.keep_read_only(&denied);
-            }
+            let (mut fence, env) = fitted.await?;
             let work = move || {
                 let cgroup = containment.cgroup_for(&id);
                 if let Some(f) = fence.as_mut() {
@@ -92,11 +160,35 @@ impl Encloser {
                         return Err(e);
                     }
                 }
-                Ok(Enclosure { cgroup, fence })
+                Ok(Enclosure { cgroup, fence, env })
             };
             tokio::task::spawn_blocking(work).await.map_err(|e| format!("the start was interrupted: {e}"))?
         }
     }
+}
+
+/// What the service keeps for itself on disk, hidden from every sandbox: its data folder (the
+/// database, the instance lock, the channel's key and socket, and by default the processes'
+/// logs and the sessions' worktrees), those two folders where they are set elsewhere, its
+/// config file, and its TLS and cluster CA files.
+pub fn service_paths(settings: &Settings, channel: &SessionChannel) -> Vec<PathBuf> {
+    let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let db = absolute(&settings.db_path);
+    let mut paths: Vec<PathBuf> = db.parent().map(|d| vec![d.to_path_buf()]).unwrap_or_default();
+    for suffix in ["", "-wal", "-shm", ".lock"] {
+        let mut file = db.clone().into_os_string();
+        file.push(suffix);
+        paths.push(PathBuf::from(file));
+    }
+    paths.push(absolute(&settings.workspaces()));
+    paths.push(absolute(&settings.process_dir()));
+    paths.extend(channel.socket().parent().map(absolute));
+    paths.extend(settings.config_file.as_deref().map(absolute));
+    if let Some(tls) = &settings.tls {
+        paths.extend([absolute(&tls.cert), absolute(&tls.key)]);
+    }
+    paths.extend(settings.cluster.as_ref().and_then(|c| c.ca.as_deref()).map(absolute));
+    paths
 }
 
 /// A process working in a git worktree (a session's, whatever runs there: its CLI, exec

@@ -1,20 +1,30 @@
-//! What one sandboxed CLI may touch, and the bubblewrap command line that fences it in.
+//! What one sandboxed process may touch, and the command line that fences it in.
 //!
-//! Inside: the whole file system read-only (`--ro-bind / /`), a private `/tmp`, its own `/dev`,
-//! `/proc` and pid space (it cannot see or signal the service or other sessions), no
-//! capabilities (root inside cannot remount anything writable). Writable: the project folder and
-//! the CLI's own state. Hidden: the secret folders (an empty folder or file in their place).
+//! The file system is built from what it needs ([`super::view`]): on an empty read-only root,
+//! the system folders (`/usr`, the `/lib*` and `/bin` links, `/etc` without its secrets, `/opt`,
+//! `/sys`) and the folders of the tools on PATH and of its own program, read-only; its own
+//! `/dev`, `/proc` (and pid space: it cannot see or signal the service or other sessions) and
+//! `/tmp`; the folder it works in and its CLI's state, writable. Nothing else of the machine is
+//! there: not the service's data folder (database, lock, logs, other sessions' worktrees), its
+//! config file, TLS and cluster keys, other projects' folders, nor the rest of HOME. What is
+//! hidden is covered again wherever a shown folder holds it (`sandbox_hidden`, `/etc/shadow`,
+//! a project folder inside this one). No capabilities: root inside cannot remount anything.
 //! Read-only again inside the writable folder: the paths of `Write`/`Edit` deny rules that name
-//! a file or folder literally. `strict` adds the network limit of [`super::netlock`].
+//! a file or folder literally.
+//!
+//! Its network is a namespace of its own ([`super::network`]), unless `sandbox_network` is
+//! `host`; `strict` adds the TCP port limit of [`super::netlock`].
 //!
 //! Building a fence is cheap; [`Fence::prepare`] looks at the file system (which paths exist,
-//! folders or files) and must run on the blocking pool.
+//! what links resolve to) and must run on the blocking pool.
 
 use std::path::{Path, PathBuf};
 
+use super::network::NetworkPlan;
 use super::support::SandboxSupport;
+use super::view::{self, Access, Found, Mount};
 use crate::config::SandboxSettings;
-use crate::domain::sandbox::SandboxMode;
+use crate::domain::sandbox::{SandboxMode, SandboxNetwork};
 
 /// Where an agent CLI keeps its own state: writable inside the sandbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +37,7 @@ pub enum StatePath {
     ReadOnly(PathBuf),
 }
 
-/// Why a CLI cannot be started in the sandbox it asks for.
+/// Why a process cannot be started in the sandbox it asks for.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum FenceError {
     #[error(
@@ -36,7 +46,30 @@ pub enum FenceError {
     Unavailable { mode: SandboxMode, problem: String },
 }
 
-/// The fence of one CLI.
+/// Top-level folders of the machine every sandbox shows read-only (links made again as links).
+const SYSTEM: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys", "/nix"];
+
+/// What `/etc` holds that no sandbox may read: password hashes, sudo's rules, the machine's
+/// SSH and Kerberos keys, stored network passwords. (`/etc/ssh/ssh_host_*_key` are found by
+/// name when the fence is prepared.)
+const ETC_SECRETS: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssl/private",
+    "/etc/security/opasswd",
+    "/etc/krb5.keytab",
+    "/etc/NetworkManager/system-connections",
+    "/etc/wireguard",
+];
+
+/// Where the session channel's socket is inside every sandbox.
+pub const CHANNEL_SOCKET: &str = "/run/conduit/channel.sock";
+
+/// The fence of one process.
 #[derive(Debug, Clone)]
 pub struct Fence {
     pub mode: SandboxMode,
@@ -44,31 +77,38 @@ pub struct Fence {
     folder: PathBuf,
     home: Option<PathBuf>,
     state: Vec<StatePath>,
+    /// `sandbox_hidden`, the service's own files, other projects' folders.
     hidden: Vec<PathBuf>,
-    /// Deny-rule paths to keep read-only inside the writable folders.
-    read_only: Vec<PathBuf>,
-    /// `strict`: the ports TCP connections may go to (the model API's), and the service's own
-    /// executable that applies the limit.
-    connect_ports: Vec<u16>,
-    shim: Option<PathBuf>,
-    /// Set by [`Fence::prepare`]: the hidden paths that exist, each with whether it is a folder.
-    existing_hidden: Vec<(PathBuf, bool)>,
-    /// Set by [`Fence::prepare`]: the CLI's executable, found the way a shell would. Looked up
-    /// outside, so a missing CLI fails the launch as it does unsandboxed (bubblewrap would
-    /// start, then exit), and so a CLI under `/tmp` can be shown inside.
-    program: Option<PathBuf>,
-    /// Set by [`Fence::prepare`]: what the private `/tmp` would hide but the CLI needs (the
-    /// folders of its program and of the shim, its HOME), shown again read-only.
-    shown: Vec<PathBuf>,
+    /// `sandbox_readable`.
+    readable: Vec<PathBuf>,
     /// Caches the model's builds need (`sandbox_writable`), writable where they exist.
     writable: Vec<PathBuf>,
-    /// A git worktree's repository folder (`.git`), shown read-only (it may be under `/tmp`);
-    /// the parts a commit writes are in `state`.
+    /// Deny-rule paths to keep read-only inside the writable folders.
+    read_only: Vec<PathBuf>,
+    /// The folders of the child's PATH: its tools, shown read-only.
+    search_path: Vec<PathBuf>,
+    /// `strict`: the ports TCP connections may go to (the model API's).
+    connect_ports: Vec<u16>,
+    /// The service's own executable: `sandbox-exec` inside a `strict` sandbox.
+    shim: Option<PathBuf>,
+    /// A network namespace of its own (`sandbox_network = "isolated"`).
+    network: Option<NetworkPlan>,
+    /// The session channel's socket on the machine, shown at [`CHANNEL_SOCKET`].
+    channel: Option<PathBuf>,
+    /// A git worktree's repository folder (`.git`), shown read-only; the parts a commit
+    /// writes are in `state`.
     repository: Option<PathBuf>,
+    /// Set by [`Fence::prepare`]: the program, found the way a shell would (outside, so a
+    /// missing one fails the start as it does unsandboxed).
+    program: Option<PathBuf>,
+    /// Set by [`Fence::prepare`]: the view, in order, and the hidden folders made read-only last.
+    mounts: Vec<Mount>,
+    sealed: Vec<PathBuf>,
 }
 
 impl Fence {
     /// The fence for `mode`, or `None` for `off`; an error when the machine cannot provide it.
+    /// `service_paths`: what the service keeps for itself (always hidden).
     pub fn plan(
         mode: SandboxMode,
         support: &SandboxSupport,
@@ -84,7 +124,17 @@ impl Fence {
             let problem = support.problem.clone().unwrap_or_else(|| "bubblewrap is not available".to_string());
             return Err(FenceError::Unavailable { mode, problem });
         }
-        let (connect_ports, shim) = if mode == SandboxMode::Strict {
+        let network = match settings.network {
+            SandboxNetwork::Host => None,
+            SandboxNetwork::Isolated => match &support.network.plan {
+                Some(plan) => Some(plan.clone()),
+                None => {
+                    let problem = support.network.problem.clone().unwrap_or_else(|| "pasta is not available".into());
+                    return Err(FenceError::Unavailable { mode, problem });
+                }
+            },
+        };
+        let shim = if mode == SandboxMode::Strict {
             if !support.limits_network() {
                 let problem = format!(
                     "its network limit needs Landlock ABI 4 (Linux 6.7+) and this kernel offers ABI {}",
@@ -92,13 +142,12 @@ impl Fence {
                 );
                 return Err(FenceError::Unavailable { mode, problem });
             }
-            let shim = std::env::current_exe().map_err(|e| FenceError::Unavailable {
+            Some(std::env::current_exe().map_err(|e| FenceError::Unavailable {
                 mode,
                 problem: format!("the service's executable is unknown: {e}"),
-            })?;
-            (model_api_ports(), Some(shim))
+            })?)
         } else {
-            (Vec::new(), None)
+            None
         };
         Ok(Some(Fence {
             mode,
@@ -107,14 +156,18 @@ impl Fence {
             home: home.map(Path::to_path_buf),
             state,
             hidden: settings.hidden.clone(),
-            read_only: Vec::new(),
-            connect_ports,
-            shim,
-            existing_hidden: Vec::new(),
-            program: None,
-            shown: Vec::new(),
+            readable: settings.readable.clone(),
             writable: settings.writable.clone(),
+            read_only: Vec::new(),
+            search_path: Vec::new(),
+            connect_ports: Vec::new(),
+            shim,
+            network,
+            channel: None,
             repository: None,
+            program: None,
+            mounts: Vec::new(),
+            sealed: Vec::new(),
         }))
     }
 
@@ -123,12 +176,50 @@ impl Fence {
         &self.folder
     }
 
-    /// Lets a CLI working in a git worktree commit on its branch: the repository's `.git`
+    /// Hides `paths` too (the service's own files, other projects' folders), wherever
+    /// something shown would reveal them.
+    pub fn hide(&mut self, paths: impl IntoIterator<Item = PathBuf>) {
+        self.hidden.extend(paths);
+    }
+
+    /// The child's environment decides what else it needs: the folders of its PATH are shown
+    /// read-only, and the services its URLs name on this machine's loopback (a model API, a
+    /// proxy) are reachable from its network. `service_port`: the service's own, never opened.
+    pub fn fit_environment(&mut self, env: &[(String, String)], service_port: u16) {
+        let value = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+        self.search_path = value("PATH").map(|p| std::env::split_paths(p).collect()).unwrap_or_default();
+        let reached = super::network::reached(env);
+        self.connect_ports = reached.iter().map(|r| r.port).collect();
+        if self.mode == SandboxMode::Strict && self.connect_ports.is_empty() {
+            // No URL named: the model API's default, https.
+            self.connect_ports.push(443);
+        }
+        if let Some(network) = self.network.as_mut() {
+            let local = reached.iter().filter(|r| r.loopback && r.port != service_port).map(|r| r.port);
+            network.open_host_ports(local);
+            network.close_host_port(service_port);
+        }
+    }
+
+    /// Loopback ports of this machine the process may reach besides its own ones
+    /// (`sandbox_host_ports`).
+    pub fn open_host_ports(&mut self, ports: &[u16], service_port: u16) {
+        if let Some(network) = self.network.as_mut() {
+            network.open_host_ports(ports.iter().copied());
+            network.close_host_port(service_port);
+        }
+    }
+
+    /// Shows the session channel's socket (on the machine at `socket`) at [`CHANNEL_SOCKET`].
+    pub fn show_channel(&mut self, socket: PathBuf) {
+        self.channel = Some(socket);
+    }
+
+    /// Lets a process working in a git worktree commit on its branch: the repository's `.git`
     /// (`common`) is shown read-only, and writable only where a commit writes: its objects,
     /// refs and logs, and the worktree's own admin folder (`own`: index, HEAD). Its config and
     /// hooks stay read-only, so nothing the model does changes how git behaves in the user's
-    /// own checkout.
-    /// Sharing the same repository again changes nothing.
+    /// own checkout. Sharing the same repository again changes nothing.
     pub fn share_repository(&mut self, common: &Path, own: &Path) {
         if self.repository.as_deref() == Some(common) {
             return;
@@ -149,12 +240,11 @@ impl Fence {
         self.read_only.dedup();
     }
 
-    /// Looks at the file system: finds `program`, creates the CLI's missing state, notes which
-    /// hidden paths exist. Blocking.
+    /// Looks at the file system: finds `program`, creates the CLI's missing state, and builds
+    /// the view from what exists. Blocking.
     pub fn prepare(&mut self, program: &str) -> Result<(), String> {
         let found = crate::process::executable::resolve(program)
-            .ok_or_else(|| format!("cannot start the CLI {program:?}: no such executable file"))?;
-        self.program = Some(found);
+            .ok_or_else(|| format!("cannot start {program:?}: no such executable file"))?;
         for state in &self.state {
             match state {
                 StatePath::Folder(dir) => std::fs::create_dir_all(dir)
@@ -169,65 +259,105 @@ impl Fence {
                 StatePath::File(_) | StatePath::ReadOnly(_) => {}
             }
         }
-        self.existing_hidden = self
-            .hidden
-            .iter()
-            .filter_map(|p| std::fs::symlink_metadata(p).ok().map(|m| (p.clone(), m.is_dir())))
-            .collect();
-        self.read_only.retain(|p| p.exists());
-        let tmp = Path::new("/tmp");
-        let folder_of = |p: &Path| std::fs::canonicalize(p).ok().and_then(|c| c.parent().map(Path::to_path_buf));
-        let needed =
-            [self.program.as_deref().and_then(folder_of), self.shim.as_deref().and_then(folder_of), self.home.clone()];
-        self.shown = needed.into_iter().flatten().filter(|p| p.starts_with(tmp) && p != tmp).collect();
-        self.shown.sort();
-        self.shown.dedup();
+        let wanted = self.wanted(&found);
+        self.program = Some(found);
+        (self.mounts, self.sealed) = view::build(wanted);
+        let home_mounted = self.mounts.iter().any(|m| matches!(m, Mount::Tmpfs(p) if Some(p) == self.home.as_ref()));
+        if let (true, Some(home)) = (home_mounted, &self.home) {
+            self.sealed.push(home.clone());
+        }
         Ok(())
     }
 
+    /// Everything the view is made of, as the disk has it now.
+    fn wanted(&self, program: &Path) -> view::Wanted {
+        let mut wanted = view::Wanted::default();
+        for dir in ["/dev", "/proc", "/tmp"] {
+            wanted.base.push(match dir {
+                "/dev" => Mount::Dev(dir.into()),
+                "/proc" => Mount::Proc(dir.into()),
+                _ => Mount::Tmpfs(dir.into()),
+            });
+        }
+        // HOME is there, empty and read-only, with only the CLI's state (and what else is
+        // shown under it) bound in: `cd ~` works, `touch ~/x` fails as on a read-only disk.
+        if let Some(home) = self.home.as_ref().filter(|h| own_folder(h)) {
+            wanted.base.push(Mount::Tmpfs(home.clone()));
+        }
+        for path in SYSTEM {
+            let path = Path::new(path);
+            match std::fs::symlink_metadata(path) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    if let (Ok(target), Some(found)) = (std::fs::read_link(path), look(path)) {
+                        wanted.links.push((found, target));
+                    }
+                }
+                Ok(_) => wanted.shown.extend(look(path).map(|f| (f, Access::ReadOnly))),
+                Err(_) => {}
+            }
+        }
+        let mut show = |path: &Path, access: Access| {
+            if let Some(found) = look(path) {
+                wanted.shown.push((found, access));
+            }
+        };
+        for dir in &self.search_path {
+            show(dir, Access::ReadOnly);
+            if let Some(toolchain) = toolchain_root(dir, self.home.as_deref()) {
+                show(&toolchain, Access::ReadOnly);
+            }
+        }
+        for path in program_roots(program) {
+            show(&path, Access::ReadOnly);
+        }
+        if let Some(shim) = &self.shim {
+            show(shim, Access::ReadOnly);
+        }
+        for path in self.readable.iter().chain(&self.repository) {
+            show(path, Access::ReadOnly);
+        }
+        show(&self.folder, Access::Writable);
+        for state in &self.state {
+            match state {
+                StatePath::Folder(p) | StatePath::File(p) => show(p, Access::Writable),
+                StatePath::ReadOnly(p) => show(p, Access::ReadOnly),
+            }
+        }
+        for path in &self.writable {
+            show(path, Access::Writable);
+        }
+        for path in &self.read_only {
+            show(path, Access::Protected);
+        }
+        if let Some(socket) = &self.channel {
+            if socket.exists() {
+                wanted.placed.push((socket.clone(), PathBuf::from(CHANNEL_SOCKET)));
+            }
+        }
+        let etc = ETC_SECRETS.iter().map(PathBuf::from).chain(ssh_host_keys());
+        wanted.hidden = self.hidden.iter().cloned().chain(etc).filter_map(|p| look(&p)).collect();
+        wanted
+    }
+
     /// The command line that runs `program args` inside the fence. `bridge_port`: the
-    /// session's WebSocket bridge, which `strict` must let it reach.
+    /// session's WebSocket bridge, which its network (and `strict`) must let it reach.
     pub fn command_line(&self, program: &str, args: Vec<String>, bridge_port: Option<u16>) -> (String, Vec<String>) {
         let program =
             self.program.as_deref().map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|| program.to_string());
-        let program = program.as_str();
-        let mut a: Vec<String> = Vec::with_capacity(40 + args.len());
-        let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
-        push(&["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--proc", "/proc", "--unshare-ipc"]);
-        push(&["--tmpfs", "/tmp", "--cap-drop", "ALL"]);
+        let mut a: Vec<String> = Vec::with_capacity(64 + args.len());
+        a.extend(["--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"].map(String::from));
+        // Tools that honour TMPDIR must find it: the service's may be a folder the sandbox
+        // does not have.
+        a.extend(["--setenv", "TMPDIR", "/tmp"].map(String::from));
+        for mount in &self.mounts {
+            a.extend(mount.arguments());
+        }
         let path = |p: &Path| p.to_string_lossy().into_owned();
-        // Tools that honour TMPDIR must find it: the service's may be a folder the private
-        // /tmp does not have, or one outside it that is read-only here.
-        push(&["--setenv", "TMPDIR", "/tmp"]);
-        for p in &self.shown {
-            a.extend(["--ro-bind".to_string(), path(p), path(p)]);
+        for sealed in &self.sealed {
+            a.extend(["--remount-ro".to_string(), path(sealed)]);
         }
-        a.extend(["--bind".to_string(), path(&self.folder), path(&self.folder)]);
-        if let Some(repository) = &self.repository {
-            a.extend(["--ro-bind-try".to_string(), path(repository), path(repository)]);
-        }
-        let state = self.state.iter().filter_map(|s| match s {
-            StatePath::Folder(p) | StatePath::File(p) => Some(p),
-            StatePath::ReadOnly(_) => None,
-        });
-        for p in state.chain(&self.writable) {
-            a.extend(["--bind-try".to_string(), path(p), path(p)]);
-        }
-        for s in &self.state {
-            if let StatePath::ReadOnly(p) = s {
-                a.extend(["--ro-bind-try".to_string(), path(p), path(p)]);
-            }
-        }
-        for p in &self.read_only {
-            a.extend(["--ro-bind-try".to_string(), path(p), path(p)]);
-        }
-        for (p, is_dir) in &self.existing_hidden {
-            if *is_dir {
-                a.extend(["--tmpfs".to_string(), path(p), "--remount-ro".to_string(), path(p)]);
-            } else {
-                a.extend(["--ro-bind".to_string(), "/dev/null".to_string(), path(p)]);
-            }
-        }
+        // The root itself: nothing written outside the writable folders lands anywhere.
+        a.extend(["--remount-ro", "/"].map(String::from));
         a.extend(["--chdir".to_string(), path(&self.folder), "--".to_string()]);
         if let Some(shim) = &self.shim {
             a.extend([path(shim), "sandbox-exec".to_string()]);
@@ -238,10 +368,69 @@ impl Fence {
             }
             a.push("--".to_string());
         }
-        a.push(program.to_string());
+        a.push(program);
         a.extend(args);
-        (self.bwrap.clone(), a)
+        match &self.network {
+            Some(network) => network.wrap(&self.bwrap, a, bridge_port),
+            None => (self.bwrap.clone(), a),
+        }
     }
+}
+
+/// Whether HOME is a folder of its own (not `/`, `/tmp` or a system folder), which the view can
+/// make empty.
+fn own_folder(home: &Path) -> bool {
+    home.is_absolute()
+        && home.components().count() >= 2
+        && !SYSTEM.iter().chain(&["/tmp", "/dev", "/proc", "/run", "/var"]).any(|s| Path::new(s) == home)
+}
+
+/// `path` as it exists now (its canonical form, whether a folder), or `None`.
+fn look(path: &Path) -> Option<Found> {
+    let path = crate::domain::folders::normalize_lexically(path);
+    let real = std::fs::canonicalize(&path).ok()?;
+    let is_dir = real.is_dir();
+    Some(Found { path, real, is_dir })
+}
+
+/// The toolchain a PATH folder belongs to: `~/.cargo` for `~/.cargo/bin`, `/opt/node` for
+/// `/opt/node/bin` (its libraries beside its binaries). Never `/`, HOME or above.
+fn toolchain_root(dir: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    let name = dir.file_name()?.to_str()?;
+    if !matches!(name, "bin" | "sbin" | "shims") {
+        return None;
+    }
+    let parent = dir.parent()?;
+    let too_wide = parent.parent().is_none() || home.is_some_and(|h| h.starts_with(parent));
+    (!too_wide).then(|| parent.to_path_buf())
+}
+
+/// What a program needs of its own installation: its folder (or, inside an npm package tree,
+/// the outermost `node_modules`, which holds its dependencies and native builds), for the
+/// path it was found at and for where its links lead.
+fn program_roots(program: &Path) -> Vec<PathBuf> {
+    let root = |p: &Path| -> Option<PathBuf> {
+        let outermost = p.ancestors().filter(|a| a.file_name().is_some_and(|n| n == "node_modules")).last();
+        outermost.map(Path::to_path_buf).or_else(|| p.parent().map(Path::to_path_buf))
+    };
+    let mut roots: Vec<PathBuf> = root(program).into_iter().collect();
+    if let Ok(real) = std::fs::canonicalize(program) {
+        roots.extend(root(&real));
+    }
+    roots.dedup();
+    roots
+}
+
+/// `/etc/ssh/ssh_host_*_key`: the machine's SSH private keys.
+fn ssh_host_keys() -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir("/etc/ssh") else { return Vec::new() };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("ssh_host_") && n.ends_with("_key"))
+        })
+        .collect()
 }
 
 /// `/srv/app/.env` -> itself, `/srv/app/secrets/**` -> `/srv/app/secrets`; globs -> `None`.
@@ -253,148 +442,6 @@ fn literal_path(content: &str) -> Option<PathBuf> {
     (literal && normalized != Path::new("/")).then_some(normalized)
 }
 
-/// The model API's port, from `ANTHROPIC_BASE_URL` (as the CLI will read it), 443 by default.
-fn model_api_ports() -> Vec<u16> {
-    let url = std::env::var("ANTHROPIC_BASE_URL").unwrap_or_default();
-    vec![port_of(&url).unwrap_or(443)]
-}
-
-/// `http://127.0.0.1:8080/v1` -> 8080, `http://host` -> 80, `https://host` -> 443; other schemes
-/// are not a model API.
-fn port_of(url: &str) -> Option<u16> {
-    let url = reqwest::Url::parse(url.trim()).ok()?;
-    matches!(url.scheme(), "http" | "https").then(|| url.port_or_known_default()).flatten()
-}
-
 #[cfg(test)]
-mod tests {
-    use std::path::PathBuf;
-
-    use super::{literal_path, port_of};
-
-    #[test]
-    fn only_literal_deny_paths_become_read_only_binds() {
-        let p = |s: &str| literal_path(s);
-        assert_eq!(p("/srv/app/.env"), Some(PathBuf::from("/srv/app/.env")));
-        assert_eq!(p("/srv/app/secrets/**"), Some(PathBuf::from("/srv/app/secrets")));
-        assert_eq!(p(" /srv/app/../app/x "), Some(PathBuf::from("/srv/app/x")));
-        for glob in ["/srv/*.env", "**/.env", "/srv/app/[ab]", "relative/path", "", "/", "/**", "/a/{b,c}"] {
-            assert_eq!(p(glob), None, "{glob:?}");
-        }
-    }
-
-    #[test]
-    fn the_model_api_port_is_read_from_its_url() {
-        assert_eq!(port_of("http://127.0.0.1:8080/v1"), Some(8080));
-        assert_eq!(port_of("https://api.anthropic.com"), Some(443));
-        assert_eq!(port_of("http://example.com/x:9"), Some(80));
-        assert_eq!(port_of("http://[::1]:5000"), Some(5000));
-        assert_eq!(port_of("http://user:pw@host:81/"), Some(81));
-        assert_eq!(port_of(""), None);
-        assert_eq!(port_of("ftp://host"), None);
-    }
-
-    fn support(available: bool, landlock_abi: i32) -> super::SandboxSupport {
-        super::SandboxSupport {
-            mechanism: "bubblewrap",
-            available,
-            bwrap_path: "/usr/bin/bwrap".into(),
-            version: None,
-            problem: (!available).then(|| "bubblewrap (\"bwrap\") is not installed".to_string()),
-            landlock_abi,
-        }
-    }
-
-    fn settings(hidden: Vec<PathBuf>) -> crate::config::SandboxSettings {
-        crate::config::SandboxSettings {
-            default_mode: super::SandboxMode::Workspace,
-            bwrap_path: "bwrap".into(),
-            hidden,
-            writable: vec![],
-        }
-    }
-
-    #[test]
-    fn the_command_line_fences_the_cli_in() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let (home, folder) = (dir.path().join("home"), dir.path().join("project"));
-        std::fs::create_dir_all(home.join(".ssh")).expect("ssh");
-        std::fs::write(home.join(".netrc"), "secret").expect("netrc");
-        std::fs::create_dir_all(&folder).expect("folder");
-        let state =
-            vec![super::StatePath::Folder(home.join(".claude")), super::StatePath::File(home.join(".claude.json"))];
-        let hidden = vec![home.join(".ssh"), home.join(".netrc"), home.join(".aws")];
-        let mut fence = super::Fence::plan(
-            super::SandboxMode::Workspace,
-            &support(true, 0),
-            &settings(hidden),
-            &folder.to_string_lossy(),
-            Some(&home),
-            state,
-        )
-        .expect("available")
-        .expect("on");
-        fence.prepare("/bin/sh").expect("prepare");
-        assert!(home.join(".claude").is_dir() && home.join(".claude.json").is_file(), "the CLI's state is created");
-        let (program, args) = fence.command_line("/bin/sh", vec!["-c".into(), "true".into()], None);
-        assert_eq!(program, "/usr/bin/bwrap");
-        let line = args.join(" ");
-        let (h, f) = (home.display(), folder.display());
-        for expected in [
-            "--ro-bind / / --dev /dev --unshare-pid --proc /proc".to_string(),
-            "--tmpfs /tmp --cap-drop ALL".to_string(),
-            format!("--bind {f} {f}"),
-            format!("--bind-try {h}/.claude {h}/.claude"),
-            format!("--tmpfs {h}/.ssh --remount-ro {h}/.ssh"),
-            format!("--ro-bind /dev/null {h}/.netrc"),
-            format!("--chdir {f} -- /bin/sh -c true"),
-        ] {
-            assert!(line.contains(&expected), "{expected:?} in {line}");
-        }
-        assert!(!line.contains(".aws"), "a hidden path that does not exist is skipped: {line}");
-        assert!(!line.contains("sandbox-exec"), "workspace leaves the network alone");
-    }
-
-    #[test]
-    fn strict_limits_tcp_and_a_missing_mechanism_is_refused() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let folder = dir.path().to_string_lossy().into_owned();
-        let strict = super::SandboxMode::Strict;
-        let mut fence = super::Fence::plan(strict, &support(true, 6), &settings(vec![]), &folder, None, vec![])
-            .expect("available")
-            .expect("on");
-        fence.prepare("/bin/sh").expect("prepare");
-        let (_, args) = fence.command_line("/bin/sh", vec![], Some(9005));
-        let line = args.join(" ");
-        assert!(line.contains("sandbox-exec --tcp-port"), "{line}");
-        assert!(line.contains("--tcp-port 9005 -- /bin/sh"), "the bridge port is allowed: {line}");
-
-        let refused = super::Fence::plan(strict, &support(true, 3), &settings(vec![]), &folder, None, vec![]);
-        assert!(refused.is_err_and(|e| e.to_string().contains("Landlock ABI 4")));
-        let refused = super::Fence::plan(
-            super::SandboxMode::Workspace,
-            &support(false, 6),
-            &settings(vec![]),
-            &folder,
-            None,
-            vec![],
-        );
-        let message = refused.expect_err("refused").to_string();
-        assert!(message.contains("not installed") && message.contains("`off`"), "{message}");
-        let off =
-            super::Fence::plan(super::SandboxMode::Off, &support(false, 0), &settings(vec![]), &folder, None, vec![]);
-        assert!(off.is_ok_and(|f| f.is_none()), "off needs nothing");
-
-        let mut missing = super::Fence::plan(
-            super::SandboxMode::Workspace,
-            &support(true, 0),
-            &settings(vec![]),
-            &folder,
-            None,
-            vec![],
-        )
-        .expect("available")
-        .expect("on");
-        assert!(missing.prepare("/nonexistent/claude").is_err_and(|e| e.contains("/nonexistent/claude")));
-    }
-}
+#[path = "fence_tests.rs"]
+mod tests;

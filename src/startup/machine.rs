@@ -13,9 +13,9 @@ use crate::process::cgroup::Containment;
 use crate::sandbox::SandboxSupport;
 
 /// Whether CLIs can be sandboxed here (bubblewrap runs a trivial sandbox), on the blocking pool.
-pub(super) async fn probe_sandbox(settings: &Settings) -> Arc<SandboxSupport> {
-    let bwrap = settings.sandbox.bwrap_path.clone();
-    let support = tokio::task::spawn_blocking(move || SandboxSupport::probe(&bwrap)).await.unwrap_or_else(|e| {
+pub(super) async fn probe_sandbox(settings: &Settings, launcher: std::path::PathBuf) -> Arc<SandboxSupport> {
+    let sandbox = settings.sandbox.clone();
+    let support = tokio::task::spawn_blocking(move || SandboxSupport::probe(&sandbox, &launcher)).await.unwrap_or_else(|e| {
         SandboxSupport::unavailable(&settings.sandbox.bwrap_path, format!("the sandbox probe failed: {e}"))
     });
     match (&support.problem, settings.sandbox.default_mode) {
@@ -24,8 +24,11 @@ pub(super) async fn probe_sandbox(settings: &Settings) -> Arc<SandboxSupport> {
         }
         (Some(problem), _) => tracing::info!(%problem, "no OS sandbox available"),
         (None, mode) => {
-            tracing::info!(version = ?support.version, landlock_abi = support.landlock_abi, sandbox = %mode, "OS sandbox available")
+            tracing::info!(version = ?support.version, landlock_abi = support.landlock_abi, sandbox = %mode, network = support.network.mechanism, "OS sandbox available")
         }
+    }
+    if let (Some(problem), true) = (&support.network.problem, support.available) {
+        tracing::warn!(%problem, "sandboxes cannot get a network of their own: sessions that need a sandbox will be refused");
     }
     Arc::new(support)
 }

@@ -31,6 +31,7 @@ use crate::http::{guard::AccessPolicy, AppState};
 use crate::process::cgroup::Containment;
 use crate::sandbox::enclosure::Encloser;
 
+mod channel;
 mod cluster;
 mod exposure;
 mod machine;
@@ -56,6 +57,9 @@ pub enum StartupError {
     /// A TLS file that cannot be used; the message names the setting and the file.
     #[error("TLS: {0}")]
     Tls(String),
+    /// The session channel's key or socket cannot be set up.
+    #[error("the session channel: {0}")]
+    Channel(String),
 }
 
 /// Options that come from the command line rather than settings.
@@ -69,6 +73,9 @@ pub struct ServeOptions {
     /// The user created at start when no user exists (`CONDUIT_ADMIN_USER` and
     /// `CONDUIT_ADMIN_PASSWORD`, read by the binary).
     pub first_user: Option<Arc<crate::accounts::NewUser>>,
+    /// The `conduit` executable that sets up sandboxes' networks (`conduit sandbox-net`);
+    /// `None`: this process's own (in-process tests name the built binary).
+    pub launcher: Option<std::path::PathBuf>,
 }
 
 pub struct Application {
@@ -171,8 +178,17 @@ impl Application {
             .await
             .map_err(|e| crate::db::StoreError::Other(format!("the permission engine did not start: {e}")))??;
         tracing::info!(rules, "permission rules loaded");
-        let sandbox = probe_sandbox(&settings).await;
-        let encloser = Encloser::new(settings.clone(), store.clone(), containment.clone(), sandbox.clone());
+        let launcher = options.launcher.clone().unwrap_or_else(|| crate::sandbox::network::OWN_EXECUTABLE.into());
+        let sandbox = probe_sandbox(&settings, launcher).await;
+        let (channel, channel_listener) = channel::open(&settings).await?;
+        let encloser = Encloser::new(
+            settings.clone(),
+            store.clone(),
+            containment.clone(),
+            sandbox.clone(),
+            channel.clone(),
+            port,
+        );
         let limits = crate::actors::limits::LimitBoard::default().start();
         let global_caps =
             crate::domain::budget::Caps { daily: settings.budget_daily_usd, monthly: settings.budget_monthly_usd };
@@ -310,10 +326,11 @@ impl Application {
             cluster: cluster.clone(),
             peers,
             audit: audit.clone(),
+            channel,
         });
 
         let scheme = if tls.is_some() { "https" } else { "http" };
-        let server = server::http(state, policy, listener, tls, &addr)?;
+        let server = server::http(state, policy, (listener, channel_listener), tls, &addr)?;
         tracing::info!(%addr, port, scheme, "conduit listening on {scheme}://{addr}");
         Ok(Application {
             port,

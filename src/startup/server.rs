@@ -14,7 +14,7 @@ use crate::telemetry;
 pub(super) fn http(
     state: web::Data<AppState>,
     policy: web::Data<AccessPolicy>,
-    listener: TcpListener,
+    (listener, channel): (TcpListener, std::os::unix::net::UnixListener),
     tls: Option<rustls::ServerConfig>,
     addr: &str,
 ) -> Result<Server, StartupError> {
@@ -39,11 +39,15 @@ pub(super) fn http(
     })
     // Streams send many small frames: Nagle's algorithm would hold one back until the
     // client's delayed ACK (about 40 ms) whenever a ping or reply is in flight.
-    .tcp_nodelay(true);
+    .tcp_nodelay(true)
+    // What came over the session channel's socket is marked, so the guard answers it as the
+    // channel (a session's token, a session's routes) whatever it carries.
+    .on_connect(http::channel::mark);
     let server = match tls {
         Some(config) => server.listen_rustls_0_23(listener, config),
         None => server.listen(listener),
     };
+    let server = server.and_then(|s| s.listen_uds(channel));
     Ok(server
         .map_err(|source| StartupError::Bind { addr: addr.to_string(), source })?
         .shutdown_timeout(5)

@@ -32,12 +32,11 @@ pub enum AgentError {
     Unsupported { agent: String, what: String },
 }
 
-/// How to start one CLI of a kind.
+/// How to start one CLI of a kind (its environment is [`kind_env`], given with its enclosure).
 pub struct AgentLaunch {
     pub program: String,
     /// A function of the wire (only Claude Code's differs by transport).
     pub arguments: Arguments,
-    pub env: Vec<(String, String)>,
 }
 
 /// The setting that names an agent's program, as its environment variable.
@@ -157,9 +156,11 @@ fn codex_native(found: &Path) -> Option<PathBuf> {
         .find(|binary| binary.is_file())
 }
 
-/// The environment the wrapper would have given the native Codex binary (it reports how it was
-/// installed), or Gemini CLI's (no relaunch: it would start itself a second time).
-fn kind_env(settings: &Settings, kind: &AgentKind, program: &Path) -> Vec<(String, String)> {
+/// What a CLI of `kind` is started with over the environment every child gets: the
+/// environment the wrapper would have given the native Codex binary (it reports how it was
+/// installed), Gemini CLI's (no relaunch: it would start itself a second time), an ACP agent's
+/// `env`, Claude Code's session access token.
+pub fn kind_env(settings: &Settings, kind: &AgentKind, program: &Path) -> Vec<(String, String)> {
     let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
     match kind {
         AgentKind::Claude => settings
@@ -225,7 +226,6 @@ pub fn prepare(
     folder: &str,
 ) -> Result<(AgentLaunch, Box<dyn AgentAdapter>), AgentError> {
     let definition = acp_definition(settings, kind)?;
-    let env = kind_env(settings, kind, program);
     let fixed = |args: Vec<String>| -> Arguments { Box::new(move |_| args) };
     let (arguments, adapter): (Arguments, Box<dyn AgentAdapter>) = match kind {
         AgentKind::Claude => {
@@ -255,7 +255,7 @@ pub fn prepare(
             (fixed(args), Box::new(AcpClient::new(kind.clone(), options, folder)))
         }
     };
-    let launch = AgentLaunch { program: program.to_string_lossy().into_owned(), arguments, env };
+    let launch = AgentLaunch { program: program.to_string_lossy().into_owned(), arguments };
     Ok((launch, adapter))
 }
 

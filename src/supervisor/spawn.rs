@@ -52,6 +52,7 @@ pub struct SpawnRequest {
     /// Arguments for stdio; for the bridge, a function of the bridge's URL.
     pub arguments: Arguments,
     pub folder: String,
+    /// The CLI's whole environment (its enclosure's); nothing of the service's is inherited.
     pub env: Vec<(String, String)>,
     /// A bound port: the WebSocket transport.
     pub bridge: Option<(TcpListener, u16)>,
@@ -96,11 +97,14 @@ pub fn spawn(req: SpawnRequest) -> Result<Spawned, String> {
     };
     let sandboxed = fence.is_some();
     let mut cmd = tokio::process::Command::new(&started);
-    cmd.args(args).stdin(stdin);
+    cmd.arg0(&started).args(args).stdin(stdin);
+    // Nothing of the service's own environment: `env` is the whole of it (see
+    // `sandbox::environment`).
     cmd.current_dir(&folder)
         .process_group(0)
-        .env(SESSION_MARKER_ENV, &marker)
+        .env_clear()
         .envs(env)
+        .env(SESSION_MARKER_ENV, &marker)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(false);

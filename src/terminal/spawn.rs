@@ -15,7 +15,7 @@ pub struct ShellRequest {
     pub marker: String,
     pub shell: String,
     pub folder: String,
-    /// Added to (and overriding) the service's environment.
+    /// Its whole environment (its enclosure's, with the request's on top).
     pub env: Vec<(String, String)>,
     pub size: Size,
     pub cgroup: Option<Cgroup>,
@@ -79,12 +79,15 @@ pub fn spawn(req: ShellRequest) -> Result<Started, String> {
     // The PTY crate makes the child a session leader and gives it the PTY as its controlling
     // terminal in a `pre_exec` hook, so std forks (rather than `posix_spawn`s): which is why
     // this runs on the blocking pool, not on an actor's thread.
+    // Nothing of the service's own environment: `env` is the whole of it.
     let command = pty_process::Command::new(&program)
+        .arg0(&program)
         .args(args)
         .current_dir(&folder)
+        .env_clear()
+        .envs(env)
         .env("TERM", "xterm-256color")
         .env("COLORTERM", "truecolor")
-        .envs(env)
         .env(SESSION_MARKER_ENV, &marker)
         .kill_on_drop(false);
     let child = match command.spawn(pts) {

@@ -130,13 +130,14 @@ impl std::fmt::Display for SetupFailure {
     }
 }
 
-/// Runs `script` with `bash -c` in `folder` (inside `fence` when given), handing each output
+/// Runs `script` with `bash -c` in `folder` (inside `fence` when given, with `env` as its whole
+/// environment), handing each output
 /// line to `lines` as it comes (the first [`MAX_STREAMED_LINES`]). A non-zero exit, a signal or
 /// the `timeout` is a failure; the script's whole process group is killed on timeout.
 pub async fn run_script(
     script: &str,
     folder: &Path,
-    fence: Option<Fence>,
+    (fence, env): (Option<Fence>, Vec<(String, String)>),
     timeout: Duration,
     lines: mpsc::UnboundedSender<OutputLine>,
 ) -> Result<(), SetupFailure> {
@@ -153,9 +154,14 @@ pub async fn run_script(
         Some(fence) => fence.command_line("bash", args, None),
         None => ("bash".to_string(), args),
     };
-    let mut cmd = Command::new(program);
-    cmd.args(args)
+    let mut cmd = Command::new(&program);
+    // Nothing of the service's own environment: `env` (the project's guest environment) is the
+    // whole of it, with the worktree's path.
+    cmd.arg0(&program)
+        .args(args)
         .current_dir(folder)
+        .env_clear()
+        .envs(env)
         .env("CONDUIT_WORKSPACE", folder)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -18,10 +18,15 @@ pub struct TestApp {
     pub dir: tempfile::TempDir,
 }
 
-/// Settings for a test: port 0, a fresh database and project root under `dir`.
+/// Settings for a test: port 0, a fresh database and project root under `dir`; the processes it
+/// starts inherit what the test's own environment has for them (PATH, ...), with `dir` as HOME.
 pub fn test_settings(dir: &Path) -> Settings {
     let env = [("HOME".to_string(), dir.display().to_string())].into_iter().collect();
     let mut settings = Settings::load_from(None, &env).expect("default settings are valid");
+    let mut inherited: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    inherited.insert("HOME".to_string(), dir.display().to_string());
+    settings.environment.inherited =
+        std::sync::Arc::new(conduit::sandbox::environment::Inherited::new(&inherited));
     settings.port = 0;
     settings.db_path = dir.join("data").join("conduit.db");
     settings.database = crate::support::database::test_database(&settings.db_path);
@@ -29,6 +34,12 @@ pub fn test_settings(dir: &Path) -> Settings {
     settings.cli_path = dir.join("no-such-cli").display().to_string();
     settings.log_level = "warn".to_string();
     settings
+}
+
+/// The options of an in-process service: sandboxes' networks are set up by the built binary
+/// (this test binary has no `sandbox-net`).
+pub fn serve_options() -> ServeOptions {
+    ServeOptions { launcher: Some(env!("CARGO_BIN_EXE_conduit").into()), ..ServeOptions::default() }
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -41,7 +52,7 @@ pub async fn spawn_app_with(customize: impl FnOnce(&mut Settings)) -> TestApp {
     std::fs::create_dir_all(dir.path().join("root")).expect("root");
     let mut settings = test_settings(dir.path());
     customize(&mut settings);
-    let app = Application::build(settings, ServeOptions::default()).await.expect("app builds");
+    let app = Application::build(settings, serve_options()).await.expect("app builds");
     let port = app.port();
     let containment = app.containment();
     actix_web::rt::spawn(app.run_until_stopped());

@@ -23,6 +23,7 @@ mod cluster_terminals;
 mod cluster_tls;
 mod cluster_work;
 mod containment;
+mod containment_real;
 mod dashboard;
 mod dashboard_live;
 mod dashboard_login;

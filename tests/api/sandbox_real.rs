@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::fake_api::{FakeApi, Reply};
-use crate::support::service::{real_cli, ServiceConfig, TestService};
+use crate::support::service::{fake_cli, real_cli, ServiceConfig, TestService};
 
 const READY: Duration = Duration::from_secs(60);
 
@@ -67,13 +67,14 @@ async fn the_sandbox_keeps_the_model_inside_the_project_with_no_rules_at_all() {
     let folder = service.root.join("fenced");
     let id = idle_session(&service, &project).await;
 
-    // HOME is visible and read-only; the test's other folders live under /tmp, which the
-    // sandbox replaces with a private one.
+    // HOME is there, empty and read-only; the test's other folders do not exist in the sandbox
+    // at all.
     let (escaped, hidden) = (home.join("escaped.txt"), outside.join("escaped.txt"));
     let command = format!("touch {}; touch {}", escaped.display(), hidden.display());
     let told = run_bash(&api, &service, &id, "touch outside", &command, 1).await;
     assert!(!escaped.exists() && !hidden.exists(), "nothing was written outside the project");
     assert!(told.contains("Read-only file system"), "the refusal is in the transcript the model sees: {told}");
+    assert!(told.contains("No such file or directory"), "the folder outside is not even there: {told}");
 
     let told =
         run_bash(&api, &service, &id, "read the key", "cat ~/.ssh/id_rsa > leaked.txt; ls -A ~/.ssh | wc -l", 2).await;
@@ -160,4 +161,33 @@ async fn a_write_deny_rule_on_a_path_also_holds_against_the_shell() {
     assert_eq!(std::fs::read_to_string(&protected).expect("read"), "original", "the denied path stayed read-only");
     assert!(told.contains("Read-only file system"), "{told}");
     assert_eq!(std::fs::read_to_string(folder.join("other.txt")).expect("the rest is writable").trim(), "fine");
+}
+
+#[actix_web::test]
+async fn a_sandboxed_launch_without_pasta_is_refused_unless_the_host_network_is_chosen() {
+    let missing = TestService::start(ServiceConfig::new(fake_cli()).env("CONDUIT_PASTA_PATH", "/nonexistent/pasta"));
+    let health = missing.get_json("/api/health").await;
+    assert_eq!(health["status"], "degraded", "{health}");
+    let network = &health["checks"]["sandbox"]["network"];
+    assert_eq!((network["mechanism"].as_str(), network["available"].as_bool()), (Some("pasta"), Some(false)), "{health}");
+    assert!(network["problem"].as_str().is_some_and(|p| p.contains("passt")), "names the package: {health}");
+    let sandboxed = project(&missing, "needs-network", "workspace").await;
+    let res = missing.post(&format!("/api/projects/{sandboxed}/sessions"), json!({})).await;
+    assert_eq!(res.status().as_u16(), 503);
+    let body: Value = res.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "sandbox_unavailable", "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("pasta") && message.contains("`off`"), "{message}");
+    let res = missing.post(&format!("/api/projects/{sandboxed}/exec"), json!({"command": "true"})).await;
+    assert_eq!(res.status().as_u16(), 503, "exec is refused the same way");
+
+    // On a machine that cannot run pasta, the host's network can be chosen, knowingly.
+    let host = TestService::start(
+        ServiceConfig::new(fake_cli()).env("CONDUIT_PASTA_PATH", "/nonexistent/pasta").env("CONDUIT_SANDBOX_NETWORK", "host"),
+    );
+    let health = host.get_json("/api/health").await;
+    assert_eq!(health["checks"]["sandbox"]["network"]["mechanism"], "host", "{health}");
+    assert_eq!(health["status"], "healthy", "{health}");
+    let sandboxed = project(&host, "host-network", "workspace").await;
+    idle_session(&host, &sandboxed).await;
 }

@@ -408,7 +408,7 @@ async fn build_refuses_a_non_loopback_host_without_a_token() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut settings = test_settings(dir.path());
     settings.host = "0.0.0.0".to_string();
-    match Application::build(settings, ServeOptions::default()).await {
+    match Application::build(settings, crate::helpers::serve_options()).await {
         Ok(app) => {
             app.server_handle().stop(true).await;
             panic!("built on 0.0.0.0 without a token");
@@ -428,7 +428,7 @@ async fn build_on_a_non_loopback_host_works_with_insecure_or_a_token() {
         settings.host = "0.0.0.0".to_string();
         settings.port = 0;
         settings.auth_token = token;
-        let app = match Application::build(settings, ServeOptions { insecure, ..ServeOptions::default() }).await {
+        let app = match Application::build(settings, ServeOptions { insecure, ..crate::helpers::serve_options() }).await {
             Ok(app) => app,
             Err(e) => panic!("builds with {what}: {e}"),
         };

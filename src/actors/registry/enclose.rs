@@ -5,9 +5,9 @@ use std::future::Future;
 
 use super::SessionRegistry;
 use crate::domain::agent_kind::AgentKind;
-use crate::domain::ids::ProjectId;
+use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::sandbox::SandboxMode;
-use crate::sandbox::enclosure::Enclosure;
+use crate::sandbox::enclosure::{Enclosure, Guest};
 use crate::sandbox::{Fence, FenceError};
 use crate::supervisor::catalog;
 
@@ -29,28 +29,34 @@ impl SessionRegistry {
         self.encloser.plan(mode, folder, catalog::state_paths(&self.settings, kind))
     }
 
-    /// Finds the program of `kind` (and readies the session it resumes, if any), then creates the CLI's cgroup named `id` and prepares
-    /// `fence` for it, off the executor. A missing CLI is an error naming its setting.
+    /// Finds the program of `kind` (and readies the session it resumes, if any), then creates
+    /// the CLI's cgroup named `id`, builds its environment and prepares `fence` for it, off the
+    /// executor. `session`: the session it runs, whose channel it gets (`None` for an agent's
+    /// run). A missing CLI is an error naming its setting.
     pub(super) fn enclose(
         &self,
         id: String,
         project: Option<ProjectId>,
         fence: Option<Fence>,
         kind: &AgentKind,
-        resume: Option<String>,
+        (resume, session): (Option<String>, Option<SessionId>),
     ) -> impl Future<Output = Result<Enclosed, String>> {
         let (settings, kind, encloser) = (self.settings.clone(), kind.clone(), self.encloser.clone());
         async move {
+            let find_settings = settings.clone();
+            let find_kind = kind.clone();
             let find = move || {
                 if let Some(session) = &resume {
-                    catalog::before_resume(&settings, &kind, session);
+                    catalog::before_resume(&find_settings, &find_kind, session);
                 }
-                catalog::locate(&settings, &kind)
+                catalog::locate(&find_settings, &find_kind)
             };
             let located =
                 tokio::task::spawn_blocking(find).await.map_err(|e| format!("the start was interrupted: {e}"))?;
             let program = located.map_err(|e| e.to_string())?;
-            let enclosure = encloser.enclose(id, project, fence, program.to_string_lossy().into_owned()).await?;
+            let extra = catalog::kind_env(&settings, &kind, &program);
+            let guest = Guest { project, agent: Some(kind), session, extra };
+            let enclosure = encloser.enclose(id, guest, fence, program.to_string_lossy().into_owned()).await?;
             Ok(Enclosed { enclosure, program })
         }
     }

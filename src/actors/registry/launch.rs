@@ -246,7 +246,8 @@ impl Handler<Launch> for SessionRegistry {
                     Ok(Launched { session: row, created: true, pending: Some(pending) })
                 })) as LaunchFuture;
             }
-            let enclose = act.enclose(row.id.to_string(), Some(row.project_id.clone()), fence, &row.agent, row.resume_session_id.clone());
+            let whose = (row.resume_session_id.clone(), Some(row.id.clone()));
+            let enclose = act.enclose(row.id.to_string(), Some(row.project_id.clone()), fence, &row.agent, whose);
             // The row, then its cgroup and sandbox (off the executor).
             let writer = act.writer.clone();
             let prepare = async move {

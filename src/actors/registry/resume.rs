@@ -230,9 +230,9 @@ impl SessionRegistry {
             None => futures_util::future::Either::Right(std::future::ready(Ok(fence))),
         };
         let (id, project_id, agent) = (row.id.to_string(), row.project_id.clone(), row.agent.clone());
-        let resumed_as = options.resume_session_id.clone();
+        let whose = (options.resume_session_id.clone(), Some(row.id.clone()));
         let enclose = reused.into_actor(self).then(move |fence, act, _ctx| {
-            let enclose = fence.map(|fence| act.enclose(id, Some(project_id), fence, &agent, resumed_as));
+            let enclose = fence.map(|fence| act.enclose(id, Some(project_id), fence, &agent, whose));
             async move { enclose?.await }.into_actor(act)
         });
         Box::pin(enclose.then(move |enclosure, act, _ctx| {

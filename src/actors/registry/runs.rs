@@ -103,7 +103,7 @@ impl Handler<StartRun> for SessionRegistry {
                 }
             };
             Box::pin(shared.into_actor(act).then(move |fence, act, _ctx| {
-                let enclose = fence.map(|fence| act.enclose(marker, rules_of, fence, &kind, None));
+                let enclose = fence.map(|fence| act.enclose(marker, rules_of, fence, &kind, (None, None)));
                 async move { enclose?.await }.into_actor(act).map(move |enclosure, _, _| enclosure.map(|e| (e, cwd)))
             }))
         });
@@ -124,7 +124,7 @@ impl SessionRegistry {
         ctx: &mut Context<Self>,
     ) -> Result<Recipient<Cancel>, String> {
         let StartRun { agent, exec, lock, parent, .. } = msg;
-        let Enclosed { enclosure: Enclosure { cgroup, fence }, program } = enclosed;
+        let Enclosed { enclosure: Enclosure { cgroup, fence, env }, program } = enclosed;
         let options =
             CliOptions { model: agent.model.clone(), max_budget_usd: agent.max_budget_usd, ..Default::default() };
         let prepared = catalog::prepare(&self.settings, &agent.agent, &program, &options, &folder)
@@ -136,7 +136,7 @@ impl SessionRegistry {
             program: launch.program,
             arguments: launch.arguments,
             folder,
-            env: launch.env,
+            env,
             bridge: None,
             cgroup,
             fence,

@@ -22,6 +22,7 @@ use crate::db::sessions::{Session, SessionPatch};
 use crate::db::writer::{WriteOp, Writer};
 use crate::domain::session::ClosedReason;
 use crate::domain::workspace::branch_for;
+use crate::sandbox::enclosure::Guest;
 use crate::sandbox::Fence;
 use crate::workspace::setup::{self, OutputLine};
 use crate::workspace::worktree::{self, WorktreePlan};
@@ -61,6 +62,8 @@ pub(super) struct WorktreeJob {
     pub(super) setup_timeout: Duration,
     /// The sandbox planned for the worktree (the CLI's); the setup script runs in a copy.
     pub(super) fence: Option<Fence>,
+    /// Fits the setup script's environment and sandbox.
+    pub(super) encloser: crate::sandbox::enclosure::Encloser,
 }
 
 /// Where session `id`'s worktree goes: `<workspaces>/<id>`, absolute.
@@ -85,7 +88,7 @@ pub(super) async fn prepare(
     row: &mut Session,
     stream: &mut StreamWriter,
 ) -> Result<Option<Fence>, String> {
-    let WorktreeJob { project, base_ref, workspaces, setup_timeout, fence } = job;
+    let WorktreeJob { project, base_ref, workspaces, setup_timeout, fence, encloser } = job;
     let id = row.id.to_string();
     let repo = PathBuf::from(&project.folder_path);
     let path = worktree_folder(&workspaces, &id);
@@ -129,7 +132,9 @@ pub(super) async fn prepare(
     };
     let ran = match project.setup_script.as_deref().filter(|s| !s.trim().is_empty()) {
         Some(script) => {
-            run_setup(script, &path, fence.clone(), setup_timeout, stream).await?;
+            let guest = Guest { project: Some(project.id.clone()), agent: None, session: Some(row.id.clone()), extra: Vec::new() };
+            let fitted = encloser.fit(guest, fence.clone()).await?;
+            run_setup(script, &path, fitted, setup_timeout, stream).await?;
             true
         }
         None => false,
@@ -143,12 +148,12 @@ pub(super) async fn prepare(
 async fn run_setup(
     script: &str,
     folder: &Path,
-    fence: Option<Fence>,
+    (fence, env): (Option<Fence>, Vec<(String, String)>),
     timeout: Duration,
     stream: &mut StreamWriter,
 ) -> Result<(), String> {
     let (tx, mut rx) = mpsc::unbounded_channel::<OutputLine>();
-    let run = setup::run_script(script, folder, fence, timeout, tx);
+    let run = setup::run_script(script, folder, (fence, env), timeout, tx);
     tokio::pin!(run);
     let result = loop {
         tokio::select! {
@@ -187,6 +192,7 @@ impl super::SessionRegistry {
             workspaces: self.settings.workspaces(),
             setup_timeout: Duration::from_millis(self.settings.setup_timeout_ms),
             fence,
+            encloser: self.encloser.clone(),
         };
         let mut stream =
             StreamWriter { session: row.id.to_string(), seq: 0, writer: self.writer.clone(), bus: self.bus.clone() };
@@ -229,7 +235,7 @@ impl super::SessionRegistry {
                 Some(row.project_id.clone()),
                 fence,
                 &row.agent,
-                row.resume_session_id.clone(),
+                (row.resume_session_id.clone(), Some(row.id.clone())),
             );
             Box::pin(enclose.into_actor(act).then(move |enclosure, act, _ctx| {
                 let id = row.id.clone();

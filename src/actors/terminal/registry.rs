@@ -196,21 +196,22 @@ impl Handler<StartTerminal> for TerminalRegistry {
             started_at: crate::domain::time::now(),
         };
         let check = workspace.clone();
+        let session = view.session_id.clone();
         let started = async move {
             if !session_live(&find, &check).await {
                 if let Workspace::Session(id) = check {
                     return Err(StartError::SessionNotLive(id));
                 }
             }
-            let enclosure = encloser
-                .enclose(id.to_string(), Some(project.id.clone()), fence, shell.clone())
-                .await
-                .map_err(StartError::Spawn)?;
+            use crate::sandbox::enclosure::Guest;
+            let guest = Guest { project: Some(project.id.clone()), agent: None, session, extra: env };
+            let enclosure =
+                encloser.enclose(id.to_string(), guest, fence, shell.clone()).await.map_err(StartError::Spawn)?;
             let request = ShellRequest {
                 marker: id.to_string(),
                 shell,
                 folder,
-                env,
+                env: enclosure.env,
                 size,
                 cgroup: enclosure.cgroup,
                 fence: enclosure.fence,

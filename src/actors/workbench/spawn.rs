@@ -16,7 +16,7 @@ pub struct Launch {
     pub script_args: Vec<String>,
     /// Where it starts (the workspace, or the request's `cwd`).
     pub cwd: String,
-    /// Set in its environment (a command outside a context).
+    /// Set in its environment over the enclosure's (a command outside a context).
     pub env: Vec<(String, String)>,
     pub enclosure: Enclosure,
 }
@@ -35,7 +35,7 @@ pub struct Running {
 /// Starts it; on failure nothing of it is left running.
 pub fn spawn(launch: Launch) -> Result<Running, String> {
     let Launch { id, script, script_args, cwd, env, enclosure } = launch;
-    let Enclosure { cgroup, fence } = enclosure;
+    let Enclosure { cgroup, fence, env: base } = enclosure;
     let mut args: Vec<String> = BASH_FLAGS.iter().map(|s| s.to_string()).collect();
     args.extend(["-c".to_string(), script]);
     args.extend(script_args);
@@ -45,11 +45,15 @@ pub fn spawn(launch: Launch) -> Result<Running, String> {
     };
     let sandboxed = fence.is_some();
     let mut cmd = tokio::process::Command::new(&program);
-    cmd.args(args)
+    // Nothing of the service's own environment: the enclosure's, and the request's on top.
+    cmd.arg0(&program)
+        .args(args)
         .current_dir(&cwd)
         .process_group(0)
-        .env(SESSION_MARKER_ENV, id.as_str())
+        .env_clear()
+        .envs(base)
         .envs(env)
+        .env(SESSION_MARKER_ENV, id.as_str())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -220,11 +220,14 @@ async fn begin(
         None => Vec::new(),
     };
     let fence = deps.encloser.plan(msg.sandbox, &msg.folder, state).map_err(|e| StartError::Sandbox(e.to_string()))?;
-    let enclosure = deps
-        .encloser
-        .enclose(id.to_string(), Some(msg.project_id.clone()), fence, "bash".to_string())
-        .await
-        .map_err(StartError::Failed)?;
+    let guest = crate::sandbox::enclosure::Guest {
+        project: Some(msg.project_id.clone()),
+        agent: None,
+        session: msg.owner.session().cloned(),
+        extra: msg.env.clone(),
+    };
+    let enclosure =
+        deps.encloser.enclose(id.to_string(), guest, fence, "bash".to_string()).await.map_err(StartError::Failed)?;
     let launch = match &state_dir {
         Some(dir) => Launch {
             id: id.clone(),

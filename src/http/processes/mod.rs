@@ -23,7 +23,8 @@ use super::AppState;
 use crate::actors::workbench::{KillError, Start, StartError};
 use crate::db::{self, processes::ProcessRow};
 use crate::domain::ids::{ProcessId, ProjectId, SessionId};
-use crate::domain::process::{context_name, env_name, Owner, ProcessKind};
+use crate::domain::environment;
+use crate::domain::process::{context_name, Owner, ProcessKind};
 use crate::domain::sandbox::SandboxMode;
 use crate::error::{AppError, AppResult};
 
@@ -135,11 +136,9 @@ impl CommandSpec {
         if env.len() > MAX_ENV {
             return Err(AppError::validation(format!("at most {MAX_ENV} environment variables")));
         }
-        if let Some((bad, _)) = env.iter().find(|(k, v)| !env_name(k) || v.contains('\0')) {
-            return Err(AppError::validation(format!(
-                "environment variable {:?}: names are [A-Za-z_][A-Za-z0-9_]*, values have no NUL bytes",
-                crate::domain::validate::clip(bad, 60)
-            )));
+        for (name, value) in &env {
+            environment::check_name("env", name).map_err(AppError::validation)?;
+            environment::check_value("env", name, value).map_err(AppError::validation)?;
         }
         let cwd = match self.cwd {
             None => None,

@@ -6,12 +6,14 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::{
-    check_agent, check_defaults, conflict_on_folder, copy_list, node_list, resolve_folder, workspace_mode_for, Defaults,
+    check_agent, check_defaults, conflict_on_folder, copy_list, node_list, project_env, resolve_folder,
+    workspace_mode_for, Defaults,
 };
 use crate::actors::turn_gate::SetTurnCap;
 use crate::db::{self, projects::Project, StoreError};
 use crate::domain::agent_kind::AgentKind;
 use crate::domain::cluster::NodeList;
+use crate::domain::environment::ProjectEnv;
 use crate::domain::ids::ProjectId;
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::time;
@@ -76,6 +78,11 @@ pub struct CreateProject {
     /// them only. Absent or empty: every node (shared storage). At most 64.
     #[schema(max_items = 64)]
     pub nodes: Option<Vec<String>>,
+    /// Environment variables every process of the project gets (its CLIs, exec commands,
+    /// background processes, terminals, setup scripts): at most 100, names
+    /// `[A-Za-z_][A-Za-z0-9_]*` not starting with `CONDUIT_`, values up to 32 KiB. Stored as
+    /// given; shown with each value as `[REDACTED:project_env]`.
+    pub env: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// Like creating a project, but the name defaults to the folder's name and `source` is `imported`.
@@ -130,6 +137,11 @@ pub struct ImportProject {
     /// them only. Absent or empty: every node (shared storage). At most 64.
     #[schema(max_items = 64)]
     pub nodes: Option<Vec<String>>,
+    /// Environment variables every process of the project gets (its CLIs, exec commands,
+    /// background processes, terminals, setup scripts): at most 100, names
+    /// `[A-Za-z_][A-Za-z0-9_]*` not starting with `CONDUIT_`, values up to 32 KiB. Stored as
+    /// given; shown with each value as `[REDACTED:project_env]`.
+    pub env: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// Create a project.
@@ -163,9 +175,10 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateProject>) 
     check_agent(&state, defaults.default_agent)?;
     let copy = copy_list(b.workspace_copy.as_deref())?;
     let nodes = node_list(b.nodes.as_deref())?;
+    let env = project_env(b.env)?;
     let folder = resolve_folder(&state, b.folder_path.clone()).await?;
     let mode = workspace_mode_for(&folder.0, b.workspace_mode).await?;
-    insert_project(&state, new_project(name, folder, "manual", &defaults, (mode, copy), nodes)).await
+    insert_project(&state, new_project(name, folder, "manual", &defaults, (mode, copy), (nodes, env))).await
 }
 
 /// Import an existing folder as a project.
@@ -198,6 +211,7 @@ pub async fn import(state: web::Data<AppState>, body: web::Json<ImportProject>) 
     check_agent(&state, defaults.default_agent)?;
     let copy = copy_list(b.workspace_copy.as_deref())?;
     let nodes = node_list(b.nodes.as_deref())?;
+    let env = project_env(b.env)?;
     let folder = resolve_folder(&state, b.folder_path.clone()).await?;
     let mode = workspace_mode_for(&folder.0, b.workspace_mode).await?;
     let name = match &b.name {
@@ -208,7 +222,7 @@ pub async fn import(state: web::Data<AppState>, body: web::Json<ImportProject>) 
         }
     }
     .map_err(AppError::validation)?;
-    insert_project(&state, new_project(name, folder, "imported", &defaults, (mode, copy), nodes)).await
+    insert_project(&state, new_project(name, folder, "imported", &defaults, (mode, copy), (nodes, env))).await
 }
 
 /// Inserts a new project after checking the folder is free. Shared by create and import.
@@ -240,7 +254,7 @@ fn new_project(
     source: &str,
     d: &Defaults<'_>,
     workspace: (WorkspaceMode, CopyList),
-    nodes: NodeList,
+    (nodes, env): (NodeList, ProjectEnv),
 ) -> Project {
     let now = time::now();
     let (folder_path, project_type) = folder;
@@ -267,5 +281,6 @@ fn new_project(
         budget_monthly_usd: d.budgets.1,
         max_running_turns: d.max_running_turns,
         nodes,
+        env,
     }
 }

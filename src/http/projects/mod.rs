@@ -12,6 +12,7 @@ use super::AppState;
 use crate::db::{self, projects::Project, StoreError};
 use crate::domain::agent_kind::AgentKind;
 use crate::domain::cluster::NodeList;
+use crate::domain::environment::ProjectEnv;
 use crate::domain::folders;
 use crate::domain::ids::ProjectId;
 use crate::domain::sandbox::SandboxMode;
@@ -99,6 +100,17 @@ async fn resolve_folder(state: &AppState, raw: String) -> AppResult<(String, &'s
 /// The checked `workspace_copy` list (absent: none).
 fn copy_list(raw: Option<&[String]>) -> AppResult<CopyList> {
     CopyList::parse(raw.unwrap_or_default()).map_err(AppError::validation)
+}
+
+/// The checked `env` map (absent: none); a value sent as the redaction marker keeps what
+/// `current` holds.
+fn project_env_over(raw: Option<std::collections::BTreeMap<String, String>>, current: &ProjectEnv) -> AppResult<ProjectEnv> {
+    ProjectEnv::parse(raw.unwrap_or_default(), current).map_err(AppError::validation)
+}
+
+/// The checked `env` map of a new project (absent: none).
+fn project_env(raw: Option<std::collections::BTreeMap<String, String>>) -> AppResult<ProjectEnv> {
+    project_env_over(raw, &ProjectEnv::default())
 }
 
 /// The checked `nodes` list (absent: every node).

@@ -5,8 +5,8 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::{
-    check_agent, check_defaults, conflict_on_folder, copy_list, load, no_project, node_list, resolve_folder,
-    workspace_mode_for, Defaults,
+    check_agent, check_defaults, conflict_on_folder, copy_list, load, no_project, node_list, project_env_over,
+    resolve_folder, workspace_mode_for, Defaults,
 };
 use crate::db::{self, projects::Project, StoreError};
 use crate::domain::agent_kind::AgentKind;
@@ -89,6 +89,11 @@ pub struct UpdateProject {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<Vec<String>>, max_items = 64)]
     pub nodes: Option<Option<Vec<String>>>,
+    /// The whole `env` map, replacing the one stored (`null` or `{}`: none). A value sent as
+    /// `[REDACTED:project_env]` (as a read shows it) keeps the stored value of that name.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<std::collections::BTreeMap<String, String>>)]
+    pub env: Option<Option<std::collections::BTreeMap<String, String>>>,
 }
 
 /// Update a project (partial: absent fields keep their value, `null` clears).
@@ -113,6 +118,9 @@ pub async fn update(
     let mut change = Checked::check(body.into_inner())?;
     check_agent(&state, change.rest.default_agent.as_ref().and_then(Option::as_ref))?;
     let mut project = load(&state, id).await?;
+    if let Some(env) = change.rest.env.take() {
+        project.env = project_env_over(env, &project.env)?;
+    }
     let moved = change.folder_path.is_some();
     if let Some(raw) = change.folder_path.take() {
         let (folder, project_type) = resolve_folder(&state, raw).await?;

@@ -112,9 +112,15 @@ enabled = false
 }
 
 /// The service's configuration for every agent: both CLIs, their keys and the fake's address.
-/// The `transport` setting is `websocket`: it is Claude Code's, and the others ignore it.
+/// The `transport` setting is `websocket`: it is Claude Code's, and the others ignore it. Codex
+/// reads the fake's address from its config.toml, which no variable names: its port is let
+/// through the sandbox's network by `sandbox_host_ports`; its key's variable (and the quiet
+/// switches that are no agent's own) by `agent_env_passthrough`.
 pub fn config(model: &FakeModel) -> ServiceConfig {
+    let port = model.base_url.rsplit(':').next().unwrap_or_default().to_string();
     ServiceConfig::new(real_cli())
+        .env("CONDUIT_SANDBOX_HOST_PORTS", &port)
+        .env("CONDUIT_AGENT_ENV_PASSTHROUGH", "FAKE_OPENAI_KEY,RUST_LOG,NO_COLOR")
         .env("CONDUIT_TRANSPORT", "websocket")
         .env("CONDUIT_CODEX_PATH", &Cli::Codex.path().to_string_lossy())
         .env("CONDUIT_GEMINI_PATH", &Cli::Gemini.path().to_string_lossy())

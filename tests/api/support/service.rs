@@ -67,11 +67,19 @@ pub struct ServiceConfig {
     /// The fake Messages API's base URL, when the real CLI is used.
     pub api_base_url: Option<String>,
     pub env: Vec<(String, String)>,
+    /// `CONDUIT_AUTH_TOKEN`, which the test's client then sends with every request.
+    pub bearer: Option<String>,
 }
 
 impl ServiceConfig {
     pub fn new(cli_path: PathBuf) -> Self {
-        ServiceConfig { cli_path, api_base_url: None, env: Vec::new() }
+        ServiceConfig { cli_path, api_base_url: None, env: Vec::new(), bearer: None }
+    }
+
+    /// The service requires `token` (`CONDUIT_AUTH_TOKEN`); the test's client sends it.
+    pub fn authorized(mut self, token: &str) -> Self {
+        self.bearer = Some(token.to_string());
+        self.env("CONDUIT_AUTH_TOKEN", token)
     }
 
     pub fn api(mut self, base_url: &str) -> Self {
@@ -144,10 +152,19 @@ impl TestService {
             let log = std::fs::read_to_string(dir.path().join("service.log")).unwrap_or_default();
             panic!("the service did not start: {line:?}\n{log}")
         });
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(token) = &config.bearer {
+            let value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}")).expect("a header value");
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
         TestService {
             address: address.to_string(),
             // Idle connections are dropped before the server's 5 s keep-alive closes them.
-            client: reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(2)).build().expect("client"),
+            client: reqwest::Client::builder()
+                .pool_idle_timeout(Duration::from_secs(2))
+                .default_headers(headers)
+                .build()
+                .expect("client"),
             root: std::fs::canonicalize(&root).expect("root"),
             dir,
             child,

@@ -1,0 +1,285 @@
+//! The work of `conduit sandbox-net` (see the parent module). It runs in a process of its own,
+//! single-threaded, before anything of the service starts: forking there is safe, and every
+//! wait is a plain blocking call.
+
+use std::convert::Infallible;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::time::Instant;
+
+use super::{Launch, READY_WITHIN};
+
+/// Forks the helper and becomes bubblewrap. Returns only on failure.
+pub(super) fn run(launch: Launch) -> Result<Infallible, String> {
+    let Some((bwrap, bwrap_args)) = launch.bwrap.split_first() else {
+        return Err("no bubblewrap command line was given".to_string());
+    };
+    let (info_read, info_write) = pipe()?;
+    let (block_read, block_write) = pipe()?;
+    let sandbox = std::process::id() as i32;
+    // SAFETY: this process has one thread (nothing of the service started), so the child may
+    // do anything the parent could.
+    match unsafe { libc::fork() } {
+        -1 => Err(format!("cannot fork: {}", std::io::Error::last_os_error())),
+        0 => {
+            drop((info_write, block_read));
+            let status = helper(info_read, block_write, &launch, sandbox);
+            // SAFETY: ends the helper without running the parent's exit handlers twice.
+            unsafe { libc::_exit(status) }
+        }
+        _ => {
+            drop((info_read, block_write));
+            inheritable(&info_write)?;
+            inheritable(&block_read)?;
+            let err = std::process::Command::new(bwrap)
+                .args(["--unshare-net", "--info-fd", &info_write.as_raw_fd().to_string()])
+                .args(["--block-fd", &block_read.as_raw_fd().to_string()])
+                .args(bwrap_args)
+                .exec();
+            Err(format!("cannot start bubblewrap {bwrap:?}: {err}"))
+        }
+    }
+}
+
+/// Attaches pasta to the sandbox's network, lets the sandbox go on, then keeps pasta until the
+/// sandbox ends. On failure the sandbox is killed before its program starts. The exit status.
+fn helper(info: OwnedFd, block: OwnedFd, launch: &Launch, sandbox: i32) -> i32 {
+    // Blocked from the start, so a SIGHUP that comes early waits for `supervise`.
+    let watched = watched_signals();
+    // SAFETY: a valid signal set, for this (only) thread; pasta gets a clean mask at its start.
+    unsafe { libc::sigprocmask(libc::SIG_BLOCK, &watched, std::ptr::null_mut()) };
+    // Told when bubblewrap (the parent) ends, however it ends.
+    // SAFETY: prctl and getppid take plain integers.
+    let orphaned = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGHUP) != 0 || libc::getppid() != sandbox };
+    if orphaned {
+        return fail(sandbox, "bubblewrap ended before its network was set up".to_string());
+    }
+    // Kept open while the helper lives: bubblewrap writes the rest of its report later, and a
+    // report nobody reads would kill it (SIGPIPE).
+    let mut report = std::fs::File::from(info);
+    let mut pasta = match attach(&mut report, launch) {
+        Ok(pasta) => pasta,
+        Err(e) => return fail(sandbox, e),
+    };
+    let mut block = std::fs::File::from(block);
+    if let Err(e) = block.write_all(b"1") {
+        let _ = pasta.kill();
+        return fail(sandbox, format!("cannot let bubblewrap go on: {e}"));
+    }
+    drop(block);
+    // The sandbox's standard streams (its pipes, or its terminal) are its own from here on: a
+    // reader waiting for their end must not wait for the helper.
+    if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
+        for fd in 0..=2 {
+            // SAFETY: dup2 onto this process's own standard descriptors.
+            unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        }
+    }
+    supervise(&mut pasta, &watched);
+    drop(report);
+    0
+}
+
+/// SIGHUP (bubblewrap ended) and SIGCHLD (pasta did).
+fn watched_signals() -> libc::sigset_t {
+    // SAFETY: fills a local signal set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGHUP);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        set
+    }
+}
+
+/// Kills the sandbox (its process group, when it leads one, as the service makes it do) and
+/// says why on its standard error, which the service records.
+fn fail(sandbox: i32, why: String) -> i32 {
+    eprintln!("conduit sandbox-net: the sandbox's network cannot be set up, not starting it: {why}");
+    // SAFETY: signals by integer ids; the group is only signalled when the sandbox leads it,
+    // so this never reaches the service.
+    unsafe {
+        if sandbox > 1 && libc::getpgid(0) == sandbox {
+            libc::kill(-sandbox, libc::SIGKILL);
+        } else if sandbox > 1 {
+            libc::kill(sandbox, libc::SIGKILL);
+        }
+    }
+    1
+}
+
+/// Reads the sandbox's pid from bubblewrap, starts pasta on its network namespace and waits
+/// until pasta is ready.
+fn attach(report: &mut std::fs::File, launch: &Launch) -> Result<std::process::Child, String> {
+    let child = child_pid(report)?;
+    let open_ns = |kind: &str| {
+        std::fs::File::open(format!("/proc/{child}/ns/{kind}"))
+            .map(OwnedFd::from)
+            .map_err(|e| format!("cannot open the sandbox's {kind} namespace: {e}"))
+    };
+    let net = open_ns("net")?;
+    // Unprivileged, bubblewrap made a user namespace too, which pasta must join first.
+    let same = |kind: &str| -> bool {
+        let ino = |p: String| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
+        ino(format!("/proc/{child}/ns/{kind}")) == ino(format!("/proc/self/ns/{kind}"))
+    };
+    let user = if same("user") { None } else { Some(open_ns("user")?) };
+    let (ready_read, ready_write) = pipe()?;
+    let log = std::env::temp_dir().join(format!("conduit-pasta-{}.log", std::process::id()));
+    let mut cmd = std::process::Command::new(&launch.pasta);
+    let fd = |f: &OwnedFd| format!("/proc/self/fd/{}", f.as_raw_fd());
+    let ports = |p: &[u16]| {
+        if p.is_empty() {
+            "none".to_string()
+        } else {
+            p.iter().map(u16::to_string).collect::<Vec<_>>().join(",")
+        }
+    };
+    cmd.args(["--config-net", "--quiet", "--foreground", "--no-map-gw"])
+        .args(["-t", "none", "-u", "none", "-T", &ports(&launch.tcp), "-U", &ports(&launch.udp)])
+        .args(["--netns", &fd(&net), "--pid", &fd(&ready_write)])
+        .arg("--log-file")
+        .arg(&log)
+        .args(["--log-size", "65536"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    if let Some(user) = &user {
+        cmd.args(["--userns", &fd(user)]);
+    }
+    // SAFETY: geteuid only reads this process's credentials.
+    if unsafe { libc::geteuid() } == 0 {
+        // As root pasta would switch to `nobody`, who cannot enter the sandbox's namespace.
+        cmd.args(["--runas", "0"]);
+    }
+    for f in std::iter::once(&net).chain(&user).chain(std::iter::once(&ready_write)) {
+        inheritable(f)?;
+    }
+    let mut pasta = cmd.spawn().map_err(|e| format!("cannot start pasta {:?}: {e}", launch.pasta))?;
+    drop((net, user, ready_write));
+    let ready = wait_ready(ready_read, &mut pasta);
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    match ready {
+        Ok(()) => Ok(pasta),
+        Err(e) => {
+            let _ = pasta.kill();
+            let _ = pasta.wait();
+            let said: Vec<&str> = logged.lines().filter(|l| !l.contains(" version")).collect();
+            Err(if said.is_empty() { e } else { format!("{e}: {}", said.join("; ")) })
+        }
+    }
+}
+
+/// `{ "child-pid": 1234, ...`: bubblewrap writes the pid in one write (atomic on a pipe), and
+/// the rest only later, so the first reads that hold the number are enough.
+fn child_pid(file: &mut std::fs::File) -> Result<i32, String> {
+    let mut text = String::new();
+    let mut chunk = [0u8; 512];
+    loop {
+        let n = file.read(&mut chunk).map_err(|e| format!("cannot read bubblewrap's report: {e}"))?;
+        if n == 0 {
+            return Err(format!("bubblewrap ended before it reported its sandbox ({text:?})"));
+        }
+        text.push_str(&String::from_utf8_lossy(&chunk[..n]));
+        if let Some(pid) = parse_child_pid(&text) {
+            return Ok(pid);
+        }
+        if text.len() > 64 * 1024 {
+            return Err("bubblewrap's report holds no child pid".to_string());
+        }
+    }
+}
+
+fn parse_child_pid(text: &str) -> Option<i32> {
+    let rest = &text[text.find("\"child-pid\"")? + "\"child-pid\"".len()..];
+    let rest = rest.trim_start().strip_prefix(':')?.trim_start();
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok().filter(|pid| *pid > 1)
+}
+
+/// Waits for pasta's pid file (a pipe): a line once it is ready. An early exit or
+/// [`READY_WITHIN`] without it is a failure.
+fn wait_ready(ready: OwnedFd, pasta: &mut std::process::Child) -> Result<(), String> {
+    let deadline = Instant::now() + READY_WITHIN;
+    let mut got = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut poll = libc::pollfd { fd: ready.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let millis = i32::try_from(left.as_millis()).unwrap_or(i32::MAX).min(100);
+        // SAFETY: one valid pollfd for the duration of the call.
+        let rc = unsafe { libc::poll(&mut poll, 1, millis) };
+        if rc > 0 {
+            let mut chunk = [0u8; 64];
+            // SAFETY: reads into a local buffer of the given length.
+            let n = unsafe { libc::read(ready.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len()) };
+            if n > 0 {
+                got.extend_from_slice(&chunk[..n as usize]);
+                if got.contains(&b'\n') {
+                    return Ok(());
+                }
+            }
+        }
+        if let Ok(Some(status)) = pasta.try_wait() {
+            return Err(format!("pasta {status} before it was ready"));
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("pasta was not ready within {} s", READY_WITHIN.as_secs()));
+        }
+    }
+}
+
+/// Waits until bubblewrap ends (SIGHUP, from `PR_SET_PDEATHSIG`) or pasta does, then ends
+/// pasta. Other signals (the service's polite SIGTERM to the whole tree) end the helper, as
+/// they end pasta itself.
+fn supervise(pasta: &mut std::process::Child, watched: &libc::sigset_t) {
+    loop {
+        if let Ok(Some(_)) = pasta.try_wait() {
+            return;
+        }
+        let timeout = libc::timespec { tv_sec: 60, tv_nsec: 0 };
+        // SAFETY: waits for one of the blocked signals; nothing is written through the nulls.
+        let signal = unsafe { libc::sigtimedwait(watched, std::ptr::null_mut(), &timeout) };
+        if signal == libc::SIGHUP {
+            let _ = pasta.kill();
+            let _ = pasta.wait();
+            return;
+        }
+    }
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 writes two descriptors into the array, which this function then owns.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!("cannot make a pipe: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: both descriptors were just opened and are owned by nothing else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Lets a child started with `exec` or `spawn` keep `fd` (clears close-on-exec).
+fn inheritable(fd: &OwnedFd) -> Result<(), String> {
+    // SAFETY: fcntl on a descriptor this process owns.
+    let rc = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) };
+    if rc != 0 {
+        return Err(format!("cannot pass a descriptor on: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_child_pid;
+
+    #[test]
+    fn the_child_pid_is_read_from_a_partial_report() {
+        assert_eq!(parse_child_pid("{\n    \"child-pid\": 18949"), Some(18949));
+        assert_eq!(parse_child_pid("{\n    \"child-pid\": 19013,\n    \"mnt-namespace\": 4026532803\n}\n"), Some(19013));
+        assert_eq!(parse_child_pid("{\n    \"child-pid\""), None);
+        assert_eq!(parse_child_pid("{\n    \"child-pid\": 1"), None, "never init");
+        assert_eq!(parse_child_pid(""), None);
+    }
+}
