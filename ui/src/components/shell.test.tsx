@@ -15,7 +15,7 @@ const projects: Project[] = [10, 2, 1, 11, 3].map(
   (n) =>
     ({
       id: `p${n}`, name: `many-${n}`, folder_path: `/code/many-${n}`, project_type: 'generic', source: 'created', max_sessions: 5,
-      created_at: '', updated_at: '', workspace_mode: 'shared', workspace_copy: [], nodes: [],
+      created_at: '', updated_at: '', workspace_mode: 'shared', workspace_copy: [], nodes: [], env: {},
     }) as Project,
 );
 const now = new Date().toISOString();

@@ -7,7 +7,7 @@ import { ProcessesPage } from './ProcessesPage';
 
 const project: Project = {
   id: 'p1', name: 'app', folder_path: '/src/app', project_type: 'node', source: 'manual', max_sessions: 3,
-  created_at: '2025-01-01T00:00:00Z', updated_at: '2025-01-01T00:00:00Z', workspace_mode: 'worktree', workspace_copy: [], nodes: [],
+  created_at: '2025-01-01T00:00:00Z', updated_at: '2025-01-01T00:00:00Z', workspace_mode: 'worktree', workspace_copy: [], nodes: [], env: {},
 };
 const session: Session = {
   id: 's1', project_id: 'p1', name: 'brave otter', status: 'idle', transport: 'stdio', total_cost_usd: 0,

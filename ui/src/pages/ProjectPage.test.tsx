@@ -9,7 +9,7 @@ import { ProjectPage } from './ProjectPage';
 
 const project = (over: Partial<Project> = {}): Project => ({
   id: 'p1', name: 'shop', folder_path: '/srv/shop', project_type: 'node', source: 'manual', max_sessions: 5,
-  created_at: '2026-01-01T00:00:00Z', updated_at: '2026-01-01T00:00:00Z', workspace_mode: 'shared', workspace_copy: [], nodes: [],
+  created_at: '2026-01-01T00:00:00Z', updated_at: '2026-01-01T00:00:00Z', workspace_mode: 'shared', workspace_copy: [], nodes: [], env: {},
   budget_daily_usd: 5, budget_monthly_usd: null, ...over,
 });
 

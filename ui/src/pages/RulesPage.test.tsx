@@ -6,7 +6,7 @@ import { RulesPage } from './RulesPage';
 
 const project = (id: string, name: string): Project => ({
   id, name, folder_path: `/src/${name}`, project_type: 'generic', source: 'manual', max_sessions: 3,
-  created_at: '2025-01-01T00:00:00Z', updated_at: '2025-01-01T00:00:00Z', workspace_mode: 'shared', workspace_copy: [], nodes: [],
+  created_at: '2025-01-01T00:00:00Z', updated_at: '2025-01-01T00:00:00Z', workspace_mode: 'shared', workspace_copy: [], nodes: [], env: {},
 });
 
 const rule = (over: Partial<Rule>): Rule => ({
