@@ -67,9 +67,26 @@ pub enum Command {
         /// UDP ports of this machine's loopback the sandbox may reach (comma separated).
         #[arg(long, value_delimiter = ',')]
         udp: Vec<u16>,
+        /// Join the network made ahead of time whose holder is this pid, instead.
+        #[arg(long)]
+        join: Option<i32>,
         /// bubblewrap and its arguments.
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "BWRAP")]
         bwrap: Vec<String>,
+    },
+    /// A sandbox's network made ahead of time (see `sandbox-net --join`). Started by the
+    /// service, not by people.
+    #[command(hide = true)]
+    SandboxNetWarden {
+        /// The pasta executable.
+        #[arg(long)]
+        pasta: std::path::PathBuf,
+        /// TCP ports of this machine's loopback the sandbox may reach (comma separated).
+        #[arg(long, value_delimiter = ',')]
+        tcp: Vec<u16>,
+        /// UDP ports of this machine's loopback the sandbox may reach (comma separated).
+        #[arg(long, value_delimiter = ',')]
+        udp: Vec<u16>,
     },
 }
 

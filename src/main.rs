@@ -15,9 +15,13 @@ fn main() -> ExitCode {
             let (program, args) = command.split_first().map(|(p, a)| (p.as_str(), a)).unwrap_or(("", &[]));
             ExitCode::from(conduit::sandbox::netlock::limit_tcp_and_exec(&tcp_ports, program, args))
         }
-        Some(Command::SandboxNet { pasta, tcp, udp, bwrap }) => {
-            let launch = conduit::sandbox::network::Launch { pasta, tcp, udp, bwrap };
+        Some(Command::SandboxNet { pasta, tcp, udp, join, bwrap }) => {
+            let launch = conduit::sandbox::network::Launch { pasta, tcp, udp, join, bwrap };
             ExitCode::from(conduit::sandbox::network::launch(launch))
+        }
+        Some(Command::SandboxNetWarden { pasta, tcp, udp }) => {
+            let ports = conduit::sandbox::network::Ports { tcp, udp };
+            ExitCode::from(conduit::sandbox::network::warden(&pasta, &ports))
         }
         _ => actix_web::rt::System::new().block_on(service(cli)),
     }
@@ -65,7 +69,7 @@ async fn service(cli: Cli) -> ExitCode {
         Command::Db { action: DbAction::Reset { yes } } => reset(&settings, yes).await,
         Command::Redact { all } => redact(&settings, all).await,
         Command::User { action: UserAction::Add { name } } => user_add(&settings, &name).await,
-        Command::SandboxExec { .. } | Command::SandboxNet { .. } => Ok(()),
+        Command::SandboxExec { .. } | Command::SandboxNet { .. } | Command::SandboxNetWarden { .. } => Ok(()),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

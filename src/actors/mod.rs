@@ -13,6 +13,7 @@ pub mod feed;
 pub mod janitor;
 pub mod limits;
 pub mod locks;
+pub mod network_pool;
 pub mod login_guard;
 pub mod outbox;
 pub mod permissions;

@@ -7,6 +7,8 @@
 //! happen together, off the executor.
 
 use std::future::Future;
+
+use actix::Recipient;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -19,14 +21,26 @@ use crate::domain::agent_kind::AgentKind;
 use crate::domain::environment::ProjectEnv;
 use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::sandbox::SandboxMode;
+use crate::actors::network_pool::{Take, TakenNetwork};
 use crate::process::cgroup::{Cgroup, Containment};
 
-/// A process's cgroup (when the service uses cgroups), its sandbox (unless `off`), and its
-/// whole environment (every spawner clears the service's first).
+/// A process's cgroup (when the service uses cgroups), its sandbox (unless `off`), its whole
+/// environment (every spawner clears the service's first), and the network made ahead of time
+/// its sandbox joins, if one was ready (hand it over to the started process).
 pub struct Enclosure {
     pub cgroup: Option<Cgroup>,
     pub fence: Option<Fence>,
     pub env: Vec<(String, String)>,
+    pub network: Option<TakenNetwork>,
+}
+
+impl Enclosure {
+    /// The process started as `pid`: the network it joined is its own from now on. Blocking.
+    pub fn started(network: Option<TakenNetwork>, pid: i32, cgroup: Option<&Cgroup>) {
+        if let Some(network) = network {
+            network.hand_over(pid, cgroup);
+        }
+    }
 }
 
 /// Who a process is, for its environment and sandbox.
@@ -39,6 +53,8 @@ pub struct Guest {
     pub session: Option<SessionId>,
     /// Variables its start sets itself (a request's `env`, a CLI's own), over the rest.
     pub extra: Vec<(String, String)>,
+    /// The WebSocket bridge port its network must let through (a CLI on that transport).
+    pub bridge: Option<u16>,
 }
 
 /// Builds [`Enclosure`]s. Cheap to clone: everything in it is shared.
@@ -51,6 +67,8 @@ pub struct Encloser {
     channel: Arc<SessionChannel>,
     /// The service's own port: never opened to a sandbox.
     service_port: u16,
+    /// Networks made ahead of time, when sandboxes get networks of their own.
+    pool: Option<Recipient<Take>>,
 }
 
 impl Encloser {
@@ -61,8 +79,9 @@ impl Encloser {
         support: Arc<SandboxSupport>,
         channel: Arc<SessionChannel>,
         service_port: u16,
+        pool: Option<Recipient<Take>>,
     ) -> Self {
-        Encloser { settings, store, containment, support, channel, service_port }
+        Encloser { settings, store, containment, support, channel, service_port, pool }
     }
 
     /// How the service contains process trees (a cgroup each, or process groups).
@@ -97,7 +116,7 @@ impl Encloser {
         let (store, settings, channel, port) =
             (self.store.clone(), self.settings.clone(), self.channel.clone(), self.service_port);
         async move {
-            let Guest { project, agent, session, extra } = guest;
+            let Guest { project, agent, session, extra, bridge: _ } = guest;
             let sandboxed = fence.is_some();
             let rules_of = project.clone();
             let (project_env, others, denied) = store
@@ -146,10 +165,19 @@ impl Encloser {
         fence: Option<Fence>,
         program: String,
     ) -> impl Future<Output = Result<Enclosure, String>> {
-        let containment = self.containment.clone();
+        let (containment, pool) = (self.containment.clone(), self.pool.clone());
+        let bridge = guest.bridge;
         let fitted = self.fit(guest, fence);
         async move {
             let (mut fence, env) = fitted.await?;
+            // A network made ahead of time that lets the same ports through, when one is ready.
+            let mut network = None;
+            if let (Some(pool), Some(ports)) = (pool, fence.as_ref().and_then(|f| f.network_ports(bridge))) {
+                network = pool.send(Take(ports)).await.ok().flatten();
+            }
+            if let (Some(f), Some(taken)) = (fence.as_mut(), network.as_ref()) {
+                f.join_network(taken.holder());
+            }
             let work = move || {
                 let cgroup = containment.cgroup_for(&id);
                 if let Some(f) = fence.as_mut() {
@@ -160,7 +188,7 @@ impl Encloser {
                         return Err(e);
                     }
                 }
-                Ok(Enclosure { cgroup, fence, env })
+                Ok(Enclosure { cgroup, fence, env, network })
             };
             tokio::task::spawn_blocking(work).await.map_err(|e| format!("the start was interrupted: {e}"))?
         }

@@ -93,6 +93,8 @@ pub struct Fence {
     shim: Option<PathBuf>,
     /// A network namespace of its own (`sandbox_network = "isolated"`).
     network: Option<NetworkPlan>,
+    /// The holder of a network made ahead of time to join, instead of making one.
+    joining: Option<i32>,
     /// The session channel's socket on the machine, shown at [`CHANNEL_SOCKET`].
     channel: Option<PathBuf>,
     /// A git worktree's repository folder (`.git`), shown read-only; the parts a commit
@@ -163,6 +165,7 @@ impl Fence {
             connect_ports: Vec::new(),
             shim,
             network,
+            joining: None,
             channel: None,
             repository: None,
             program: None,
@@ -208,6 +211,17 @@ impl Fence {
             network.open_host_ports(ports.iter().copied());
             network.close_host_port(service_port);
         }
+    }
+
+    /// The loopback ports its own network lets through (`None`: it has none of its own), for
+    /// a network made ahead of time that lets the same through.
+    pub fn network_ports(&self, bridge_port: Option<u16>) -> Option<super::network::Ports> {
+        self.network.as_ref().map(|n| n.ports(bridge_port))
+    }
+
+    /// Joins the network made ahead of time whose holder is `holder` instead of making one.
+    pub fn join_network(&mut self, holder: i32) {
+        self.joining = Some(holder);
     }
 
     /// Shows the session channel's socket (on the machine at `socket`) at [`CHANNEL_SOCKET`].
@@ -371,7 +385,7 @@ impl Fence {
         a.push(program);
         a.extend(args);
         match &self.network {
-            Some(network) => network.wrap(&self.bwrap, a, bridge_port),
+            Some(network) => network.wrap(&self.bwrap, a, bridge_port, self.joining),
             None => (self.bwrap.clone(), a),
         }
     }

@@ -65,20 +65,50 @@ impl NetworkPlan {
         self.tcp.iter().copied().chain(bridge_port).collect::<BTreeSet<u16>>().into_iter().collect()
     }
 
-    /// The command line that runs bubblewrap (`bwrap args`) with a network of its own.
-    pub fn wrap(&self, bwrap: &str, args: Vec<String>, bridge_port: Option<u16>) -> (String, Vec<String>) {
-        let list = |ports: Vec<u16>| ports.iter().map(u16::to_string).collect::<Vec<_>>().join(",");
+    /// The loopback ports let through, as a pool of networks made ahead of time keys them.
+    pub fn ports(&self, bridge_port: Option<u16>) -> Ports {
+        Ports { tcp: self.host_tcp_ports(bridge_port), udp: self.udp.iter().copied().collect() }
+    }
+
+    /// The command line that runs bubblewrap (`bwrap args`) with a network of its own: made
+    /// now, or `joining` the one made ahead of time whose holder is that pid.
+    pub fn wrap(
+        &self,
+        bwrap: &str,
+        args: Vec<String>,
+        bridge_port: Option<u16>,
+        joining: Option<i32>,
+    ) -> (String, Vec<String>) {
         let mut a = vec!["sandbox-net".to_string(), "--pasta".to_string(), self.pasta.to_string_lossy().into_owned()];
-        let tcp = self.host_tcp_ports(bridge_port);
-        if !tcp.is_empty() {
-            a.extend(["--tcp".to_string(), list(tcp)]);
-        }
-        if !self.udp.is_empty() {
-            a.extend(["--udp".to_string(), list(self.udp.iter().copied().collect())]);
+        match joining {
+            Some(holder) => a.extend(["--join".to_string(), holder.to_string()]),
+            None => a.extend(self.ports(bridge_port).arguments()),
         }
         a.extend(["--".to_string(), bwrap.to_string()]);
         a.extend(args);
         (self.launcher.to_string_lossy().into_owned(), a)
+    }
+}
+
+/// The loopback ports a network lets through to this machine.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Ports {
+    pub tcp: Vec<u16>,
+    pub udp: Vec<u16>,
+}
+
+impl Ports {
+    /// `--tcp 53,8080 --udp 53`, as `conduit sandbox-net` and the warden take them.
+    pub fn arguments(&self) -> Vec<String> {
+        let list = |ports: &[u16]| ports.iter().map(u16::to_string).collect::<Vec<_>>().join(",");
+        let mut a = Vec::new();
+        if !self.tcp.is_empty() {
+            a.extend(["--tcp".to_string(), list(&self.tcp)]);
+        }
+        if !self.udp.is_empty() {
+            a.extend(["--udp".to_string(), list(&self.udp)]);
+        }
+        a
     }
 }
 
@@ -138,18 +168,24 @@ pub fn resolver_on_loopback(resolv_conf: &str) -> bool {
     servers.iter().any(std::net::IpAddr::is_loopback)
 }
 
-/// `conduit sandbox-net`'s arguments: pasta, the loopback ports, and bubblewrap's command line.
+/// `conduit sandbox-net`'s arguments: pasta, the loopback ports (or the holder of a network
+/// made ahead of time to join), and bubblewrap's command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launch {
     pub pasta: PathBuf,
     pub tcp: Vec<u16>,
     pub udp: Vec<u16>,
+    pub join: Option<i32>,
     pub bwrap: Vec<String>,
 }
 
 /// Runs `conduit sandbox-net`. Returns only on failure, with the status to exit with.
 pub fn launch(launch: Launch) -> u8 {
-    match launcher::run(launch) {
+    let started = match launch.join {
+        Some(holder) => launcher::join(holder, &launch.bwrap),
+        None => launcher::run(launch),
+    };
+    match started {
         Ok(never) => match never {},
         Err(e) => {
             eprintln!("conduit sandbox-net: the sandbox's network cannot be set up, not starting it: {e}");
@@ -158,8 +194,15 @@ pub fn launch(launch: Launch) -> u8 {
     }
 }
 
+/// Runs `conduit sandbox-net-warden` (a network made ahead of time). Returns its exit status.
+pub fn warden(pasta: &Path, ports: &Ports) -> u8 {
+    warden::run(pasta, &ports.tcp, &ports.udp)
+}
+
 #[path = "network_launcher.rs"]
 mod launcher;
+#[path = "network_warden.rs"]
+mod warden;
 
 #[cfg(test)]
 mod tests {
@@ -198,14 +241,17 @@ mod tests {
         plan.open_host_ports([8080, 3100]);
         plan.close_host_port(3100);
         assert_eq!(plan.host_tcp_ports(Some(9001)), [53, 8080, 9001]);
-        let (program, args) = plan.wrap("/usr/bin/bwrap", vec!["--dev".into(), "/dev".into()], None);
+        let (program, args) = plan.wrap("/usr/bin/bwrap", vec!["--dev".into(), "/dev".into()], None, None);
         assert_eq!(program, OWN_EXECUTABLE);
         assert_eq!(
             args.join(" "),
             "sandbox-net --pasta /usr/bin/pasta --tcp 53,8080 --udp 53 -- /usr/bin/bwrap --dev /dev"
         );
         let closed = NetworkPlan::new("pasta".into(), false, OWN_EXECUTABLE.into());
-        assert_eq!(closed.wrap("bwrap", vec![], None).1.join(" "), "sandbox-net --pasta pasta -- bwrap");
+        assert_eq!(closed.wrap("bwrap", vec![], None, None).1.join(" "), "sandbox-net --pasta pasta -- bwrap");
+        let joined = plan.wrap("bwrap", vec![], Some(9001), Some(4242)).1.join(" ");
+        assert_eq!(joined, "sandbox-net --pasta /usr/bin/pasta --join 4242 -- bwrap", "its ports were set when it was made");
+        assert_eq!(plan.ports(Some(9001)), Ports { tcp: vec![53, 8080, 9001], udp: vec![53] });
     }
 
     #[test]

@@ -114,6 +114,17 @@ fn fail(sandbox: i32, why: String) -> i32 {
 /// until pasta is ready.
 fn attach(report: &mut std::fs::File, launch: &Launch) -> Result<std::process::Child, String> {
     let child = child_pid(report)?;
+    attach_to(child, &launch.pasta, (&launch.tcp, &launch.udp))
+}
+
+/// Starts pasta on the network namespace of process `child` (and its user namespace, when it
+/// has one of its own), letting `tcp` and `udp` through to this machine's loopback, and waits
+/// until pasta is ready. pasta ends when this process does (`PR_SET_PDEATHSIG`).
+pub(super) fn attach_to(
+    child: i32,
+    pasta_path: &std::path::Path,
+    (tcp, udp): (&[u16], &[u16]),
+) -> Result<std::process::Child, String> {
     let open_ns = |kind: &str| {
         std::fs::File::open(format!("/proc/{child}/ns/{kind}"))
             .map(OwnedFd::from)
@@ -128,7 +139,7 @@ fn attach(report: &mut std::fs::File, launch: &Launch) -> Result<std::process::C
     let user = if same("user") { None } else { Some(open_ns("user")?) };
     let (ready_read, ready_write) = pipe()?;
     let log = std::env::temp_dir().join(format!("conduit-pasta-{}.log", std::process::id()));
-    let mut cmd = std::process::Command::new(&launch.pasta);
+    let mut cmd = std::process::Command::new(pasta_path);
     let fd = |f: &OwnedFd| format!("/proc/self/fd/{}", f.as_raw_fd());
     let ports = |p: &[u16]| {
         if p.is_empty() {
@@ -138,7 +149,7 @@ fn attach(report: &mut std::fs::File, launch: &Launch) -> Result<std::process::C
         }
     };
     cmd.args(["--config-net", "--quiet", "--foreground", "--no-map-gw"])
-        .args(["-t", "none", "-u", "none", "-T", &ports(&launch.tcp), "-U", &ports(&launch.udp)])
+        .args(["-t", "none", "-u", "none", "-T", &ports(tcp), "-U", &ports(udp)])
         .args(["--netns", &fd(&net), "--pid", &fd(&ready_write)])
         .arg("--log-file")
         .arg(&log)
@@ -157,7 +168,16 @@ fn attach(report: &mut std::fs::File, launch: &Launch) -> Result<std::process::C
     for f in std::iter::once(&net).chain(&user).chain(std::iter::once(&ready_write)) {
         inheritable(f)?;
     }
-    let mut pasta = cmd.spawn().map_err(|e| format!("cannot start pasta {:?}: {e}", launch.pasta))?;
+    // SAFETY: prctl with plain integers, between fork and exec of a single-threaded process.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut pasta = cmd.spawn().map_err(|e| format!("cannot start pasta {pasta_path:?}: {e}"))?;
     drop((net, user, ready_write));
     let ready = wait_ready(ready_read, &mut pasta);
     let logged = std::fs::read_to_string(&log).unwrap_or_default();
@@ -250,7 +270,35 @@ fn supervise(pasta: &mut std::process::Child, watched: &libc::sigset_t) {
     }
 }
 
-fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
+/// Joins the network namespace (and user namespace, when it has one of its own) of `holder`,
+/// a network made ahead of time, then becomes bubblewrap. Returns only on failure.
+pub(super) fn join(holder: i32, bwrap: &[String]) -> Result<Infallible, String> {
+    let Some((program, args)) = bwrap.split_first() else {
+        return Err("no bubblewrap command line was given".to_string());
+    };
+    let open_ns = |kind: &str| {
+        std::fs::File::open(format!("/proc/{holder}/ns/{kind}"))
+            .map_err(|e| format!("the network made ahead of time is gone ({kind} namespace of {holder}: {e})"))
+    };
+    let ino = |p: String| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
+    if ino(format!("/proc/{holder}/ns/user")) != ino("/proc/self/ns/user".to_string()) {
+        let user = open_ns("user")?;
+        // SAFETY: setns on a descriptor this process owns; one thread, so a user namespace can be entered.
+        if unsafe { libc::setns(user.as_raw_fd(), libc::CLONE_NEWUSER) } != 0 {
+            return Err(format!("cannot enter its user namespace: {}", std::io::Error::last_os_error()));
+        }
+    }
+    let net = open_ns("net")?;
+    // SAFETY: setns on a descriptor this process owns.
+    if unsafe { libc::setns(net.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(format!("cannot enter its network namespace: {}", std::io::Error::last_os_error()));
+    }
+    drop(net);
+    let err = std::process::Command::new(program).args(args).exec();
+    Err(format!("cannot start bubblewrap {program:?}: {err}"))
+}
+
+pub(super) fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
     let mut fds = [0 as RawFd; 2];
     // SAFETY: pipe2 writes two descriptors into the array, which this function then owns.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -261,7 +309,7 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
 }
 
 /// Lets a child started with `exec` or `spawn` keep `fd` (clears close-on-exec).
-fn inheritable(fd: &OwnedFd) -> Result<(), String> {
+pub(super) fn inheritable(fd: &OwnedFd) -> Result<(), String> {
     // SAFETY: fcntl on a descriptor this process owns.
     let rc = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) };
     if rc != 0 {

@@ -155,7 +155,7 @@ fn probe_network(pasta: &str, launcher: &Path, bwrap: &str, trial: &[&str]) -> N
     let plan = NetworkPlan::new(found, dns, launcher.to_path_buf());
     let mut args: Vec<String> = trial.iter().map(|s| s.to_string()).collect();
     args.push("true".to_string());
-    let (program, args) = plan.wrap(bwrap, args, None);
+    let (program, args) = plan.wrap(bwrap, args, None, None);
     let started = Instant::now();
     // Its own process group, as every sandbox gets: a failing trial kills that group only.
     let child = std::process::Command::new(&program)

@@ -179,8 +179,13 @@ impl Application {
             .map_err(|e| crate::db::StoreError::Other(format!("the permission engine did not start: {e}")))??;
         tracing::info!(rules, "permission rules loaded");
         let launcher = options.launcher.clone().unwrap_or_else(|| crate::sandbox::network::OWN_EXECUTABLE.into());
-        let sandbox = probe_sandbox(&settings, launcher).await;
+        let sandbox = probe_sandbox(&settings, launcher.clone()).await;
         let (channel, channel_listener) = channel::open(&settings).await?;
+        // Networks made ahead of time, when sandboxes get their own (launches then skip
+        // pasta's start).
+        let pool = sandbox.network.plan.as_ref().map(|plan| {
+            crate::actors::network_pool::NetworkPool::new(launcher.clone(), plan.pasta().to_path_buf()).start().recipient()
+        });
         let encloser = Encloser::new(
             settings.clone(),
             store.clone(),
@@ -188,6 +193,7 @@ impl Application {
             sandbox.clone(),
             channel.clone(),
             port,
+            pool,
         );
         let limits = crate::actors::limits::LimitBoard::default().start();
         let global_caps =

@@ -13,6 +13,8 @@ use crate::db::backlog::Backlog;
 use crate::process::cgroup::Cgroup;
 use crate::process::tree::ProcessTree;
 use crate::process::{procfs, SESSION_MARKER_ENV};
+use crate::actors::network_pool::TakenNetwork;
+use crate::sandbox::enclosure::Enclosure;
 use crate::sandbox::Fence;
 use crate::transport::{stdio, websocket, CliOutput, OutLine};
 
@@ -62,6 +64,8 @@ pub struct SpawnRequest {
     pub fence: Option<Fence>,
     /// Bytes read but not yet stored, when the output is stored: its readers wait when full.
     pub backlog: Option<Arc<Backlog>>,
+    /// The network made ahead of time its sandbox joins, if any.
+    pub network: Option<TakenNetwork>,
 }
 
 /// A running CLI, ready to be supervised.
@@ -80,7 +84,7 @@ pub struct Spawned {
 
 /// Starts the CLI. On failure nothing of it is left running; the error says why.
 pub fn spawn(req: SpawnRequest) -> Result<Spawned, String> {
-    let SpawnRequest { marker, program, arguments, folder, env, bridge, cgroup, fence, backlog } = req;
+    let SpawnRequest { marker, program, arguments, folder, env, bridge, cgroup, fence, backlog, network } = req;
     let secret = websocket::new_secret();
     let (wire, stdin) = match &bridge {
         None => (Wire::Stdio, std::process::Stdio::piped()),
@@ -140,6 +144,7 @@ pub fn spawn(req: SpawnRequest) -> Result<Spawned, String> {
             None
         }
     });
+    Enclosure::started(network, pid, cgroup.as_ref());
     let tree = ProcessTree { pgid: pid, marker, cgroup, wrapped: sandboxed };
     let end_now = |tree: &ProcessTree, why: &str| {
         let tree = tree.clone();

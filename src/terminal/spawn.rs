@@ -21,6 +21,8 @@ pub struct ShellRequest {
     pub cgroup: Option<Cgroup>,
     /// The sandbox (prepared for `shell`), unless the project's is `off`.
     pub fence: Option<Fence>,
+    /// The network made ahead of time its sandbox joins, if any.
+    pub network: Option<crate::actors::network_pool::TakenNetwork>,
 }
 
 /// A running shell and the two halves of its PTY's master.
@@ -52,7 +54,7 @@ impl ShellExit {
 
 /// Starts the shell. On failure nothing of it is left running; the error says why.
 pub fn spawn(req: ShellRequest) -> Result<Started, String> {
-    let ShellRequest { marker, shell, folder, env, size, cgroup, fence } = req;
+    let ShellRequest { marker, shell, folder, env, size, cgroup, fence, network } = req;
     let discard = |cgroup: Option<Cgroup>| {
         if let Some(cgroup) = cgroup {
             let _ = cgroup.kill_and_remove(std::time::Duration::from_secs(1));
@@ -112,6 +114,7 @@ pub fn spawn(req: ShellRequest) -> Result<Started, String> {
             None
         }
     });
+    crate::sandbox::enclosure::Enclosure::started(network, pid, cgroup.as_ref());
     // setsid made the shell's pid its session's and its process group's id.
     let tree = ProcessTree { pgid: pid, marker, cgroup, wrapped: sandboxed };
     let (reader, writer) = pty.into_split();

@@ -32,14 +32,14 @@ impl SessionRegistry {
     /// Finds the program of `kind` (and readies the session it resumes, if any), then creates
     /// the CLI's cgroup named `id`, builds its environment and prepares `fence` for it, off the
     /// executor. `session`: the session it runs, whose channel it gets (`None` for an agent's
-    /// run). A missing CLI is an error naming its setting.
+    /// run); `bridge`: its WebSocket bridge's port. A missing CLI is an error naming its setting.
     pub(super) fn enclose(
         &self,
         id: String,
         project: Option<ProjectId>,
         fence: Option<Fence>,
         kind: &AgentKind,
-        (resume, session): (Option<String>, Option<SessionId>),
+        (resume, session, bridge): (Option<String>, Option<SessionId>, Option<i32>),
     ) -> impl Future<Output = Result<Enclosed, String>> {
         let (settings, kind, encloser) = (self.settings.clone(), kind.clone(), self.encloser.clone());
         async move {
@@ -55,7 +55,8 @@ impl SessionRegistry {
                 tokio::task::spawn_blocking(find).await.map_err(|e| format!("the start was interrupted: {e}"))?;
             let program = located.map_err(|e| e.to_string())?;
             let extra = catalog::kind_env(&settings, &kind, &program);
-            let guest = Guest { project, agent: Some(kind), session, extra };
+            let bridge = bridge.and_then(|port| u16::try_from(port).ok());
+            let guest = Guest { project, agent: Some(kind), session, extra, bridge };
             let enclosure = encloser.enclose(id, guest, fence, program.to_string_lossy().into_owned()).await?;
             Ok(Enclosed { enclosure, program })
         }

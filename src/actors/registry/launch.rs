@@ -246,7 +246,7 @@ impl Handler<Launch> for SessionRegistry {
                     Ok(Launched { session: row, created: true, pending: Some(pending) })
                 })) as LaunchFuture;
             }
-            let whose = (row.resume_session_id.clone(), Some(row.id.clone()));
+            let whose = (row.resume_session_id.clone(), Some(row.id.clone()), row.ws_port);
             let enclose = act.enclose(row.id.to_string(), Some(row.project_id.clone()), fence, &row.agent, whose);
             // The row, then its cgroup and sandbox (off the executor).
             let writer = act.writer.clone();

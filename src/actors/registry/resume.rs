@@ -230,7 +230,7 @@ impl SessionRegistry {
             None => futures_util::future::Either::Right(std::future::ready(Ok(fence))),
         };
         let (id, project_id, agent) = (row.id.to_string(), row.project_id.clone(), row.agent.clone());
-        let whose = (options.resume_session_id.clone(), Some(row.id.clone()));
+        let whose = (options.resume_session_id.clone(), Some(row.id.clone()), row.ws_port);
         let enclose = reused.into_actor(self).then(move |fence, act, _ctx| {
             let enclose = fence.map(|fence| act.enclose(id, Some(project_id), fence, &agent, whose));
             async move { enclose?.await }.into_actor(act)

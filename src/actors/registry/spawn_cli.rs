@@ -99,7 +99,7 @@ impl SessionRegistry {
         let SessionLaunch { mut row, folder, options, bridge, resumed, last_seq, enclosure, carried } = launch;
         let backlog = Backlog::new(self.settings.session_backlog_bytes);
         let settings = self.settings.clone();
-        let spawned = enclosure.and_then(|Enclosed { enclosure: Enclosure { cgroup, fence, env }, program }| {
+        let spawned = enclosure.and_then(|Enclosed { enclosure: Enclosure { cgroup, fence, env, network }, program }| {
             let (agent, adapter) =
                 catalog::prepare(&settings, &row.agent, &program, &options, &folder).map_err(|e| e.to_string())?;
             let spawned = spawn(SpawnRequest {
@@ -112,6 +112,7 @@ impl SessionRegistry {
                 cgroup,
                 fence,
                 backlog: Some(backlog.clone()),
+                network,
             })?;
             Ok((spawned, adapter))
         });

@@ -132,7 +132,8 @@ pub(super) async fn prepare(
     };
     let ran = match project.setup_script.as_deref().filter(|s| !s.trim().is_empty()) {
         Some(script) => {
-            let guest = Guest { project: Some(project.id.clone()), agent: None, session: Some(row.id.clone()), extra: Vec::new() };
+            let session = Some(row.id.clone());
+            let guest = Guest { project: Some(project.id.clone()), agent: None, session, extra: Vec::new(), bridge: None };
             let fitted = encloser.fit(guest, fence.clone()).await?;
             run_setup(script, &path, fitted, setup_timeout, stream).await?;
             true
@@ -235,7 +236,7 @@ impl super::SessionRegistry {
                 Some(row.project_id.clone()),
                 fence,
                 &row.agent,
-                (row.resume_session_id.clone(), Some(row.id.clone())),
+                (row.resume_session_id.clone(), Some(row.id.clone()), row.ws_port),
             );
             Box::pin(enclose.into_actor(act).then(move |enclosure, act, _ctx| {
                 let id = row.id.clone();

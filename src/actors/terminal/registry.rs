@@ -204,7 +204,7 @@ impl Handler<StartTerminal> for TerminalRegistry {
                 }
             }
             use crate::sandbox::enclosure::Guest;
-            let guest = Guest { project: Some(project.id.clone()), agent: None, session, extra: env };
+            let guest = Guest { project: Some(project.id.clone()), agent: None, session, extra: env, bridge: None };
             let enclosure =
                 encloser.enclose(id.to_string(), guest, fence, shell.clone()).await.map_err(StartError::Spawn)?;
             let request = ShellRequest {
@@ -215,6 +215,7 @@ impl Handler<StartTerminal> for TerminalRegistry {
                 size,
                 cgroup: enclosure.cgroup,
                 fence: enclosure.fence,
+                network: enclosure.network,
             };
             tokio::task::spawn_blocking(move || spawn(request))
                 .await

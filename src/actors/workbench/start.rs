@@ -225,6 +225,7 @@ async fn begin(
         agent: None,
         session: msg.owner.session().cloned(),
         extra: msg.env.clone(),
+        bridge: None,
     };
     let enclosure =
         deps.encloser.enclose(id.to_string(), guest, fence, "bash".to_string()).await.map_err(StartError::Failed)?;
