@@ -58,15 +58,8 @@ pub enum Command {
     /// service, not by people.
     #[command(hide = true)]
     SandboxNet {
-        /// The pasta executable.
-        #[arg(long)]
-        pasta: std::path::PathBuf,
-        /// TCP ports of this machine's loopback the sandbox may reach (comma separated).
-        #[arg(long, value_delimiter = ',')]
-        tcp: Vec<u16>,
-        /// UDP ports of this machine's loopback the sandbox may reach (comma separated).
-        #[arg(long, value_delimiter = ',')]
-        udp: Vec<u16>,
+        #[command(flatten)]
+        network: NetworkArgs,
         /// Join the network made ahead of time whose holder is this pid, instead.
         #[arg(long)]
         join: Option<i32>,
@@ -78,16 +71,23 @@ pub enum Command {
     /// service, not by people.
     #[command(hide = true)]
     SandboxNetWarden {
-        /// The pasta executable.
-        #[arg(long)]
-        pasta: std::path::PathBuf,
-        /// TCP ports of this machine's loopback the sandbox may reach (comma separated).
-        #[arg(long, value_delimiter = ',')]
-        tcp: Vec<u16>,
-        /// UDP ports of this machine's loopback the sandbox may reach (comma separated).
-        #[arg(long, value_delimiter = ',')]
-        udp: Vec<u16>,
+        #[command(flatten)]
+        network: NetworkArgs,
     },
+}
+
+/// A sandbox network's pasta and the loopback ports it lets through.
+#[derive(Debug, clap::Args)]
+pub struct NetworkArgs {
+    /// The pasta executable.
+    #[arg(long)]
+    pub pasta: std::path::PathBuf,
+    /// TCP ports of this machine's loopback the sandbox may reach (comma separated).
+    #[arg(long, value_delimiter = ',')]
+    pub tcp: Vec<u16>,
+    /// UDP ports of this machine's loopback the sandbox may reach (comma separated).
+    #[arg(long, value_delimiter = ',')]
+    pub udp: Vec<u16>,
 }
 
 #[derive(Debug, Subcommand)]

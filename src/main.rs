@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use conduit::cli::{Cli, Command, DbAction, UserAction};
+use conduit::cli::{Cli, Command, DbAction, NetworkArgs, UserAction};
 use conduit::config::Settings;
 use conduit::startup::{Application, ServeOptions};
 use conduit::{db, telemetry};
@@ -15,11 +15,11 @@ fn main() -> ExitCode {
             let (program, args) = command.split_first().map(|(p, a)| (p.as_str(), a)).unwrap_or(("", &[]));
             ExitCode::from(conduit::sandbox::netlock::limit_tcp_and_exec(&tcp_ports, program, args))
         }
-        Some(Command::SandboxNet { pasta, tcp, udp, join, bwrap }) => {
+        Some(Command::SandboxNet { network: NetworkArgs { pasta, tcp, udp }, join, bwrap }) => {
             let launch = conduit::sandbox::network::Launch { pasta, tcp, udp, join, bwrap };
             ExitCode::from(conduit::sandbox::network::launch(launch))
         }
-        Some(Command::SandboxNetWarden { pasta, tcp, udp }) => {
+        Some(Command::SandboxNetWarden { network: NetworkArgs { pasta, tcp, udp } }) => {
             let ports = conduit::sandbox::network::Ports { tcp, udp };
             ExitCode::from(conduit::sandbox::network::warden(&pasta, &ports))
         }

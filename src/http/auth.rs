@@ -1,6 +1,8 @@
 //! Who a request comes from: the credentials it presents, checked against the configured
 //! `CONDUIT_AUTH_TOKEN`, the stored API tokens and the users (see [`Identity`]).
 //!
+//! - A session channel's token (`cst_...`, a session's processes): [`Identity::Session`], which
+//!   reaches its own session's reads only (see [`super::channel`]).
 //! - `Authorization: Bearer <token>` (or `?token=` on a WebSocket or SSE path, which browsers
 //!   cannot give headers), see [`super::auth_bearer`]: the configured token, compared in
 //!   constant time, else a stored token, found by its SHA-256 (not revoked, not expired). No

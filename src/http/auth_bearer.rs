@@ -16,6 +16,8 @@
 //!   ([`Compared`]): no check is ever left running, and a burst of right tokens is not held back.
 //! - Any other bearer with no configured token matches nothing and is not counted (nothing to
 //!   guess): the request goes on as if it had none.
+//! - A session channel's token (`cst_`) is checked before all of these (`http::channel`) and is
+//!   never a guess at the configured token.
 //!
 //! [`LoginGuard`]: crate::actors::login_guard::LoginGuard
 

@@ -18,6 +18,7 @@
 //! on Linux, and Debian packages it.
 
 pub mod channel;
+mod disk;
 pub mod enclosure;
 pub mod environment;
 pub mod fence;

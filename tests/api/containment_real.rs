@@ -57,9 +57,7 @@ async fn create(service: &TestService, body: Value) -> Value {
 }
 
 async fn idle(service: &TestService, project: &str) -> Value {
-    let session = service.launch(project, json!({})).await;
-    let id = session["id"].as_str().expect("id").to_string();
-    service.wait_status(&id, "idle", READY).await
+    crate::workspaces_real::idle(service, project, "guest").await
 }
 
 fn id(row: &Value) -> String {

@@ -81,9 +81,13 @@ async fn has_exactly_the_documented_keys() {
         "problem",
         "landlock_abi",
         "network_limit_available",
+        "network",
     ];
     assert_eq!(keys(&body["checks"]["sandbox"]), sandbox.into_iter().collect());
     assert_eq!(body["checks"]["sandbox"]["mechanism"], "bubblewrap");
+    let network = ["mechanism", "available", "pasta_path", "problem"];
+    assert_eq!(keys(&body["checks"]["sandbox"]["network"]), network.into_iter().collect());
+    assert_eq!(body["checks"]["sandbox"]["network"]["mechanism"], "pasta");
     assert_eq!(body["checks"]["sandbox"]["default_mode"], "workspace");
 
     assert!(body["uptime_seconds"].is_u64(), "{body}");

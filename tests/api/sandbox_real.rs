@@ -118,6 +118,17 @@ async fn strict_limits_the_network_to_the_model_api() {
     run_bash(&api, &service, &id, "still talking", "echo hi", 2).await;
 }
 
+/// A launch in `project` is refused (503 `sandbox_unavailable`), saying what is missing
+/// (`missing`) and the way out.
+async fn assert_launch_refused(service: &TestService, project: &str, missing: &str) {
+    let res = service.post(&format!("/api/projects/{project}/sessions"), json!({})).await;
+    assert_eq!(res.status().as_u16(), 503);
+    let body: Value = res.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "sandbox_unavailable", "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(missing) && message.contains("`off`"), "says what is missing and the way out: {message}");
+}
+
 #[actix_web::test]
 async fn a_sandboxed_launch_without_the_mechanism_is_refused_never_run_bare() {
     let (_api, service) = rig(|c| c.env("CONDUIT_BWRAP_PATH", "/nonexistent/bwrap")).await;
@@ -127,15 +138,7 @@ async fn a_sandboxed_launch_without_the_mechanism_is_refused_never_run_bare() {
     assert!(health["checks"]["sandbox"]["problem"].as_str().is_some_and(|p| p.contains("bubblewrap")), "{health}");
 
     let sandboxed = project(&service, "needs-sandbox", "workspace").await;
-    let res = service.post(&format!("/api/projects/{sandboxed}/sessions"), json!({})).await;
-    assert_eq!(res.status().as_u16(), 503);
-    let body: Value = res.json().await.expect("json");
-    assert_eq!(body["error"]["code"], "sandbox_unavailable", "{body}");
-    let message = body["error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("bubblewrap") && message.contains("`off`"),
-        "says what is missing and the way out: {message}"
-    );
+    assert_launch_refused(&service, &sandboxed, "bubblewrap").await;
     let sessions = service.get_json(&format!("/api/projects/{sandboxed}/sessions")).await;
     assert_eq!(sessions.as_array().map(Vec::len), Some(0), "nothing was started or stored: {sessions}");
 
@@ -172,12 +175,7 @@ async fn a_sandboxed_launch_without_pasta_is_refused_unless_the_host_network_is_
     assert_eq!((network["mechanism"].as_str(), network["available"].as_bool()), (Some("pasta"), Some(false)), "{health}");
     assert!(network["problem"].as_str().is_some_and(|p| p.contains("passt")), "names the package: {health}");
     let sandboxed = project(&missing, "needs-network", "workspace").await;
-    let res = missing.post(&format!("/api/projects/{sandboxed}/sessions"), json!({})).await;
-    assert_eq!(res.status().as_u16(), 503);
-    let body: Value = res.json().await.expect("json");
-    assert_eq!(body["error"]["code"], "sandbox_unavailable", "{body}");
-    let message = body["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("pasta") && message.contains("`off`"), "{message}");
+    assert_launch_refused(&missing, &sandboxed, "pasta").await;
     let res = missing.post(&format!("/api/projects/{sandboxed}/exec"), json!({"command": "true"})).await;
     assert_eq!(res.status().as_u16(), 503, "exec is refused the same way");
 

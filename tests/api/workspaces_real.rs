@@ -52,7 +52,7 @@ async fn create_project(service: &TestService, body: Value) -> Value {
     res.json().await.expect("json")
 }
 
-async fn idle(service: &TestService, project: &str, name: &str) -> Value {
+pub async fn idle(service: &TestService, project: &str, name: &str) -> Value {
     let session = service.launch(project, json!({"name": name})).await;
     let id = session["id"].as_str().expect("id").to_string();
     service.wait_status(&id, "idle", READY).await
