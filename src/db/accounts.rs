@@ -91,7 +91,7 @@ pub fn count_users(conn: &mut DbConnection) -> Result<i64, StoreError> {
 /// Inserts `user` unless some user exists (the first user from the environment), in one
 /// transaction; answers whether it was inserted.
 pub fn insert_first_user(conn: &mut DbConnection, user: &UserRow) -> Result<bool, StoreError> {
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         if count_users(conn)? > 0 {
             return Ok(false);
         }

@@ -225,7 +225,7 @@ pub fn fail_interrupted(
     now: &str,
     owner: Option<&str>,
 ) -> Result<Vec<ExecutionId>, StoreError> {
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         let mut live =
             agent_executions::table.filter(agent_executions::status.eq_any(ExecutionStatus::LIVE)).into_boxed();
         if let Some(node) = owner {

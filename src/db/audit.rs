@@ -65,7 +65,7 @@ const ROWS_PER_INSERT: usize = 100;
 
 /// Appends `rows`, in order, in one transaction: all of them or none.
 pub fn append(conn: &mut DbConnection, rows: &[NewAuditEntry]) -> Result<(), StoreError> {
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         for chunk in rows.chunks(ROWS_PER_INSERT) {
             // A multi-row INSERT is written per dialect (SQLite has no DEFAULT keyword).
             match conn {

@@ -40,7 +40,7 @@ fn for_address<T>(
     address: &str,
     body: impl FnOnce(&mut DbConnection) -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         if let DbConnection::Pg(pg) = conn {
             diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
                 .bind::<Text, _>(address)

@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use diesel::connection::SimpleConnection;
+use diesel::connection::{Connection, SimpleConnection};
 use diesel::pg::PgConnection;
 use diesel::r2d2::{ManageConnection, Pool, PooledConnection, R2D2Connection};
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
@@ -50,6 +50,44 @@ pub use backend::{migrate, open_sqlite, run_migrations, Database, SQLITE_MIGRATI
 pub enum DbConnection {
     Sqlite(SqliteConnection),
     Pg(PgConnection),
+}
+
+impl DbConnection {
+    /// A transaction that writes. On SQLite it takes the write lock at its start (`BEGIN
+    /// IMMEDIATE`), so a busy database is waited for (`busy_timeout`). A deferred transaction
+    /// that reads before it writes cannot wait: when another connection has written since its
+    /// read, WAL's snapshot rule fails its first write at once with `SQLITE_BUSY` (seen as a 503
+    /// `database_busy` from a cleanup under load). On PostgreSQL, a plain transaction. Nested
+    /// calls are savepoints, as with `transaction`.
+    pub fn write_transaction<T, E, F>(&mut self, f: F) -> Result<T, E>
+    where
+        F: FnOnce(&mut DbConnection) -> Result<T, E>,
+        E: From<DieselError>,
+    {
+        use diesel::connection::{AnsiTransactionManager, TransactionManager};
+        let DbConnection::Sqlite(sqlite) = self else { return self.transaction(f) };
+        let outermost = AnsiTransactionManager::transaction_manager_status_mut(sqlite)
+            .transaction_depth()
+            .map_err(E::from)?
+            .is_none();
+        if !outermost {
+            return self.transaction(f);
+        }
+        AnsiTransactionManager::begin_transaction_sql(sqlite, "BEGIN IMMEDIATE").map_err(E::from)?;
+        match f(self) {
+            Ok(value) => {
+                let DbConnection::Sqlite(sqlite) = self else { return Ok(value) };
+                AnsiTransactionManager::commit_transaction(sqlite).map_err(E::from)?;
+                Ok(value)
+            }
+            Err(e) => {
+                if let DbConnection::Sqlite(sqlite) = self {
+                    let _ = AnsiTransactionManager::rollback_transaction(sqlite);
+                }
+                Err(e)
+            }
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -225,5 +263,52 @@ impl Store {
     /// A trivial round trip, for health checks.
     pub async fn ping(&self) -> bool {
         self.run(|conn| conn.batch_execute("SELECT 1").map_err(StoreError::from)).await.is_ok()
+    }
+}
+
+#[cfg(test)]
+mod write_transaction_tests {
+    use diesel::connection::SimpleConnection;
+    use diesel::RunQueryDsl;
+
+    use super::{backend, DbConnection, StoreError};
+
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+
+    /// A transaction that reads, then writes while another connection wrote meanwhile: it
+    /// waits for the other instead of failing with SQLITE_BUSY (which a deferred one does).
+    #[test]
+    fn a_transaction_that_reads_first_still_waits_for_a_busy_database() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.db");
+        let open = |path: &std::path::Path| DbConnection::Sqlite(backend::open_sqlite(path, 5_000).expect("open"));
+        open(&path).batch_execute("CREATE TABLE t (n INTEGER)").expect("table");
+        let (first, then) = (std::sync::mpsc::channel(), std::sync::mpsc::channel());
+        let (read_done, go_on) = (first.0, then.1);
+        let at = path.clone();
+        let reader = std::thread::spawn(move || {
+            let mut conn = open(&at);
+            conn.write_transaction(|conn| {
+                let seen: Vec<Count> = diesel::sql_query("SELECT count(*) AS n FROM t").load(conn)?;
+                read_done.send(()).expect("tell");
+                // The other connection tries to write now; this one holds the write lock.
+                let _ = go_on.recv_timeout(std::time::Duration::from_millis(300));
+                diesel::sql_query(format!("INSERT INTO t VALUES ({})", seen[0].n)).execute(conn)?;
+                Ok::<_, StoreError>(())
+            })
+        });
+        first.1.recv().expect("the read happened");
+        let mut other = open(&path);
+        let wrote = other.batch_execute("INSERT INTO t VALUES (100)");
+        // Its write waited for the first transaction, which has finished by now (no one listens).
+        let _ = then.0.send(());
+        reader.join().expect("no panic").expect("the first transaction committed");
+        wrote.expect("the other write waited for it, then went in");
+        let rows: Vec<Count> = diesel::sql_query("SELECT count(*) AS n FROM t").load(&mut other).expect("count");
+        assert_eq!(rows[0].n, 2);
     }
 }

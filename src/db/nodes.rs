@@ -34,7 +34,7 @@ pub struct Node {
 /// Writes `node` as it starts: live, whatever it was before (a node that was lost or left
 /// comes back under its name).
 pub fn join(conn: &mut DbConnection, node: &Node) -> Result<(), StoreError> {
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         let updated = diesel::update(nodes::table.find(&node.name))
             .set((
                 nodes::address.eq(&node.address),
@@ -108,7 +108,7 @@ pub fn expired(conn: &mut DbConnection, now: &str) -> Result<Vec<String>, StoreE
 /// listed), and ends its live sessions with `node_lost`. Returns those sessions; empty when
 /// the node renewed in between.
 pub fn declare_lost(conn: &mut DbConnection, name: &str, now: &str) -> Result<Vec<SessionId>, StoreError> {
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         let lost = diesel::update(
             nodes::table.find(name).filter(nodes::state.eq(NodeState::Live)).filter(nodes::lease_until.lt(now)),
         )

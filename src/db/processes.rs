@@ -118,7 +118,7 @@ pub fn delete_ended(
     before: Option<&str>,
     node: Option<&str>,
 ) -> Result<Vec<ProcessId>, StoreError> {
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         let mut query =
             processes::table.filter(processes::status.ne(ProcessStatus::Running)).select(processes::id).into_boxed();
         if let Some(node) = node {
@@ -167,7 +167,7 @@ pub fn nodes_of(conn: &mut DbConnection, project: &ProjectId, running: bool) -> 
 /// After a crash of the service: every process still marked running is `lost`. Returns their
 /// ids, so their leftovers can be looked for by marker.
 pub fn lose_interrupted(conn: &mut DbConnection, now: &str, owner: Option<&str>) -> Result<Vec<ProcessId>, StoreError> {
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         let mut running = processes::table.filter(processes::status.eq(ProcessStatus::Running)).into_boxed();
         if let Some(node) = owner {
             running = running.filter(processes::owner_node.eq(node.to_string()));

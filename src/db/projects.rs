@@ -150,7 +150,7 @@ pub fn update(conn: &mut DbConnection, project: &Project) -> Result<(), StoreErr
 /// upgrade once another connection had written. The deletion cascades to the agents' rows;
 /// their actors are the caller's to end. `NotFound` when the row is gone.
 pub fn delete_listing_agents(conn: &mut DbConnection, project: &Project) -> Result<Vec<AgentId>, StoreError> {
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         update(conn, project)?;
         let agents = super::agents::all(conn)?
             .into_iter()

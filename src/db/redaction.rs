@@ -116,7 +116,7 @@ fn messages_pass(conn: &mut DbConnection, report: &mut Report) -> Result<TableRe
         let Some(last) = rows.last().map(|r| r.0) else { break };
         after = last;
         table.rows_read += rows.len() as u64;
-        conn.transaction::<_, StoreError, _>(|conn| {
+        conn.write_transaction::<_, StoreError, _>(|conn| {
             for (id, content) in rows {
                 let mut clean = content.clone();
                 if scrub_any(&mut clean) {
@@ -149,7 +149,7 @@ fn events_pass(conn: &mut DbConnection, report: &mut Report) -> Result<TableRepo
         let Some(last) = rows.last().map(|r| (r.0.clone(), r.1)) else { break };
         after = last;
         table.rows_read += rows.len() as u64;
-        conn.transaction::<_, StoreError, _>(|conn| {
+        conn.write_transaction::<_, StoreError, _>(|conn| {
             for (session, seq, data) in rows {
                 let mut clean = data.clone();
                 if scrub_json(&mut clean) {
@@ -187,7 +187,7 @@ fn decisions_pass(conn: &mut DbConnection, report: &mut Report) -> Result<TableR
         let Some(last) = rows.last().map(|r| r.0) else { break };
         after = last;
         table.rows_read += rows.len() as u64;
-        conn.transaction::<_, StoreError, _>(|conn| {
+        conn.write_transaction::<_, StoreError, _>(|conn| {
             for (id, input, reason, reading) in rows {
                 let (mut input2, mut reason2, mut reading2) = (input.clone(), reason.clone(), reading.clone());
                 let changed = scrub_any(&mut input2)
@@ -237,7 +237,7 @@ fn executions_pass(conn: &mut DbConnection, report: &mut Report) -> Result<Table
         let Some(last) = rows.last().map(|r| r.0.clone()) else { break };
         after = last;
         table.rows_read += rows.len() as u64;
-        conn.transaction::<_, StoreError, _>(|conn| {
+        conn.write_transaction::<_, StoreError, _>(|conn| {
             for (id, output, raw, error) in rows {
                 let (mut output2, mut raw2, mut error2) = (output.clone(), raw.clone(), error.clone());
                 let changed = crate::secrets::scrub_text(&mut output2)
@@ -279,7 +279,7 @@ fn sessions_pass(conn: &mut DbConnection, report: &mut Report) -> Result<TableRe
         let Some(last) = rows.last().map(|r| r.0.clone()) else { break };
         after = last;
         table.rows_read += rows.len() as u64;
-        conn.transaction::<_, StoreError, _>(|conn| {
+        conn.write_transaction::<_, StoreError, _>(|conn| {
             for (id, error, reason) in rows {
                 let (mut error2, mut reason2) = (error.clone(), reason.clone());
                 if scrub_optional_text(&mut error2) | scrub_optional_text(&mut reason2) {
@@ -313,7 +313,7 @@ fn deliveries_pass(conn: &mut DbConnection, report: &mut Report) -> Result<Table
         let Some(last) = rows.last().map(|r| r.0) else { break };
         after = last;
         table.rows_read += rows.len() as u64;
-        conn.transaction::<_, StoreError, _>(|conn| {
+        conn.write_transaction::<_, StoreError, _>(|conn| {
             for (id, error) in rows {
                 let mut error2 = error.clone();
                 if scrub_optional_text(&mut error2) {

@@ -232,7 +232,7 @@ pub fn count_live(conn: &mut DbConnection) -> Result<i64, StoreError> {
 /// rows as they were, so their processes can be looked for. In cluster mode `owner` limits
 /// this to the node's own sessions (the other nodes' are theirs); `None` is every session.
 pub fn fail_interrupted(conn: &mut DbConnection, now: &str, owner: Option<&str>) -> Result<Vec<Session>, StoreError> {
-    conn.transaction(|conn| {
+    conn.write_transaction(|conn| {
         let live = || {
             let query = sessions::table.filter(sessions::status.eq_any(SessionStatus::LIVE)).into_boxed();
             match owner {

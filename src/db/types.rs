@@ -15,9 +15,9 @@ use diesel::serialize::{self, Output, ToSql};
 use diesel::sql_types::{Nullable, Text};
 
 use crate::domain::access::Scope;
-use crate::domain::audit::{ActorKind, AuditEvent};
 use crate::domain::agent::{AgentStatus, ExecutionStatus, TriggerKind};
 use crate::domain::agent_kind::AgentKind;
+use crate::domain::audit::{ActorKind, AuditEvent};
 use crate::domain::cluster::{NodeList, NodeRole, NodeState};
 use crate::domain::decision::{Decision, DecisionPoint, DecisionSource};
 use crate::domain::environment::ProjectEnv;

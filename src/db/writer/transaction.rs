@@ -62,8 +62,7 @@ fn conn_transaction(
     jobs: &[Job],
     notify_as: Option<&str>,
 ) -> Result<Vec<Option<i64>>, StoreError> {
-    use diesel::Connection;
-    conn.transaction(|conn| write_batch(conn, jobs, notify_as))
+    conn.write_transaction(|conn| write_batch(conn, jobs, notify_as))
 }
 
 /// One transaction: the batch's lines are inserted together, and so are its session events,
