@@ -111,8 +111,7 @@ pub async fn start_service(max_sessions_global: u32) -> Started {
     settings.max_sessions_global = max_sessions_global;
     settings.log_level = "error".to_string();
     std::fs::create_dir_all(dir.path().join("p")).expect("project folder");
-    let app =
-        conduit::startup::Application::build(settings, serve_options()).await.expect("app");
+    let app = conduit::startup::Application::build(settings, serve_options()).await.expect("app");
     let port = app.port();
     let stats = app.writer_stats();
     let containment = app.containment();

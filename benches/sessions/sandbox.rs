@@ -55,8 +55,9 @@ async fn mechanism(n: usize) {
         return;
     };
     let launcher = env!("CARGO_BIN_EXE_conduit");
-    let trial: Vec<String> =
-        ["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--proc", "/proc", "--", "true"].map(String::from).into();
+    let trial: Vec<String> = ["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--proc", "/proc", "--", "true"]
+        .map(String::from)
+        .into();
     let run = |program: &str, args: Vec<String>| {
         let started = std::time::Instant::now();
         let status = std::process::Command::new(program).args(args).process_group(0).status().expect("runs");
@@ -103,5 +104,8 @@ async fn mechanism(n: usize) {
 
 fn resolve(program: &str) -> Option<String> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file()).map(|p| p.to_string_lossy().into_owned())
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+        .map(|p| p.to_string_lossy().into_owned())
 }

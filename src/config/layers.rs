@@ -115,7 +115,8 @@ impl Layers {
 
     /// A list of TCP ports (1-65535): integers in a file, comma separated in the environment.
     pub(super) fn ports(&self, key: &str) -> Result<Vec<u16>, ConfigError> {
-        let bad = |v: &dyn std::fmt::Display| self.err(key, format!("expected a list of ports from 1 to 65535, got {v}"));
+        let bad =
+            |v: &dyn std::fmt::Display| self.err(key, format!("expected a list of ports from 1 to 65535, got {v}"));
         let port = |text: &str| text.trim().parse::<u16>().ok().filter(|p| *p > 0);
         match &self.take(key).value {
             Value::String(s) => s

@@ -168,7 +168,10 @@ mod tests {
     fn actors() {
         use crate::domain::ids::{TokenId, UserId};
         let user = UserId::new();
-        assert_eq!(actor(Some(&Identity::User { id: user.clone(), session: None })), Some((ActorKind::User, Some(user.to_string()))));
+        assert_eq!(
+            actor(Some(&Identity::User { id: user.clone(), session: None })),
+            Some((ActorKind::User, Some(user.to_string())))
+        );
         let token = TokenId::new();
         let bound = Identity::Token { id: token.clone(), scope: crate::domain::access::Scope::Read, project: None };
         assert_eq!(actor(Some(&bound)), Some((ActorKind::Token, Some(token.to_string()))));

@@ -169,10 +169,14 @@ mod tests {
         let unknown = ProjectEnv::parse(map(&[("NEW", REDACTED_VALUE)]), &env);
         assert!(unknown.is_err_and(|e| e.contains("no value for NEW")));
         assert!(ProjectEnv::parse(map(&[("CONDUIT_AUTH_TOKEN", "x")]), &env).is_err());
-        let many: BTreeMap<String, String> = (0..=MAX_PROJECT_VARIABLES).map(|i| (format!("V{i}"), "x".into())).collect();
+        let many: BTreeMap<String, String> =
+            (0..=MAX_PROJECT_VARIABLES).map(|i| (format!("V{i}"), "x".into())).collect();
         assert!(ProjectEnv::parse(many, &env).is_err());
         assert_eq!(ProjectEnv::from_stored(String::new()), ProjectEnv::default());
         assert!(ProjectEnv::from_stored("not json".into()).is_empty());
-        assert!(ProjectEnv::from_stored(r#"{"CONDUIT_AUTH_TOKEN":"x"}"#.into()).is_empty(), "a hand-written reserved name");
+        assert!(
+            ProjectEnv::from_stored(r#"{"CONDUIT_AUTH_TOKEN":"x"}"#.into()).is_empty(),
+            "a hand-written reserved name"
+        );
     }
 }

@@ -143,5 +143,4 @@ mod tests {
             r#"{"type":"exit","code":0,"signal":null,"reason":"exited"}"#
         );
     }
-
 }

@@ -304,5 +304,4 @@ mod tests {
         other.append(header::COOKIE, header::HeaderValue::from_static("xconduit_session=abc; c"));
         assert_eq!(session_cookie(&other), None);
     }
-
 }

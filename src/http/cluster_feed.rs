@@ -33,7 +33,10 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
     ))]
 pub async fn feed(state: web::Data<AppState>, req: HttpRequest) -> AppResult<HttpResponse> {
     if !peers::from_peer(req.headers()) {
-        return Err(AppError::forbidden("peers_only", "Only the cluster's nodes read this feed (with the cluster secret)."));
+        return Err(AppError::forbidden(
+            "peers_only",
+            "Only the cluster's nodes read this feed (with the cluster secret).",
+        ));
     }
     if state.settings.cluster.is_none() {
         return Err(AppError::not_found("Cluster mode is off: there is no node feed."));
@@ -42,7 +45,12 @@ pub async fn feed(state: web::Data<AppState>, req: HttpRequest) -> AppResult<Htt
     // its peers store.
     let sub = state
         .bus
-        .send(Subscribe { follow: Follow::Everything, since: None, outbox: state.settings.subscriber_outbox, internal: true })
+        .send(Subscribe {
+            follow: Follow::Everything,
+            since: None,
+            outbox: state.settings.subscriber_outbox,
+            internal: true,
+        })
         .await
         .map_err(|e| AppError::internal(format!("event bus unavailable: {e}")))?;
     let feed = Feed::new(state.bus.clone(), sub.id, sub.outbox, None);

@@ -49,11 +49,7 @@ pub async fn probe(cli: &str) -> Result<CliVersion, String> {
             cmd.env(name, value);
         }
     }
-    let run = cmd
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
+    let run = cmd.arg("--version").stdin(std::process::Stdio::null()).kill_on_drop(true).output();
     let output = tokio::time::timeout(PROBE_TIMEOUT, run)
         .await
         .map_err(|_| format!("`{cli} --version` did not answer within {} s", PROBE_TIMEOUT.as_secs()))?

@@ -59,7 +59,8 @@ impl SessionChannel {
             }
             _ => new_key(&key_file)?,
         };
-        let preferred = std::path::absolute(data_dir.join("channel.sock")).unwrap_or_else(|_| data_dir.join("channel.sock"));
+        let preferred =
+            std::path::absolute(data_dir.join("channel.sock")).unwrap_or_else(|_| data_dir.join("channel.sock"));
         let socket = if preferred.as_os_str().len() <= MAX_SOCKET_PATH {
             preferred
         } else {
@@ -126,7 +127,9 @@ fn new_key(path: &Path) -> Result<[u8; 32], String> {
         .mode(0o600)
         .open(&partial)
         .map_err(|e| format!("cannot write {}: {e}", partial.display()))?;
-    file.write_all(&key).and_then(|()| file.sync_all()).map_err(|e| format!("cannot write {}: {e}", partial.display()))?;
+    file.write_all(&key)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| format!("cannot write {}: {e}", partial.display()))?;
     std::fs::rename(&partial, path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(key)
 }

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use super::view::Found;
 
 /// Top-level folders of the machine every sandbox shows read-only (links made again as links).
-pub(super) const SYSTEM: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys", "/nix"];
+pub(super) const SYSTEM: &[&str] =
+    &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys", "/nix"];
 
 /// What `/etc` holds that no sandbox may read: password hashes, sudo's rules, the machine's
 /// SSH and Kerberos keys, stored network passwords. (`/etc/ssh/ssh_host_*_key` are found by

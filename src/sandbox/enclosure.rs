@@ -15,13 +15,13 @@ use std::sync::Arc;
 use super::channel::{SessionChannel, TOKEN_ENV};
 use super::fence::StatePath;
 use super::{Fence, FenceError, SandboxSupport};
+use crate::actors::network_pool::{Take, TakenNetwork};
 use crate::config::Settings;
 use crate::db::{projects, rules, Store};
 use crate::domain::agent_kind::AgentKind;
 use crate::domain::environment::ProjectEnv;
 use crate::domain::ids::{ProjectId, SessionId};
 use crate::domain::sandbox::SandboxMode;
-use crate::actors::network_pool::{Take, TakenNetwork};
 use crate::process::cgroup::{Cgroup, Containment};
 
 /// A process's cgroup (when the service uses cgroups), its sandbox (unless `off`), its whole
@@ -56,6 +56,9 @@ pub struct Guest {
     /// The WebSocket bridge port its network must let through (a CLI on that transport).
     pub bridge: Option<u16>,
 }
+
+/// A sandbox fitted to its process (if it has one), and the process's whole environment.
+pub type Fitted = (Option<Fence>, Vec<(String, String)>);
 
 /// Builds [`Enclosure`]s. Cheap to clone: everything in it is shared.
 #[derive(Clone)]
@@ -108,11 +111,7 @@ impl Encloser {
     /// system yet: the project's `env`, the session's channel, the deny rules of the project
     /// on file-writing tools (read-only binds), the service's own files and every other
     /// project's folder (hidden), the ports its environment needs (reachable).
-    pub fn fit(
-        &self,
-        guest: Guest,
-        fence: Option<Fence>,
-    ) -> impl Future<Output = Result<(Option<Fence>, Vec<(String, String)>), String>> {
+    pub fn fit(&self, guest: Guest, fence: Option<Fence>) -> impl Future<Output = Result<Fitted, String>> {
         let (store, settings, channel, port) =
             (self.store.clone(), self.settings.clone(), self.channel.clone(), self.service_port);
         async move {

@@ -74,7 +74,9 @@ impl NamePattern {
         };
         crate::domain::environment::check_name("agent_env_passthrough", name)?;
         // `CONDUIT*` or `CONDU*` would take the reserved names in through the back door.
-        if prefix && crate::domain::environment::RESERVED_PREFIX.to_ascii_uppercase().starts_with(&name.to_ascii_uppercase()) {
+        if prefix
+            && crate::domain::environment::RESERVED_PREFIX.to_ascii_uppercase().starts_with(&name.to_ascii_uppercase())
+        {
             return Err(format!("{raw:?} would pass Conduit's own CONDUIT_* variables on"));
         }
         Ok(if prefix { NamePattern::Prefix(name.to_string()) } else { NamePattern::Exact(name.to_string()) })
@@ -148,7 +150,9 @@ impl ChildEnvironment {
                 env.insert(k.clone(), v.clone());
             }
         };
-        take(&mut self.inherited.0.iter().filter(|(name, _)| basics.iter().any(|p| p.matches(name)) || is_locale(name)));
+        take(
+            &mut self.inherited.0.iter().filter(|(name, _)| basics.iter().any(|p| p.matches(name)) || is_locale(name)),
+        );
         if let Some(kind) = agent {
             take(&mut self.inherited.matching(&model_names(kind)));
         }

@@ -20,9 +20,9 @@
 
 use std::path::{Path, PathBuf};
 
+use super::disk::{look, own_folder, program_roots, ssh_host_keys, toolchain_root, ETC_SECRETS, SYSTEM};
 use super::network::NetworkPlan;
 use super::support::SandboxSupport;
-use super::disk::{look, own_folder, program_roots, ssh_host_keys, toolchain_root, ETC_SECRETS, SYSTEM};
 use super::view::{self, Access, Mount};
 use crate::config::SandboxSettings;
 use crate::domain::sandbox::{SandboxMode, SandboxNetwork};

@@ -171,7 +171,8 @@ fn strict_limits_tcp_and_a_missing_mechanism_is_refused() {
     let off = Fence::plan(SandboxMode::Off, &support(false, 0, None), &host, &folder, None, vec![]);
     assert!(off.is_ok_and(|f| f.is_none()), "off needs nothing");
 
-    let mut missing =
-        Fence::plan(SandboxMode::Workspace, &support(true, 0, None), &host, &folder, None, vec![]).expect("ok").expect("on");
+    let mut missing = Fence::plan(SandboxMode::Workspace, &support(true, 0, None), &host, &folder, None, vec![])
+        .expect("ok")
+        .expect("on");
     assert!(missing.prepare("/nonexistent/claude").is_err_and(|e| e.contains("/nonexistent/claude")));
 }

@@ -144,7 +144,9 @@ pub fn reached(env: &[(String, String)]) -> Vec<Reached> {
             continue;
         };
         let loopback = match url.host() {
-            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost") || d.to_ascii_lowercase().ends_with(".localhost"),
+            Some(url::Host::Domain(d)) => {
+                d.eq_ignore_ascii_case("localhost") || d.to_ascii_lowercase().ends_with(".localhost")
+            }
             Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
             Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
             None => false,
@@ -250,7 +252,10 @@ mod tests {
         let closed = NetworkPlan::new("pasta".into(), false, OWN_EXECUTABLE.into());
         assert_eq!(closed.wrap("bwrap", vec![], None, None).1.join(" "), "sandbox-net --pasta pasta -- bwrap");
         let joined = plan.wrap("bwrap", vec![], Some(9001), Some(4242)).1.join(" ");
-        assert_eq!(joined, "sandbox-net --pasta /usr/bin/pasta --join 4242 -- bwrap", "its ports were set when it was made");
+        assert_eq!(
+            joined, "sandbox-net --pasta /usr/bin/pasta --join 4242 -- bwrap",
+            "its ports were set when it was made"
+        );
         assert_eq!(plan.ports(Some(9001)), Ports { tcp: vec![53, 8080, 9001], udp: vec![53] });
     }
 

@@ -325,7 +325,10 @@ mod tests {
     #[test]
     fn the_child_pid_is_read_from_a_partial_report() {
         assert_eq!(parse_child_pid("{\n    \"child-pid\": 18949"), Some(18949));
-        assert_eq!(parse_child_pid("{\n    \"child-pid\": 19013,\n    \"mnt-namespace\": 4026532803\n}\n"), Some(19013));
+        assert_eq!(
+            parse_child_pid("{\n    \"child-pid\": 19013,\n    \"mnt-namespace\": 4026532803\n}\n"),
+            Some(19013)
+        );
         assert_eq!(parse_child_pid("{\n    \"child-pid\""), None);
         assert_eq!(parse_child_pid("{\n    \"child-pid\": 1"), None, "never init");
         assert_eq!(parse_child_pid(""), None);

@@ -45,9 +45,10 @@ fn serve(pasta: &std::path::Path, tcp: &[u16], udp: &[u16]) -> Result<Infallible
         std::process::exit(0);
     }
     let mut line = String::new();
-    let taken = std::io::stdin().lock().read_line(&mut line).ok().and_then(|_| {
-        line.trim().strip_prefix("take ").and_then(|pid| pid.parse::<i32>().ok()).filter(|pid| *pid > 1)
-    });
+    let taken =
+        std::io::stdin().lock().read_line(&mut line).ok().and_then(|_| {
+            line.trim().strip_prefix("take ").and_then(|pid| pid.parse::<i32>().ok()).filter(|pid| *pid > 1)
+        });
     let Some(sandbox) = taken else {
         // The service let it go (or ended): nobody will use it.
         end_all(holder, &mut pasta);
@@ -93,8 +94,9 @@ fn hold() -> Result<i32, String> {
             }
             if uid != 0 {
                 let map = |file: &str, text: String| {
-                    std::fs::write(format!("/proc/{holder}/{file}"), text)
-                        .map_err(|e| format!("cannot map the service's user into the sandbox's namespace ({file}): {e}"))
+                    std::fs::write(format!("/proc/{holder}/{file}"), text).map_err(|e| {
+                        format!("cannot map the service's user into the sandbox's namespace ({file}): {e}")
+                    })
                 };
                 let mapped = map("setgroups", "deny".into())
                     .and_then(|()| map("uid_map", format!("{uid} {uid} 1")))

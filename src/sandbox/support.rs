@@ -178,7 +178,10 @@ fn probe_network(pasta: &str, launcher: &Path, bwrap: &str, trial: &[&str]) -> N
             Ok(None) if started.elapsed() > NETWORK_TRIAL => {
                 let _ = child.kill();
                 let _ = child.wait();
-                break Err(format!("a sandbox with its own network did not start within {} s", NETWORK_TRIAL.as_secs()));
+                break Err(format!(
+                    "a sandbox with its own network did not start within {} s",
+                    NETWORK_TRIAL.as_secs()
+                ));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(5)),
             Err(e) => break Err(format!("the network trial could not be waited for: {e}")),
@@ -189,9 +192,13 @@ fn probe_network(pasta: &str, launcher: &Path, bwrap: &str, trial: &[&str]) -> N
         let _ = std::io::Read::read_to_end(&mut pipe, &mut stderr);
     }
     match status {
-        Ok(status) if status.success() => {
-            NetworkSupport { mechanism: "pasta", available: true, pasta_path: Some(shown), problem: None, plan: Some(plan) }
-        }
+        Ok(status) if status.success() => NetworkSupport {
+            mechanism: "pasta",
+            available: true,
+            pasta_path: Some(shown),
+            problem: None,
+            plan: Some(plan),
+        },
         Ok(status) => NetworkSupport::missing(
             Some(shown),
             format!("a sandbox cannot get a network of its own here ({status}): {}", tail(&stderr)),

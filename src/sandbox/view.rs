@@ -31,9 +31,16 @@ pub struct Found {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mount {
     /// A link as the machine has it (`/bin -> usr/bin` on a merged-/usr system).
-    Symlink { target: PathBuf, at: PathBuf },
+    Symlink {
+        target: PathBuf,
+        at: PathBuf,
+    },
     /// The machine's `source` shown at `at`.
-    Bind { source: PathBuf, at: PathBuf, access: Access },
+    Bind {
+        source: PathBuf,
+        at: PathBuf,
+        access: Access,
+    },
     /// An empty read-only folder over a hidden one.
     HideDir(PathBuf),
     /// `/dev/null` over a hidden file.
@@ -131,11 +138,11 @@ pub fn build(wanted: Wanted) -> (Vec<Mount>, Vec<PathBuf>) {
     }
     let link_paths: Vec<Found> = links.into_iter().map(|(f, _)| f).collect();
     for (found, access) in &merged {
-        let needed = match (access, covered(&merged, &link_paths, found)) {
-            (Access::ReadOnly, Some(_)) => false,
-            (Access::Writable, Some(Access::Writable)) => false,
-            _ => true,
-        };
+        // Shown already: a read-only path anywhere under a shown one, a writable one under a
+        // writable one. Whatever is protected is always bound again.
+        let covered_by = covered(&merged, &link_paths, found);
+        let needed =
+            !matches!((access, covered_by), (Access::ReadOnly, Some(_)) | (Access::Writable, Some(Access::Writable)));
         if needed {
             mounts.push(Mount::Bind { source: found.path.clone(), at: found.path.clone(), access: *access });
         }
@@ -147,8 +154,7 @@ pub fn build(wanted: Wanted) -> (Vec<Mount>, Vec<PathBuf>) {
     for found in &hidden {
         // A hidden path nothing shown covers is absent already: covering it would only show
         // its name.
-        let revealed =
-            merged.iter().any(|(f, _)| found.real.starts_with(&f.real) || found.path.starts_with(&f.path));
+        let revealed = merged.iter().any(|(f, _)| found.real.starts_with(&f.real) || found.path.starts_with(&f.path));
         if !revealed {
             continue;
         }
@@ -244,8 +250,7 @@ mod tests {
         let (mounts, _) = build(Wanted { shown: vec![ro("/opt"), (tools, Access::ReadOnly)], ..Default::default() });
         assert_eq!(at(&mounts), ["--ro-bind /opt /opt", "--ro-bind /home/me/bin /home/me/bin"]);
         // The same folder asked for twice: once, the stronger way.
-        let (mounts, _) =
-            build(Wanted { shown: vec![ro("/srv/p"), rw("/srv/p"), ro("/srv/p")], ..Default::default() });
+        let (mounts, _) = build(Wanted { shown: vec![ro("/srv/p"), rw("/srv/p"), ro("/srv/p")], ..Default::default() });
         assert_eq!(at(&mounts), ["--bind /srv/p /srv/p"]);
     }
 }

@@ -22,7 +22,8 @@ pub(super) async fn open(settings: &Settings) -> Result<(Arc<SessionChannel>, Un
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(format!("cannot remove the old socket {}: {e}", socket.display())),
         }
-        let listener = UnixListener::bind(&socket).map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+        let listener =
+            UnixListener::bind(&socket).map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
         // The service's user only (sandboxes are that user too).
         std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
             .map_err(|e| format!("cannot restrict {}: {e}", socket.display()))?;

@@ -26,7 +26,9 @@ pub(super) fn checked(
         );
     }
     if !settings.redaction.in_flight() {
-        tracing::warn!("redaction is off: secrets the CLIs write are stored, streamed, sent to webhooks and logged as written");
+        tracing::warn!(
+            "redaction is off: secrets the CLIs write are stored, streamed, sent to webhooks and logged as written"
+        );
     }
     settings.tls.as_ref().map(tls::server_config).transpose()
 }

@@ -15,9 +15,10 @@ use crate::sandbox::SandboxSupport;
 /// Whether CLIs can be sandboxed here (bubblewrap runs a trivial sandbox), on the blocking pool.
 pub(super) async fn probe_sandbox(settings: &Settings, launcher: std::path::PathBuf) -> Arc<SandboxSupport> {
     let sandbox = settings.sandbox.clone();
-    let support = tokio::task::spawn_blocking(move || SandboxSupport::probe(&sandbox, &launcher)).await.unwrap_or_else(|e| {
-        SandboxSupport::unavailable(&settings.sandbox.bwrap_path, format!("the sandbox probe failed: {e}"))
-    });
+    let support =
+        tokio::task::spawn_blocking(move || SandboxSupport::probe(&sandbox, &launcher)).await.unwrap_or_else(|e| {
+            SandboxSupport::unavailable(&settings.sandbox.bwrap_path, format!("the sandbox probe failed: {e}"))
+        });
     match (&support.problem, settings.sandbox.default_mode) {
         (Some(problem), mode) if mode.is_on() => {
             tracing::warn!(%problem, sandbox = %mode, "sessions that need a sandbox will be refused")

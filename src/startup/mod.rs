@@ -184,7 +184,9 @@ impl Application {
         // Networks made ahead of time, when sandboxes get their own (launches then skip
         // pasta's start).
         let pool = sandbox.network.plan.as_ref().map(|plan| {
-            crate::actors::network_pool::NetworkPool::new(launcher.clone(), plan.pasta().to_path_buf()).start().recipient()
+            crate::actors::network_pool::NetworkPool::new(launcher.clone(), plan.pasta().to_path_buf())
+                .start()
+                .recipient()
         });
         let encloser = Encloser::new(
             settings.clone(),

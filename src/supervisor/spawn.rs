@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use super::adapter::Wire;
 use crate::actors::bridge::{BridgeHandle, BridgeSocket};
+use crate::actors::network_pool::TakenNetwork;
 use crate::db::backlog::Backlog;
 use crate::process::cgroup::Cgroup;
 use crate::process::tree::ProcessTree;
 use crate::process::{procfs, SESSION_MARKER_ENV};
-use crate::actors::network_pool::TakenNetwork;
 use crate::sandbox::enclosure::Enclosure;
 use crate::sandbox::Fence;
 use crate::transport::{stdio, websocket, CliOutput, OutLine};
@@ -101,7 +101,7 @@ pub fn spawn(req: SpawnRequest) -> Result<Spawned, String> {
     };
     let sandboxed = fence.is_some();
     let mut cmd = tokio::process::Command::new(&started);
-    cmd.arg0(&started).args(args).stdin(stdin);
+    cmd.args(args).stdin(stdin);
     // Nothing of the service's own environment: `env` is the whole of it (see
     // `sandbox::environment`).
     cmd.current_dir(&folder)

@@ -83,7 +83,6 @@ pub fn spawn(req: ShellRequest) -> Result<Started, String> {
     // this runs on the blocking pool, not on an actor's thread.
     // Nothing of the service's own environment: `env` is the whole of it.
     let command = pty_process::Command::new(&program)
-        .arg0(&program)
         .args(args)
         .current_dir(&folder)
         .env_clear()

@@ -157,8 +157,7 @@ pub async fn run_script(
     let mut cmd = Command::new(&program);
     // Nothing of the service's own environment: `env` (the project's guest environment) is the
     // whole of it, with the worktree's path.
-    cmd.arg0(&program)
-        .args(args)
+    cmd.args(args)
         .current_dir(folder)
         .env_clear()
         .envs(env)

@@ -158,7 +158,11 @@ pub(crate) async fn read_sse(
             Ok(Ok(Some(bytes))) => bytes,
             other => {
                 let last: Vec<(&str, u64)> = events.iter().rev().take(8).map(|(n, id, _)| (n.as_str(), *id)).collect();
-                panic!("the stream stopped ({:?}) after {} events; the last, newest first: {last:?}", other.map(|r| r.map(|_| ())), events.len())
+                panic!(
+                    "the stream stopped ({:?}) after {} events; the last, newest first: {last:?}",
+                    other.map(|r| r.map(|_| ())),
+                    events.len()
+                )
             }
         };
         text.push_str(&String::from_utf8_lossy(&bytes));

@@ -44,7 +44,8 @@ async fn rig() -> (FakeApi, TestService) {
 /// The secrets to look for: the ones above, and the database URL the service was given.
 fn secrets(service: &TestService) -> Vec<String> {
     let url = crate::support::database::database_url(&service.dir.path().join("data/conduit.db"));
-    let mut secrets: Vec<String> = [WEBHOOK_SECRET, AUTH_TOKEN, CLUSTER_SECRET, ADMIN_PASSWORD].map(String::from).into();
+    let mut secrets: Vec<String> =
+        [WEBHOOK_SECRET, AUTH_TOKEN, CLUSTER_SECRET, ADMIN_PASSWORD].map(String::from).into();
     // On SQLite the URL is empty: the database is the file.
     secrets.extend(Some(url).filter(|u| !u.is_empty()));
     secrets
@@ -139,7 +140,11 @@ fn assert_contained(label: &str, text: &str, secrets: &[String]) {
     let names: Vec<&str> = env.lines().filter_map(|l| l.split_once('=').map(|(k, _)| k)).collect();
     let mut own: Vec<&str> = names.into_iter().filter(|n| n.starts_with("CONDUIT_")).collect();
     own.sort();
-    assert_eq!(own, ["CONDUIT_SESSION_MARKER", "CONDUIT_SESSION_TOKEN"], "{label}: only the marker and the channel: {env}");
+    assert_eq!(
+        own,
+        ["CONDUIT_SESSION_MARKER", "CONDUIT_SESSION_TOKEN"],
+        "{label}: only the marker and the channel: {env}"
+    );
     let proc = text.split("== proc").nth(1).and_then(|t| t.split("== files").next()).unwrap_or_default();
     for line in proc.lines().filter(|l| l.starts_with("CONDUIT_")) {
         assert!(
@@ -148,7 +153,11 @@ fn assert_contained(label: &str, text: &str, secrets: &[String]) {
         );
     }
     assert!(!text.lines().any(|l| l.starts_with("readable ")), "{label}: {text}");
-    assert_eq!(text.matches("unreadable ").count(), 6, "{label}: database, its WAL, config, another project, another worktree, /etc/shadow: {text}");
+    assert_eq!(
+        text.matches("unreadable ").count(),
+        6,
+        "{label}: database, its WAL, config, another project, another worktree, /etc/shadow: {text}"
+    );
     assert_eq!(text.matches("service refused").count(), 2, "{label}: the service's port is closed: {text}");
     for expected in [
         "own-session 200",
@@ -206,8 +215,9 @@ async fn a_sandboxed_session_reaches_nothing_of_conduit_but_its_own_channel() {
     let res = service.post(&format!("/api/sessions/{}/exec", id(&mine)), json!({"command": "sh probe.sh exec"})).await;
     assert_eq!(res.status().as_u16(), 200, "exec");
     assert_contained("exec", &report(&my_worktree.join("probe-exec.txt")).await, &secrets);
-    let res =
-        service.post(&format!("/api/sessions/{}/processes", id(&mine)), json!({"command": "sh probe.sh process"})).await;
+    let res = service
+        .post(&format!("/api/sessions/{}/processes", id(&mine)), json!({"command": "sh probe.sh process"}))
+        .await;
     assert_eq!(res.status().as_u16(), 202, "background process");
     assert_contained("background process", &report(&my_worktree.join("probe-process.txt")).await, &secrets);
     let typed = terminal_probe(&service, &id(&mine)).await;
@@ -247,7 +257,11 @@ async fn terminal_probe(
 async fn a_project_with_the_sandbox_off_still_gets_a_clean_environment() {
     let (api, service) = rig().await;
     std::fs::create_dir_all(service.root.join("bare")).expect("folder");
-    let project = create(&service, json!({"name": "bare", "folder_path": "bare", "sandbox": "off", "env": {"PROJECT_FLAG": "on"}})).await;
+    let project = create(
+        &service,
+        json!({"name": "bare", "folder_path": "bare", "sandbox": "off", "env": {"PROJECT_FLAG": "on"}}),
+    )
+    .await;
     assert_eq!(project["env"], json!({"PROJECT_FLAG": "[REDACTED:project_env]"}), "the value is never shown");
     let session = idle(&service, &id(&project)).await;
     run_bash(&api, &service, &id(&session), "show the environment", "env > env.txt", 1).await;

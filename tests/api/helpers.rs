@@ -25,8 +25,7 @@ pub fn test_settings(dir: &Path) -> Settings {
     let mut settings = Settings::load_from(None, &env).expect("default settings are valid");
     let mut inherited: std::collections::BTreeMap<String, String> = std::env::vars().collect();
     inherited.insert("HOME".to_string(), dir.display().to_string());
-    settings.environment.inherited =
-        std::sync::Arc::new(conduit::sandbox::environment::Inherited::new(&inherited));
+    settings.environment.inherited = std::sync::Arc::new(conduit::sandbox::environment::Inherited::new(&inherited));
     settings.port = 0;
     settings.db_path = dir.join("data").join("conduit.db");
     settings.database = crate::support::database::test_database(&settings.db_path);

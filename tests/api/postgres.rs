@@ -110,11 +110,10 @@ async fn pooled_postgres_connections_have_a_lock_timeout_and_enforce_foreign_key
 fn until_one_waits(conn: &mut PgConnection) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
-        let waiting: Vec<Setting> = diesel::sql_query(
-            "SELECT pid::text AS value FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
-        )
-        .load(conn)
-        .expect("pg_stat_activity");
+        let waiting: Vec<Setting> =
+            diesel::sql_query("SELECT pid::text AS value FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
+                .load(conn)
+                .expect("pg_stat_activity");
         if !waiting.is_empty() {
             return;
         }
@@ -203,7 +202,9 @@ fn migrate_reset_and_one_service_per_postgres_database() {
         std::fs::create_dir_all(d).expect("folder");
     }
 
-    let all = diesel::migration::MigrationSource::<diesel::pg::Pg>::migrations(&POSTGRES_MIGRATIONS).expect("the embedded migrations").len();
+    let all = diesel::migration::MigrationSource::<diesel::pg::Pg>::migrations(&POSTGRES_MIGRATIONS)
+        .expect("the embedded migrations")
+        .len();
     let (applied, reverted) = (format!("applied {all} migration(s)"), format!("reverted {all} migration(s)"));
     let (code, out) = run(conduit(&a, &url).arg("migrate"));
     assert_eq!(code, 0, "{out}");

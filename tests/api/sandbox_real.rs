@@ -172,7 +172,11 @@ async fn a_sandboxed_launch_without_pasta_is_refused_unless_the_host_network_is_
     let health = missing.get_json("/api/health").await;
     assert_eq!(health["status"], "degraded", "{health}");
     let network = &health["checks"]["sandbox"]["network"];
-    assert_eq!((network["mechanism"].as_str(), network["available"].as_bool()), (Some("pasta"), Some(false)), "{health}");
+    assert_eq!(
+        (network["mechanism"].as_str(), network["available"].as_bool()),
+        (Some("pasta"), Some(false)),
+        "{health}"
+    );
     assert!(network["problem"].as_str().is_some_and(|p| p.contains("passt")), "names the package: {health}");
     let sandboxed = project(&missing, "needs-network", "workspace").await;
     assert_launch_refused(&missing, &sandboxed, "pasta").await;
@@ -181,7 +185,9 @@ async fn a_sandboxed_launch_without_pasta_is_refused_unless_the_host_network_is_
 
     // On a machine that cannot run pasta, the host's network can be chosen, knowingly.
     let host = TestService::start(
-        ServiceConfig::new(fake_cli()).env("CONDUIT_PASTA_PATH", "/nonexistent/pasta").env("CONDUIT_SANDBOX_NETWORK", "host"),
+        ServiceConfig::new(fake_cli())
+            .env("CONDUIT_PASTA_PATH", "/nonexistent/pasta")
+            .env("CONDUIT_SANDBOX_NETWORK", "host"),
     );
     let health = host.get_json("/api/health").await;
     assert_eq!(health["checks"]["sandbox"]["network"]["mechanism"], "host", "{health}");

@@ -428,7 +428,8 @@ async fn build_on_a_non_loopback_host_works_with_insecure_or_a_token() {
         settings.host = "0.0.0.0".to_string();
         settings.port = 0;
         settings.auth_token = token;
-        let app = match Application::build(settings, ServeOptions { insecure, ..crate::helpers::serve_options() }).await {
+        let app = match Application::build(settings, ServeOptions { insecure, ..crate::helpers::serve_options() }).await
+        {
             Ok(app) => app,
             Err(e) => panic!("builds with {what}: {e}"),
         };

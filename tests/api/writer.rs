@@ -196,7 +196,12 @@ async fn deleting_a_session_takes_its_lines_and_events_and_rows_of_a_missing_ses
                     let sql = format!("SELECT count(*) AS n FROM {table} WHERE session_id = '{session}'");
                     diesel::RunQueryDsl::get_result::<Count>(diesel::sql_query(sql), conn).map(|c| c.n)
                 };
-                Ok([count("messages", "s")?, count("session_events", "s")?, count("messages", "t")?, count("session_events", "t")?])
+                Ok([
+                    count("messages", "s")?,
+                    count("session_events", "s")?,
+                    count("messages", "t")?,
+                    count("session_events", "t")?,
+                ])
             })
             .await
             .expect("count")

@@ -153,7 +153,9 @@ fn resync(conn: &mut DbConnection, watched: &Watched, bus: &BusLink) {
     for session in watched.sessions.keys() {
         match crate::db::messages::last_seq(conn, session) {
             Ok(head) => bus.stored.do_send(Stored { session: session.clone(), head }),
-            Err(e) => tracing::warn!(error = %e, session = %session, "cluster: the relay could not read a session's head"),
+            Err(e) => {
+                tracing::warn!(error = %e, session = %session, "cluster: the relay could not read a session's head")
+            }
         }
     }
 }

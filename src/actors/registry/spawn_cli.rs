@@ -99,23 +99,24 @@ impl SessionRegistry {
         let SessionLaunch { mut row, folder, options, bridge, resumed, last_seq, enclosure, carried } = launch;
         let backlog = Backlog::new(self.settings.session_backlog_bytes);
         let settings = self.settings.clone();
-        let spawned = enclosure.and_then(|Enclosed { enclosure: Enclosure { cgroup, fence, env, network }, program }| {
-            let (agent, adapter) =
-                catalog::prepare(&settings, &row.agent, &program, &options, &folder).map_err(|e| e.to_string())?;
-            let spawned = spawn(SpawnRequest {
-                marker: row.id.to_string(),
-                program: agent.program,
-                arguments: agent.arguments,
-                folder,
-                env,
-                bridge,
-                cgroup,
-                fence,
-                backlog: Some(backlog.clone()),
-                network,
-            })?;
-            Ok((spawned, adapter))
-        });
+        let spawned =
+            enclosure.and_then(|Enclosed { enclosure: Enclosure { cgroup, fence, env, network }, program }| {
+                let (agent, adapter) =
+                    catalog::prepare(&settings, &row.agent, &program, &options, &folder).map_err(|e| e.to_string())?;
+                let spawned = spawn(SpawnRequest {
+                    marker: row.id.to_string(),
+                    program: agent.program,
+                    arguments: agent.arguments,
+                    folder,
+                    env,
+                    bridge,
+                    cgroup,
+                    fence,
+                    backlog: Some(backlog.clone()),
+                    network,
+                })?;
+                Ok((spawned, adapter))
+            });
         let (spawned, adapter) = match spawned {
             Ok(spawned) => spawned,
             Err(reason) => {

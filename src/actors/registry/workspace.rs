@@ -133,7 +133,8 @@ pub(super) async fn prepare(
     let ran = match project.setup_script.as_deref().filter(|s| !s.trim().is_empty()) {
         Some(script) => {
             let session = Some(row.id.clone());
-            let guest = Guest { project: Some(project.id.clone()), agent: None, session, extra: Vec::new(), bridge: None };
+            let guest =
+                Guest { project: Some(project.id.clone()), agent: None, session, extra: Vec::new(), bridge: None };
             let fitted = encloser.fit(guest, fence.clone()).await?;
             run_setup(script, &path, fitted, setup_timeout, stream).await?;
             true

@@ -46,8 +46,7 @@ pub fn spawn(launch: Launch) -> Result<Running, String> {
     let sandboxed = fence.is_some();
     let mut cmd = tokio::process::Command::new(&program);
     // Nothing of the service's own environment: the enclosure's, and the request's on top.
-    cmd.arg0(&program)
-        .args(args)
+    cmd.args(args)
         .current_dir(&cwd)
         .process_group(0)
         .env_clear()

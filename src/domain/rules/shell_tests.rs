@@ -409,10 +409,24 @@ fn piece() -> impl proptest::strategy::Strategy<Value = Piece> {
     use proptest::prelude::*;
     let texts = prop::sample::select(vec!["rm", "r", "m", "/bin/", "./", "/", "x", "-f", "b/", "rm/", "_"]);
     let sources = prop::sample::select(vec![
-        "$IFS", "${IFS}", "${IFS:0:1}", "$x", "${x}", "${x:-rm}", "${x:+/bin/rm}", "$(echo rm)", "`echo r`", "$((1))",
-        "$1", "$@", "${x%% *}",
+        "$IFS",
+        "${IFS}",
+        "${IFS:0:1}",
+        "$x",
+        "${x}",
+        "${x:-rm}",
+        "${x:+/bin/rm}",
+        "$(echo rm)",
+        "`echo r`",
+        "$((1))",
+        "$1",
+        "$@",
+        "${x%% *}",
     ]);
-    prop_oneof![texts.prop_map(Piece::Text), (sources, any::<bool>()).prop_map(|(source, quoted)| Piece::Expansion { source, quoted })]
+    prop_oneof![
+        texts.prop_map(Piece::Text),
+        (sources, any::<bool>()).prop_map(|(source, quoted)| Piece::Expansion { source, quoted })
+    ]
 }
 
 /// Whether an expansion in the word can change which program runs: an unquoted one anywhere

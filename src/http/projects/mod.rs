@@ -104,7 +104,10 @@ fn copy_list(raw: Option<&[String]>) -> AppResult<CopyList> {
 
 /// The checked `env` map (absent: none); a value sent as the redaction marker keeps what
 /// `current` holds.
-fn project_env_over(raw: Option<std::collections::BTreeMap<String, String>>, current: &ProjectEnv) -> AppResult<ProjectEnv> {
+fn project_env_over(
+    raw: Option<std::collections::BTreeMap<String, String>>,
+    current: &ProjectEnv,
+) -> AppResult<ProjectEnv> {
     ProjectEnv::parse(raw.unwrap_or_default(), current).map_err(AppError::validation)
 }
 
