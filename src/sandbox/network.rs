@@ -1,22 +1,23 @@
-//! A sandbox's own network: a network namespace that bubblewrap makes (`--unshare-net`), joined
-//! to the outside by pasta (Debian's `passt`), a user-mode network stack that carries its
-//! connections out through ordinary sockets of this machine. Inside, `127.0.0.1` is the
-//! sandbox's own loopback: the service's port and every other local service are unreachable,
-//! but for the ports the process needs, which pasta forwards to this machine's loopback
-//! (`-T`/`-U`): its model API or proxy when a URL in its environment names one on loopback,
-//! its WebSocket bridge, the DNS resolver when that is on loopback, and `sandbox_host_ports`.
-//! pasta's mapping of the gateway address to this machine's loopback is off (`--no-map-gw`), and
-//! nothing from outside is forwarded in (`-t none -u none`).
+//! A sandbox's own network: a network namespace of its own, joined to the outside by pasta
+//! (Debian's `passt`), a user-mode network stack that carries its connections out through
+//! ordinary sockets of this machine. Inside, `127.0.0.1` is the sandbox's own loopback: the
+//! service's port and every other local service are unreachable, but for the ports the process
+//! needs, which pasta forwards to this machine's loopback (`-T`/`-U`): its model API or proxy
+//! when a URL in its environment names one on loopback, its WebSocket bridge, the DNS resolver
+//! when that is on loopback, and `sandbox_host_ports`. pasta's mapping of the gateway address to
+//! this machine's loopback is off (`--no-map-gw`), and nothing from outside is forwarded in
+//! (`-t none -u none`).
 //!
-//! `conduit sandbox-net` runs it: started in the sandbox's place, it forks a helper and becomes
+//! `conduit sandbox-net` runs it: started in the sandbox's place, it joins a network and becomes
 //! bubblewrap (`exec`, so the process the service started, its pid and its process group, is
-//! bubblewrap's as without a network of its own). bubblewrap reports its child's pid
-//! (`--info-fd`) and waits (`--block-fd`); the helper attaches pasta to that child's network
-//! namespace, waits until pasta says it is ready (its pid file), and lets bubblewrap go on. The
-//! helper then stays, pasta's parent, until bubblewrap ends (`PR_SET_PDEATHSIG`), and ends
-//! pasta with it; both carry the sandbox's marker and sit in its cgroup and process group, so
-//! they end with it in every other case too. It fails closed: when the network cannot be set
-//! up, the sandbox is killed before the program in it starts.
+//! bubblewrap's as without a network of its own). The network is one made ahead of time by a
+//! warden (`--join <holder>`, see the warden module), or one made on the spot: a forked helper
+//! makes the namespace in a holder process, attaches pasta, waits until pasta says it is ready
+//! (its pid file), and tells the launcher, which joins it. The helper then stays, pasta's
+//! parent, until bubblewrap ends (`PR_SET_PDEATHSIG`), and ends pasta and the holder with it;
+//! all carry the sandbox's marker and sit in its cgroup and process group, so they end with it
+//! in every other case too. It fails closed: when the network cannot be set up, bubblewrap
+//! never starts.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -3,72 +3,92 @@
 //! wait is a plain blocking call.
 
 use std::convert::Infallible;
-use std::io::{Read, Write};
+use std::io::{BufRead, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::time::Instant;
 
-use super::{Launch, READY_WITHIN};
+use super::{warden, Launch, READY_WITHIN};
 
-/// Forks the helper and becomes bubblewrap. Returns only on failure.
+/// Makes the sandbox's network, then becomes bubblewrap inside it. A forked helper makes the
+/// namespace (a holder process, as a warden does), attaches pasta, and says the holder's pid
+/// once pasta is ready; this process then joins it ([`join`]). bubblewrap is not asked to make
+/// the namespace itself (`--unshare-net`): it then adds 127.0.0.1 to its loopback while pasta
+/// brings that loopback up, which adds the same address, and whichever came second failed
+/// (`loopback: Failed RTM_NEWADDR`): a launch lost now and then on a busy machine. Returns only
+/// on failure, before anything of the sandbox ran.
 pub(super) fn run(launch: Launch) -> Result<Infallible, String> {
-    let Some((bwrap, bwrap_args)) = launch.bwrap.split_first() else {
-        return Err("no bubblewrap command line was given".to_string());
-    };
-    let (info_read, info_write) = pipe()?;
-    let (block_read, block_write) = pipe()?;
-    let sandbox = std::process::id() as i32;
+    let (ready_read, ready_write) = pipe()?;
+    let launcher = std::process::id() as i32;
     // SAFETY: this process has one thread (nothing of the service started), so the child may
     // do anything the parent could.
     match unsafe { libc::fork() } {
         -1 => Err(format!("cannot fork: {}", std::io::Error::last_os_error())),
         0 => {
-            drop((info_write, block_read));
-            let status = helper(info_read, block_write, &launch, sandbox);
+            drop(ready_read);
+            let status = helper(ready_write, &launch, launcher);
             // SAFETY: ends the helper without running the parent's exit handlers twice.
             unsafe { libc::_exit(status) }
         }
         _ => {
-            drop((info_read, block_write));
-            inheritable(&info_write)?;
-            inheritable(&block_read)?;
-            let err = std::process::Command::new(bwrap)
-                .args(["--unshare-net", "--info-fd", &info_write.as_raw_fd().to_string()])
-                .args(["--block-fd", &block_read.as_raw_fd().to_string()])
-                .args(bwrap_args)
-                .exec();
-            Err(format!("cannot start bubblewrap {bwrap:?}: {err}"))
+            drop(ready_write);
+            let holder = made(ready_read)?;
+            join(holder, &launch.bwrap)
         }
     }
 }
 
-/// Attaches pasta to the sandbox's network, lets the sandbox go on, then keeps pasta until the
-/// sandbox ends. On failure the sandbox is killed before its program starts. The exit status.
-fn helper(info: OwnedFd, block: OwnedFd, launch: &Launch, sandbox: i32) -> i32 {
+/// The helper's word on its pipe: `ready <holder pid>`, or `failed <why>`.
+fn made(ready: OwnedFd) -> Result<i32, String> {
+    let mut line = String::new();
+    std::io::BufReader::new(std::fs::File::from(ready))
+        .read_line(&mut line)
+        .map_err(|e| format!("cannot hear from the helper making the network: {e}"))?;
+    let line = line.trim();
+    if let Some(holder) = line.strip_prefix("ready ").and_then(|pid| pid.parse::<i32>().ok()).filter(|pid| *pid > 1) {
+        return Ok(holder);
+    }
+    Err(match line.strip_prefix("failed ") {
+        Some(why) => why.to_string(),
+        None => "the helper making the network ended without a word".to_string(),
+    })
+}
+
+/// Makes the network (a holder with pasta attached), tells the launcher, then keeps pasta and
+/// the holder until the sandbox (the launcher, become bubblewrap) ends. The exit status.
+fn helper(ready: OwnedFd, launch: &Launch, launcher: i32) -> i32 {
     // Blocked from the start, so a SIGHUP that comes early waits for `supervise`.
     let watched = watched_signals();
     // SAFETY: a valid signal set, for this (only) thread; pasta gets a clean mask at its start.
     unsafe { libc::sigprocmask(libc::SIG_BLOCK, &watched, std::ptr::null_mut()) };
-    // Told when bubblewrap (the parent) ends, however it ends.
+    let mut ready = std::fs::File::from(ready);
+    // Told when the launcher (bubblewrap, later) ends, however it ends.
     // SAFETY: prctl and getppid take plain integers.
-    let orphaned = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGHUP) != 0 || libc::getppid() != sandbox };
+    let orphaned = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGHUP) != 0 || libc::getppid() != launcher };
     if orphaned {
-        return fail(sandbox, "bubblewrap ended before its network was set up".to_string());
+        return 1;
     }
-    // Kept open while the helper lives: bubblewrap writes the rest of its report later, and a
-    // report nobody reads would kill it (SIGPIPE).
-    let mut report = std::fs::File::from(info);
-    let mut pasta = match attach(&mut report, launch) {
-        Ok(pasta) => pasta,
-        Err(e) => return fail(sandbox, e),
+    let network =
+        warden::hold().and_then(|holder| match attach_to(holder, &launch.pasta, (&launch.tcp, &launch.udp)) {
+            Ok(pasta) => Ok((holder, pasta)),
+            Err(e) => {
+                warden::end(holder);
+                Err(e)
+            }
+        });
+    let (holder, mut pasta) = match network {
+        Ok(network) => network,
+        Err(e) => {
+            let _ = writeln!(ready, "failed {e}");
+            return 1;
+        }
     };
-    let mut block = std::fs::File::from(block);
-    if let Err(e) = block.write_all(b"1") {
-        let _ = pasta.kill();
-        return fail(sandbox, format!("cannot let bubblewrap go on: {e}"));
+    if writeln!(ready, "ready {holder}").is_err() {
+        warden::end_all(holder, &mut pasta);
+        return 1;
     }
-    drop(block);
+    drop(ready);
     // The sandbox's standard streams (its pipes, or its terminal) are its own from here on: a
     // reader waiting for their end must not wait for the helper.
     if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
@@ -78,7 +98,7 @@ fn helper(info: OwnedFd, block: OwnedFd, launch: &Launch, sandbox: i32) -> i32 {
         }
     }
     supervise(&mut pasta, &watched);
-    drop(report);
+    warden::end_all(holder, &mut pasta);
     0
 }
 
@@ -92,29 +112,6 @@ fn watched_signals() -> libc::sigset_t {
         libc::sigaddset(&mut set, libc::SIGCHLD);
         set
     }
-}
-
-/// Kills the sandbox (its process group, when it leads one, as the service makes it do) and
-/// says why on its standard error, which the service records.
-fn fail(sandbox: i32, why: String) -> i32 {
-    eprintln!("conduit sandbox-net: the sandbox's network cannot be set up, not starting it: {why}");
-    // SAFETY: signals by integer ids; the group is only signalled when the sandbox leads it,
-    // so this never reaches the service.
-    unsafe {
-        if sandbox > 1 && libc::getpgid(0) == sandbox {
-            libc::kill(-sandbox, libc::SIGKILL);
-        } else if sandbox > 1 {
-            libc::kill(sandbox, libc::SIGKILL);
-        }
-    }
-    1
-}
-
-/// Reads the sandbox's pid from bubblewrap, starts pasta on its network namespace and waits
-/// until pasta is ready.
-fn attach(report: &mut std::fs::File, launch: &Launch) -> Result<std::process::Child, String> {
-    let child = child_pid(report)?;
-    attach_to(child, &launch.pasta, (&launch.tcp, &launch.udp))
 }
 
 /// Starts pasta on the network namespace of process `child` (and its user namespace, when it
@@ -191,33 +188,6 @@ pub(super) fn attach_to(
             Err(if said.is_empty() { e } else { format!("{e}: {}", said.join("; ")) })
         }
     }
-}
-
-/// `{ "child-pid": 1234, ...`: bubblewrap writes the pid in one write (atomic on a pipe), and
-/// the rest only later, so the first reads that hold the number are enough.
-fn child_pid(file: &mut std::fs::File) -> Result<i32, String> {
-    let mut text = String::new();
-    let mut chunk = [0u8; 512];
-    loop {
-        let n = file.read(&mut chunk).map_err(|e| format!("cannot read bubblewrap's report: {e}"))?;
-        if n == 0 {
-            return Err(format!("bubblewrap ended before it reported its sandbox ({text:?})"));
-        }
-        text.push_str(&String::from_utf8_lossy(&chunk[..n]));
-        if let Some(pid) = parse_child_pid(&text) {
-            return Ok(pid);
-        }
-        if text.len() > 64 * 1024 {
-            return Err("bubblewrap's report holds no child pid".to_string());
-        }
-    }
-}
-
-fn parse_child_pid(text: &str) -> Option<i32> {
-    let rest = &text[text.find("\"child-pid\"")? + "\"child-pid\"".len()..];
-    let rest = rest.trim_start().strip_prefix(':')?.trim_start();
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok().filter(|pid| *pid > 1)
 }
 
 /// Waits for pasta's pid file (a pipe): a line once it is ready. An early exit or
@@ -316,21 +286,4 @@ pub(super) fn inheritable(fd: &OwnedFd) -> Result<(), String> {
         return Err(format!("cannot pass a descriptor on: {}", std::io::Error::last_os_error()));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_child_pid;
-
-    #[test]
-    fn the_child_pid_is_read_from_a_partial_report() {
-        assert_eq!(parse_child_pid("{\n    \"child-pid\": 18949"), Some(18949));
-        assert_eq!(
-            parse_child_pid("{\n    \"child-pid\": 19013,\n    \"mnt-namespace\": 4026532803\n}\n"),
-            Some(19013)
-        );
-        assert_eq!(parse_child_pid("{\n    \"child-pid\""), None);
-        assert_eq!(parse_child_pid("{\n    \"child-pid\": 1"), None, "never init");
-        assert_eq!(parse_child_pid(""), None);
-    }
 }

@@ -62,7 +62,7 @@ fn serve(pasta: &std::path::Path, tcp: &[u16], udp: &[u16]) -> Result<Infallible
 }
 
 /// Forks the holder: it makes the namespaces and waits for the warden's end. Its pid.
-fn hold() -> Result<i32, String> {
+pub(super) fn hold() -> Result<i32, String> {
     let (made_read, made_write) = pipe()?;
     // SAFETY: geteuid and getegid only read this process's credentials.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
@@ -75,6 +75,13 @@ fn hold() -> Result<i32, String> {
             // SAFETY: plain syscalls in the child; it then only writes one byte and waits.
             unsafe {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                // Holds nobody's streams open: a sandbox's pipes end when the sandbox does.
+                let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+                if null >= 0 {
+                    for fd in 0..=2 {
+                        libc::dup2(null, fd);
+                    }
+                }
                 let status: u8 = if libc::unshare(flags) == 0 { 1 } else { 0 };
                 libc::write(made_write.as_raw_fd(), (&status as *const u8).cast(), 1);
                 drop(made_write);
@@ -132,7 +139,7 @@ fn wait_for_exit(pid: i32) {
     }
 }
 
-fn end(holder: i32) {
+pub(super) fn end(holder: i32) {
     // SAFETY: signals and reaps the warden's own child.
     unsafe {
         libc::kill(holder, libc::SIGKILL);
@@ -140,7 +147,7 @@ fn end(holder: i32) {
     }
 }
 
-fn end_all(holder: i32, pasta: &mut std::process::Child) {
+pub(super) fn end_all(holder: i32, pasta: &mut std::process::Child) {
     let _ = pasta.kill();
     let _ = pasta.wait();
     end(holder);

@@ -38,8 +38,10 @@ pub async fn project(app: &TestApp) -> String {
 
 async fn exec(app: &TestApp, project: &str, body: Value) -> Value {
     let res = app.post_json(&format!("/api/projects/{project}/exec"), &body).await;
-    assert_eq!(res.status().as_u16(), 200, "exec {body}");
-    res.json().await.expect("json")
+    let status = res.status().as_u16();
+    let answer: Value = res.json().await.expect("json");
+    assert_eq!(status, 200, "exec {body}: {answer}");
+    answer
 }
 
 #[actix_web::test]

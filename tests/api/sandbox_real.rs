@@ -195,3 +195,58 @@ async fn a_sandboxed_launch_without_pasta_is_refused_unless_the_host_network_is_
     let sandboxed = project(&host, "host-network", "workspace").await;
     idle_session(&host, &sandboxed).await;
 }
+
+/// Networks made on the spot, many at once as a busy service makes them: every sandbox starts.
+/// When bubblewrap made the namespace itself, its loopback set-up raced pasta's and about one
+/// launch in a hundred failed (`loopback: Failed RTM_NEWADDR`); the service's start-up trial
+/// was one of them now and then, and its sandboxed launches were refused from then on.
+#[test]
+fn sandboxes_whose_networks_are_made_at_once_all_start() {
+    const LAUNCHES: usize = 25;
+    const AT_ONCE: usize = 8;
+    let on_path = |name: &str| {
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|dir| dir.join(name))
+            .find(|path| path.is_file())
+            .unwrap_or_else(|| panic!("{name} is installed by test-setup"))
+    };
+    let (pasta, bwrap) = (on_path("pasta"), on_path("bwrap"));
+    let launch = move || {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_conduit"))
+            .arg("sandbox-net")
+            .arg("--pasta")
+            .arg(&pasta)
+            .arg("--")
+            .arg(&bwrap)
+            .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--die-with-parent"])
+            .args(["sh", "-c", "grep -q lo: /proc/net/dev"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("conduit sandbox-net starts");
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            match child.try_wait().expect("wait") {
+                Some(status) => break Some(status),
+                None if std::time::Instant::now() > deadline => break None,
+                None => std::thread::sleep(Duration::from_millis(5)),
+            }
+        };
+        let Some(status) = status else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Some("not started within a minute".to_string());
+        };
+        let mut stderr = String::new();
+        let _ = std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr);
+        (!status.success()).then(|| format!("{status}: {stderr}"))
+    };
+    let workers: Vec<_> = (0..AT_ONCE)
+        .map(|_| {
+            let launch = launch.clone();
+            std::thread::spawn(move || (0..LAUNCHES).filter_map(|_| launch()).collect::<Vec<_>>())
+        })
+        .collect();
+    let failures: Vec<String> = workers.into_iter().flat_map(|w| w.join().expect("no panic")).collect();
+    assert!(failures.is_empty(), "{} of {} launches failed: {failures:?}", failures.len(), LAUNCHES * AT_ONCE);
+}

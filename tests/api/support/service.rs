@@ -209,8 +209,10 @@ impl TestService {
     /// Launches a session and returns its JSON (201 expected).
     pub async fn launch(&self, project: &str, body: Value) -> Value {
         let res = self.post(&format!("/api/projects/{project}/sessions"), body).await;
-        assert_eq!(res.status().as_u16(), 201, "launch");
-        res.json().await.expect("json")
+        let status = res.status().as_u16();
+        let answer: Value = res.json().await.expect("json");
+        assert_eq!(status, 201, "launch: {answer}");
+        answer
     }
 
     /// Polls a session until `done` holds (or fails after `within`).
