@@ -173,7 +173,7 @@ fn start_warden(launcher: &std::path::Path, pasta: &std::path::Path, ports: &[St
         let _ = tx.send(line);
     });
     let line = rx.recv_timeout(READY_WITHIN).unwrap_or_default();
-    match line.trim().strip_prefix("ready ").and_then(|pid| pid.parse::<i32>().ok()).filter(|p| *p > 1) {
+    match crate::sandbox::network::holder_in(&line) {
         Some(holder) => {
             spare.holder = holder;
             Ok(spare)

@@ -197,6 +197,12 @@ pub fn launch(launch: Launch) -> u8 {
     }
 }
 
+/// The holder's pid in a made network's word, `ready <holder pid>` (a warden's first line; the
+/// on-the-spot helper's report).
+pub fn holder_in(line: &str) -> Option<i32> {
+    line.trim().strip_prefix("ready ").and_then(|pid| pid.parse::<i32>().ok()).filter(|pid| *pid > 1)
+}
+
 /// Runs `conduit sandbox-net-warden` (a network made ahead of time). Returns its exit status.
 pub fn warden(pasta: &Path, ports: &Ports) -> u8 {
     warden::run(pasta, &ports.tcp, &ports.udp)

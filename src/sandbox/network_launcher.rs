@@ -46,7 +46,7 @@ fn made(ready: OwnedFd) -> Result<i32, String> {
         .read_line(&mut line)
         .map_err(|e| format!("cannot hear from the helper making the network: {e}"))?;
     let line = line.trim();
-    if let Some(holder) = line.strip_prefix("ready ").and_then(|pid| pid.parse::<i32>().ok()).filter(|pid| *pid > 1) {
+    if let Some(holder) = super::holder_in(line) {
         return Ok(holder);
     }
     Err(match line.strip_prefix("failed ") {
@@ -69,15 +69,7 @@ fn helper(ready: OwnedFd, launch: &Launch, launcher: i32) -> i32 {
     if orphaned {
         return 1;
     }
-    let network =
-        warden::hold().and_then(|holder| match attach_to(holder, &launch.pasta, (&launch.tcp, &launch.udp)) {
-            Ok(pasta) => Ok((holder, pasta)),
-            Err(e) => {
-                warden::end(holder);
-                Err(e)
-            }
-        });
-    let (holder, mut pasta) = match network {
+    let (holder, mut pasta) = match warden::make(&launch.pasta, &launch.tcp, &launch.udp) {
         Ok(network) => network,
         Err(e) => {
             let _ = writeln!(ready, "failed {e}");
@@ -221,8 +213,8 @@ fn wait_ready(ready: OwnedFd, pasta: &mut std::process::Child) -> Result<(), Str
     }
 }
 
-/// Waits until bubblewrap ends (SIGHUP, from `PR_SET_PDEATHSIG`) or pasta does, then ends
-/// pasta. Other signals (the service's polite SIGTERM to the whole tree) end the helper, as
+/// Waits until bubblewrap ends (SIGHUP, from `PR_SET_PDEATHSIG`) or pasta does; the caller
+/// then ends what is left. Other signals (the service's polite SIGTERM to the whole tree) end the helper, as
 /// they end pasta itself.
 fn supervise(pasta: &mut std::process::Child, watched: &libc::sigset_t) {
     loop {
@@ -233,8 +225,6 @@ fn supervise(pasta: &mut std::process::Child, watched: &libc::sigset_t) {
         // SAFETY: waits for one of the blocked signals; nothing is written through the nulls.
         let signal = unsafe { libc::sigtimedwait(watched, std::ptr::null_mut(), &timeout) };
         if signal == libc::SIGHUP {
-            let _ = pasta.kill();
-            let _ = pasta.wait();
             return;
         }
     }

@@ -31,14 +31,7 @@ pub fn run(pasta: &std::path::Path, tcp: &[u16], udp: &[u16]) -> u8 {
 fn serve(pasta: &std::path::Path, tcp: &[u16], udp: &[u16]) -> Result<Infallible, String> {
     // SAFETY: prctl with plain integers: an untaken network ends with the service.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
-    let holder = hold()?;
-    let mut pasta = match attach_to(holder, pasta, (tcp, udp)) {
-        Ok(pasta) => pasta,
-        Err(e) => {
-            end(holder);
-            return Err(e);
-        }
-    };
+    let (holder, mut pasta) = make(pasta, tcp, udp)?;
     let mut out = std::io::stdout();
     if writeln!(out, "ready {holder}").and_then(|()| out.flush()).is_err() {
         end_all(holder, &mut pasta);
@@ -61,8 +54,20 @@ fn serve(pasta: &std::path::Path, tcp: &[u16], udp: &[u16]) -> Result<Infallible
     std::process::exit(0)
 }
 
+/// Makes a network: a holder with pasta attached and ready. The holder's pid and pasta.
+pub(super) fn make(pasta: &std::path::Path, tcp: &[u16], udp: &[u16]) -> Result<(i32, std::process::Child), String> {
+    let holder = hold()?;
+    match attach_to(holder, pasta, (tcp, udp)) {
+        Ok(pasta) => Ok((holder, pasta)),
+        Err(e) => {
+            end(holder);
+            Err(e)
+        }
+    }
+}
+
 /// Forks the holder: it makes the namespaces and waits for the warden's end. Its pid.
-pub(super) fn hold() -> Result<i32, String> {
+fn hold() -> Result<i32, String> {
     let (made_read, made_write) = pipe()?;
     // SAFETY: geteuid and getegid only read this process's credentials.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
@@ -139,7 +144,7 @@ fn wait_for_exit(pid: i32) {
     }
 }
 
-pub(super) fn end(holder: i32) {
+fn end(holder: i32) {
     // SAFETY: signals and reaps the warden's own child.
     unsafe {
         libc::kill(holder, libc::SIGKILL);

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use futures_util::SinkExt;
 use serde_json::{json, Value};
 
-use crate::support::fake_api::{FakeApi, Reply};
+use crate::support::fake_api::FakeApi;
 use crate::support::service::{real_cli, ServiceConfig, TestService};
-use crate::workspaces_real::repo;
+use crate::workspaces_real::{repo, run_bash};
 
 const READY: Duration = Duration::from_secs(60);
 
@@ -63,15 +63,6 @@ async fn idle(service: &TestService, project: &str) -> Value {
 
 fn id(row: &Value) -> String {
     row["id"].as_str().expect("id").to_string()
-}
-
-/// The model runs `command` with Bash on `prompt`; waits until the turn has ended.
-async fn run_bash(api: &FakeApi, service: &TestService, session: &str, prompt: &str, command: &str, turns: i64) {
-    api.on(prompt, Reply::ToolUse { name: "Bash".into(), input: json!({"command": command, "description": prompt}) });
-    api.on("tool_result", Reply::Text(format!("{prompt}: done")));
-    let res = service.post(&format!("/api/sessions/{session}/message"), json!({"content": prompt})).await;
-    assert_eq!(res.status().as_u16(), 202);
-    service.wait_for(session, READY, |r| r["num_turns"] == turns && r["status"] == "idle").await;
 }
 
 /// What the probe tries, written where the session works. `$1` names its report.

@@ -59,7 +59,7 @@ pub async fn idle(service: &TestService, project: &str, name: &str) -> Value {
 }
 
 /// The model runs `command` with Bash on `prompt`; waits for the turn to end.
-async fn run_bash(api: &FakeApi, service: &TestService, session: &str, prompt: &str, command: &str, turns: i64) {
+pub async fn run_bash(api: &FakeApi, service: &TestService, session: &str, prompt: &str, command: &str, turns: i64) {
     api.on(prompt, Reply::ToolUse { name: "Bash".into(), input: json!({"command": command, "description": prompt}) });
     api.on("tool_result", Reply::Text(format!("{prompt}: done")));
     let res = service.post(&format!("/api/sessions/{session}/message"), json!({"content": prompt})).await;
