@@ -327,6 +327,7 @@ async fn raw_insert_rate(rows: usize) -> f64 {
             content: format!(r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"t{i}"}}}},"session_id":"x"}}"#),
             timestamp: conduit::domain::time::now(),
             seq: Some(i + 1),
+            cli_seq: None,
         })
         .collect();
     let started = Instant::now();

@@ -18,6 +18,8 @@
 //! - `fake-ignore-term`   ignores SIGTERM/SIGINT and stdin EOF (must be SIGKILLed)
 //! - `fake-no-init`       writes an error to stderr and exits 1 at once
 //! - `fake-stall`         answers initialize, never finishes a turn
+//! - `fake-stall-later`   answers its first turn (so it has a session id to resume), then
+//!   stalls: later turns get nothing, not even an answer to an interrupt's turn
 //! - `fake-grandchild`    starts `sleep` in its group and a `setsid sleep` outside it, and names
 //!   their unique arguments on stderr (`grandchildren 300.N 301.N`)
 //! - `fake-background`    a turn starts a background task that ends 4 s after its result
@@ -115,7 +117,7 @@ fn main() {
                 };
                 emit(&mut out, json!({"type": "control_response", "response": answer}));
             }
-            Some("user") if scenario == "stall" => {}
+            Some("user") if scenario == "stall" || (scenario == "stall-later" && turns > 0) => {}
             Some("user") => {
                 turns += 1;
                 let text = msg["message"]["content"].as_str().unwrap_or_default().to_string();

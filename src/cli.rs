@@ -67,6 +67,10 @@ pub enum Command {
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "BWRAP")]
         bwrap: Vec<String>,
     },
+    /// Keeps one session's CLI, so it outlives the service (reads its spec on stdin). Started
+    /// by the service, not by people.
+    #[command(hide = true)]
+    Keeper,
     /// A sandbox's network made ahead of time (see `sandbox-net --join`). Started by the
     /// service, not by people.
     #[command(hide = true)]

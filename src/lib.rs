@@ -11,6 +11,7 @@ pub mod db;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod keeper;
 pub mod peer_tls;
 pub mod process;
 pub mod protocol;

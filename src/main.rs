@@ -19,6 +19,7 @@ fn main() -> ExitCode {
             let launch = conduit::sandbox::network::Launch { pasta, tcp, udp, join, bwrap };
             ExitCode::from(conduit::sandbox::network::launch(launch))
         }
+        Some(Command::Keeper) => ExitCode::from(conduit::keeper::start::run()),
         Some(Command::SandboxNetWarden { network: NetworkArgs { pasta, tcp, udp } }) => {
             let ports = conduit::sandbox::network::Ports { tcp, udp };
             ExitCode::from(conduit::sandbox::network::warden(&pasta, &ports))
@@ -69,7 +70,10 @@ async fn service(cli: Cli) -> ExitCode {
         Command::Db { action: DbAction::Reset { yes } } => reset(&settings, yes).await,
         Command::Redact { all } => redact(&settings, all).await,
         Command::User { action: UserAction::Add { name } } => user_add(&settings, &name).await,
-        Command::SandboxExec { .. } | Command::SandboxNet { .. } | Command::SandboxNetWarden { .. } => Ok(()),
+        Command::SandboxExec { .. }
+        | Command::SandboxNet { .. }
+        | Command::SandboxNetWarden { .. }
+        | Command::Keeper => Ok(()),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -139,6 +139,7 @@ async fn writer_rate(jobs: usize, ledger: bool) -> f64 {
                     content: format!(r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"t{i}"}}}},"session_id":"x"}}"#),
                     timestamp: now.clone(),
                     seq: Some(i as i64 + 1),
+                    cli_seq: None,
                 });
             }
             let n = (i / EVERY + 1) as i64;

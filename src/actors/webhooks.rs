@@ -25,7 +25,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 /// The event types a webhook may ask for (or `*`).
-pub const EVENT_TYPES: [&str; 37] = [
+pub const EVENT_TYPES: [&str; 38] = [
     "session.created",
     "session.status",
     "session.message",
@@ -68,6 +68,8 @@ pub const EVENT_TYPES: [&str; 37] = [
     "budget.resumed",
     // The work-in-progress limit (actors::session::wip).
     "session.turn_waiting",
+    // The turn watchdog (actors::session::supervision).
+    "session.stalled",
 ];
 const TIMEOUT: Duration = Duration::from_secs(10);
 const RETRIES: u32 = 3;

@@ -41,6 +41,15 @@ pub struct Settings {
     pub transport: crate::domain::validate::Transport,
     pub max_sessions_global: u32,
     pub session_idle_timeout_ms: u64,
+    /// A turn with no output from its CLI and nothing waiting for a decision this long is
+    /// stalled (interrupted, then stopped); 0: never. A project may set its own.
+    pub turn_inactivity_timeout_ms: u64,
+    /// What a stop of the service does with live sessions: leave their CLIs to their keepers
+    /// (`detach`), or end them (`stop`).
+    pub on_shutdown: crate::domain::session::OnShutdown,
+    /// Bytes of a session's output its keeper holds while no service stores them; then the CLI
+    /// waits.
+    pub keeper_buffer_bytes: usize,
     /// Between two sweeps of the janitor.
     pub janitor_interval_ms: u64,
     pub project_root: PathBuf,

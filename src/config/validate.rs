@@ -54,6 +54,10 @@ impl Settings {
         let redaction = RedactionMode::parse(&redaction).ok_or_else(|| {
             l.err("redaction", format!("expected one of {}, got {redaction:?}", RedactionMode::ALL.join(", ")))
         })?;
+        let on_shutdown = l.string("on_shutdown")?;
+        let on_shutdown: crate::domain::session::OnShutdown = on_shutdown
+            .parse()
+            .map_err(|_| l.err("on_shutdown", format!("expected one of detach, stop, got {on_shutdown:?}")))?;
         let db_path = l.string("db_path")?;
         if db_path.trim().is_empty() || db_path.contains('\0') {
             return Err(l.err("db_path", "expected a file path"));
@@ -113,6 +117,14 @@ impl Settings {
             transport,
             max_sessions_global: l.integer("max_sessions_global", 1, 100_000)? as u32,
             session_idle_timeout_ms: l.integer("session_idle_timeout_ms", 1_000, i64::MAX)? as u64,
+            turn_inactivity_timeout_ms: crate::domain::validate::turn_inactivity(l.integer(
+                "turn_inactivity_timeout_ms",
+                0,
+                i64::MAX,
+            )?)
+            .map_err(|why| l.err("turn_inactivity_timeout_ms", why))? as u64,
+            on_shutdown,
+            keeper_buffer_bytes: l.integer("keeper_buffer_bytes", 64 << 10, 1 << 30)? as usize,
             janitor_interval_ms: l.integer("janitor_interval_ms", 50, 86_400_000)? as u64,
             project_root: expand_home(&l.string("project_root")?, home).map_err(|p| l.err("project_root", p))?,
             scan_depth: l.integer("scan_depth", 0, 10)? as u32,

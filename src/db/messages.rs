@@ -22,6 +22,8 @@ pub struct NewMessage {
     pub timestamp: String,
     /// The sequence number of the event this line was relayed as on the session's stream.
     pub seq: Option<i64>,
+    /// The keeper's number of a line the CLI wrote (see [`crate::keeper`]); null otherwise.
+    pub cli_seq: Option<i64>,
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, Serialize, ToSchema)]
@@ -211,6 +213,33 @@ pub fn turns_from(conn: &mut DbConnection, session_id: &str, from: i64) -> Resul
                 tracing::warn!(session = session_id, message_id, "a stored user turn could not be read back; skipped");
             }
             Some(PendingTurn { message_id, seq: seq?.max(0) as u64, content: content? })
+        })
+        .collect())
+}
+
+/// The user turns of session `session_id` after stream number `after` that were never written
+/// to the CLI, oldest first: what a session attached again after a restart still has to
+/// deliver (see [`turns_from`] for the lines that cannot be read back).
+pub fn undelivered_turns(
+    conn: &mut DbConnection,
+    session_id: &str,
+    after: u64,
+) -> Result<Vec<PendingTurn>, StoreError> {
+    let after = i64::try_from(after).unwrap_or(i64::MAX);
+    let rows: Vec<(i64, Option<i64>, String)> = messages::table
+        .filter(messages::session_id.eq(session_id))
+        .filter(messages::direction.eq("to_cli"))
+        .filter(messages::message_type.eq("user"))
+        .filter(messages::seq.gt(after))
+        .filter(messages::delivered_at.is_null())
+        .order(messages::seq.asc())
+        .select((messages::id, messages::seq, messages::content))
+        .load(conn)?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(message_id, seq, line)| {
+            let content = crate::protocol::outgoing::user_turn_content(&line)?;
+            Some(PendingTurn { message_id, seq: seq?.max(0) as u64, content })
         })
         .collect())
 }

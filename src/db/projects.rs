@@ -67,6 +67,10 @@ pub struct Project {
     /// each value as `[REDACTED:project_env]`.
     #[schema(value_type = std::collections::BTreeMap<String, String>)]
     pub env: ProjectEnv,
+    /// A turn of its sessions with no output from the CLI for this long (milliseconds, and
+    /// nothing waiting for a decision) is stalled; 0: never; `null`: the
+    /// `turn_inactivity_timeout_ms` setting.
+    pub turn_inactivity_timeout_ms: Option<i64>,
 }
 
 pub fn insert(conn: &mut DbConnection, project: &Project) -> Result<(), StoreError> {

@@ -26,6 +26,7 @@ diesel::table! {
         max_running_turns -> Nullable<Integer>,
         nodes -> Text,
         env -> Text,
+        turn_inactivity_timeout_ms -> Nullable<BigInt>,
     }
 }
 
@@ -81,6 +82,7 @@ diesel::table! {
         max_budget_usd -> Nullable<Double>,
         parked_from_seq -> Nullable<BigInt>,
         owner_node -> Nullable<Text>,
+        keeper_state -> Nullable<Text>,
     }
 }
 
@@ -95,6 +97,7 @@ diesel::table! {
         timestamp -> Text,
         seq -> Nullable<BigInt>,
         delivered_at -> Nullable<Text>,
+        cli_seq -> Nullable<BigInt>,
     }
 }
 

@@ -54,7 +54,8 @@ pub struct Session {
     pub last_active_at: String,
     pub closed_at: Option<String>,
     /// Why the session ended: `requested`, `idle_timeout`, `project_deleted`, `shutdown`,
-    /// `cli_exited`, `launch_failed`, `service_restarted` or `node_lost`; null while live.
+    /// `cli_exited`, `launch_failed`, `service_restarted`, `node_lost`, `stalled` or
+    /// `out_of_memory`; null while live.
     pub closed_reason: Option<ClosedReason>,
     /// What the session got: `shared` (the project folder) or `worktree` (its own).
     pub workspace_mode: WorkspaceMode,
@@ -110,6 +111,10 @@ pub struct SessionPatch {
     pub parked_from_seq: Option<Option<i64>>,
     /// A resume on another node takes the session over.
     pub owner_node: Option<Option<String>>,
+    /// What the session's conversation must know to go on after a restart while its CLI runs
+    /// on under a keeper (JSON; null: no keeper holds it). Not part of [`Session`]: only a
+    /// restart reads it.
+    pub keeper_state: Option<Option<String>>,
 }
 
 impl SessionPatch {
@@ -228,10 +233,31 @@ pub fn count_live(conn: &mut DbConnection) -> Result<i64, StoreError> {
     Ok(sessions::table.filter(sessions::status.eq_any(SessionStatus::LIVE)).count().get_result(conn)?)
 }
 
-/// After a crash of the service: every session still marked live is now `error`. Returns the
-/// rows as they were, so their processes can be looked for. In cluster mode `owner` limits
+/// The sessions still marked live (in cluster mode, `owner`'s only; `None`: every one), each
+/// with its `keeper_state` (set when a keeper holds its CLI).
+pub fn live_with_keepers(
+    conn: &mut DbConnection,
+    owner: Option<&str>,
+) -> Result<Vec<(Session, Option<String>)>, StoreError> {
+    let query = sessions::table.filter(sessions::status.eq_any(SessionStatus::LIVE)).into_boxed();
+    let query = match owner {
+        Some(node) => query.filter(sessions::owner_node.eq(node.to_string())),
+        None => query,
+    };
+    Ok(query.select((Session::as_select(), sessions::keeper_state)).load(conn)?)
+}
+
+/// After a stop or crash of the service: every session still marked live, but those in `kept`
+/// (whose CLIs ran on under keepers that answered), is now `error`: `crashed` for those in
+/// `crashed` (their keeper was there and is gone), `service_restarted` for the rest. Returns
+/// the rows as they were, so their processes can be looked for. In cluster mode `owner` limits
 /// this to the node's own sessions (the other nodes' are theirs); `None` is every session.
-pub fn fail_interrupted(conn: &mut DbConnection, now: &str, owner: Option<&str>) -> Result<Vec<Session>, StoreError> {
+pub fn fail_interrupted(
+    conn: &mut DbConnection,
+    now: &str,
+    owner: Option<&str>,
+    (kept, crashed): (&[SessionId], &[SessionId]),
+) -> Result<Vec<Session>, StoreError> {
     conn.write_transaction(|conn| {
         let live = || {
             let query = sessions::table.filter(sessions::status.eq_any(SessionStatus::LIVE)).into_boxed();
@@ -240,16 +266,24 @@ pub fn fail_interrupted(conn: &mut DbConnection, now: &str, owner: Option<&str>)
                 None => query,
             }
         };
-        let rows: Vec<Session> = live().select(Session::as_select()).load(conn)?;
-        let ids: Vec<SessionId> = rows.iter().map(|r| r.id.clone()).collect();
-        diesel::update(sessions::table.filter(sessions::id.eq_any(&ids)))
-            .set((
-                sessions::status.eq(SessionStatus::Error),
-                sessions::error_message.eq("service restarted"),
-                sessions::closed_at.eq(now),
-                sessions::closed_reason.eq(ClosedReason::ServiceRestarted),
-            ))
-            .execute(conn)?;
+        let rows: Vec<Session> =
+            live().select(Session::as_select()).load(conn)?.into_iter().filter(|r| !kept.contains(&r.id)).collect();
+        let (lost, restarted): (Vec<SessionId>, Vec<SessionId>) =
+            rows.iter().map(|r| r.id.clone()).partition(|id| crashed.contains(id));
+        for (ids, reason, message) in [
+            (restarted, ClosedReason::ServiceRestarted, "service restarted"),
+            (lost, ClosedReason::Crashed, "its keeper was gone when the service restarted"),
+        ] {
+            diesel::update(sessions::table.filter(sessions::id.eq_any(&ids)))
+                .set((
+                    sessions::status.eq(SessionStatus::Error),
+                    sessions::error_message.eq(message),
+                    sessions::closed_at.eq(now),
+                    sessions::closed_reason.eq(reason),
+                    sessions::keeper_state.eq(None::<String>),
+                ))
+                .execute(conn)?;
+        }
         Ok::<_, diesel::result::Error>(rows)
     })
     .map_err(StoreError::from)
@@ -278,6 +312,19 @@ pub fn parked_before_restart(conn: &mut DbConnection) -> Result<Vec<SessionId>, 
         .order(sessions::resumes_at.asc())
         .select(sessions::id)
         .load(conn)?)
+}
+
+/// What a kept session's conversation stored to go on with after a restart (see
+/// [`SessionPatch::keeper_state`]), and the number of the last line of its CLI's it stored.
+pub fn kept_state(conn: &mut DbConnection, id: &SessionId) -> Result<(Option<String>, u64), StoreError> {
+    use diesel::dsl::max;
+    let state = sessions::table.find(id).select(sessions::keeper_state).first::<Option<String>>(conn).optional()?;
+    let through: Option<i64> = super::schema::messages::table
+        .filter(super::schema::messages::session_id.eq(id.as_str()))
+        .filter(super::schema::messages::cli_seq.is_not_null())
+        .select(max(super::schema::messages::cli_seq))
+        .first(conn)?;
+    Ok((state.flatten(), through.unwrap_or(0).max(0) as u64))
 }
 
 /// Where a parked session's turns still to deliver start (see [`SessionPatch::parked_from_seq`]).

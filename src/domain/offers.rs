@@ -9,7 +9,7 @@ use super::agent_kind::AgentKind;
 use super::validate::PERMISSION_MODES;
 
 /// One model a CLI offers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, ToSchema)]
 pub struct ModelChoice {
     /// What to pass to `POST /api/sessions/{id}/model`.
     pub value: String,

@@ -82,6 +82,28 @@ pub enum ClosedReason {
     ServiceRestarted,
     /// Cluster mode: the node running it stopped renewing its lease (crashed, or cut off).
     NodeLost,
+    /// A turn had no output from the CLI for `turn_inactivity_timeout_ms` with nothing
+    /// waiting for a decision: interrupted, then stopped.
+    Stalled,
+    /// The kernel killed the CLI itself for going over the session's memory limit.
+    OutOfMemory,
+    /// Its keeper was killed (or could not be found after a restart): the CLI went with it.
+    Crashed,
+}
+
+impl ClosedReason {
+    /// Ended by nothing the session did or was asked (the janitor, a stop or a crash of the
+    /// service, a turn that stalled): its next message resumes it by itself.
+    pub const fn resumes_on_message(self) -> bool {
+        matches!(
+            self,
+            ClosedReason::IdleTimeout
+                | ClosedReason::Shutdown
+                | ClosedReason::ServiceRestarted
+                | ClosedReason::Stalled
+                | ClosedReason::Crashed
+        )
+    }
 }
 
 text_enum!(ClosedReason, "closed reason", {
@@ -93,6 +115,23 @@ text_enum!(ClosedReason, "closed reason", {
     LaunchFailed => "launch_failed",
     ServiceRestarted => "service_restarted",
     NodeLost => "node_lost",
+    Stalled => "stalled",
+    OutOfMemory => "out_of_memory",
+    Crashed => "crashed",
+});
+
+/// What the service does with live sessions when it stops (SIGTERM, SIGINT).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnShutdown {
+    /// Leave each kept CLI running under its keeper; the next start attaches again.
+    Detach,
+    /// End every session (`closed`, reason `shutdown`); its next message resumes it.
+    Stop,
+}
+
+text_enum!(OnShutdown, "shutdown behaviour", {
+    Detach => "detach",
+    Stop => "stop",
 });
 
 #[cfg(test)]
@@ -121,6 +160,9 @@ mod tests {
                 "launch_failed",
                 "service_restarted",
                 "node_lost",
+                "stalled",
+                "out_of_memory",
+                "crashed",
             ],
         );
     }

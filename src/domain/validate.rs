@@ -160,6 +160,16 @@ pub fn spending_cap(field: &str, usd: f64) -> Result<f64, String> {
     }
 }
 
+/// A turn inactivity timeout in milliseconds: 0 (never) or at least 100 (a shorter one would
+/// stall any turn whose model takes a breath).
+pub fn turn_inactivity(ms: i64) -> Result<i64, String> {
+    if ms == 0 || (100..=i64::from(u32::MAX) * 1000).contains(&ms) {
+        Ok(ms)
+    } else {
+        Err(format!("must be 0 (never) or from 100 to {}, got {ms}", i64::from(u32::MAX) * 1000))
+    }
+}
+
 /// A value passed to the CLI as an argument (model name, session id): it may never look like a
 /// flag or carry whitespace, so no request can smuggle another option onto a command line.
 pub fn identifier(field: &str, raw: &str) -> Result<String, String> {

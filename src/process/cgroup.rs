@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 
 use super::kill;
 
+/// The name of the keepers' cgroup in a service's folder (no session id starts with a dot).
+pub const KEEPERS: &str = ".keepers";
+
 /// How this service contains the process trees of its CLIs.
 #[derive(Debug, Clone)]
 pub enum Containment {
@@ -113,6 +116,18 @@ impl CgroupRoot {
         Ok(Cgroup { path })
     }
 
+    /// The cgroup every keeper of this service runs in (see [`crate::keeper`]): not a CLI's, so
+    /// its limits and readings are the CLIs' own; killed with the rest when nothing is kept.
+    pub fn keepers(&self) -> std::io::Result<Cgroup> {
+        let path = self.dir.join(KEEPERS);
+        match std::fs::create_dir(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        Ok(Cgroup { path })
+    }
+
     /// Every CLI cgroup under this folder (leftovers, after a crash).
     pub fn children(&self) -> Vec<Cgroup> {
         let Ok(entries) = std::fs::read_dir(&self.dir) else { return Vec::new() };
@@ -122,8 +137,23 @@ impl CgroupRoot {
     /// Kills and removes every CLI cgroup under this folder, then the folder itself if it is
     /// not the one in use (`keep`). Returns how many cgroups still held processes.
     pub fn clear(&self, keep: bool) -> usize {
+        self.clear_but(&std::collections::HashSet::new(), keep)
+    }
+
+    /// Like [`CgroupRoot::clear`], but the cgroups named in `kept` (sessions whose CLIs run on
+    /// under their keepers) stay, and so does the folder when any does.
+    pub fn clear_except(&self, kept: &std::collections::HashSet<String>) -> usize {
+        self.clear_but(kept, !kept.is_empty())
+    }
+
+    fn clear_but(&self, kept: &std::collections::HashSet<String>, keep: bool) -> usize {
         let mut populated = 0;
         for cgroup in self.children() {
+            let name = cgroup.path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            // The keepers of the sessions kept stay with them.
+            if kept.contains(name) || (name == KEEPERS && !kept.is_empty()) {
+                continue;
+            }
             if cgroup.is_populated() {
                 populated += 1;
             }

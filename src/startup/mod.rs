@@ -30,10 +30,12 @@ use crate::domain::folders::ProjectRoot;
 use crate::http::{guard::AccessPolicy, AppState};
 use crate::process::cgroup::Containment;
 use crate::sandbox::enclosure::Encloser;
+use keepers::{keepers, keepers_cgroup, reattach};
 
 mod channel;
 mod cluster;
 mod exposure;
+mod keepers;
 mod machine;
 mod server;
 mod shutdown;
@@ -91,6 +93,8 @@ pub struct Application {
     /// Writes the access audit (flushed last at shutdown).
     audit: Addr<crate::actors::audit::Auditor>,
     containment: Arc<Containment>,
+    /// What a stop does with live sessions.
+    on_shutdown: crate::domain::session::OnShutdown,
     /// Cluster mode: this node's membership (it leaves at a clean shutdown).
     cluster: Option<Addr<crate::actors::cluster::ClusterNode>>,
     /// Cluster mode: the other nodes' session events, relayed to this node's bus.
@@ -132,6 +136,7 @@ impl Application {
         claimed: machine::Claimed,
     ) -> Result<Application, StartupError> {
         let machine::Claimed { lock, postgres, containment } = claimed;
+        let on_shutdown = settings.on_shutdown;
         let store =
             Store::open_blocking(settings.database.clone(), settings.db_pool_size, settings.db_busy_timeout_ms).await?;
         if let Some(user) = &options.first_user {
@@ -140,7 +145,11 @@ impl Application {
             }
         }
         let scope = cluster::node_scope(&settings, &store).await?;
-        let recovered = recover_after_restart(&store, &containment, lock.previous(), scope).await?;
+        let launcher = options.launcher.clone().unwrap_or_else(|| crate::sandbox::network::OWN_EXECUTABLE.into());
+        let mut keepers = keepers(&settings, &launcher);
+        let (recovered, found) =
+            recover_after_restart(&store, &containment, lock.previous(), scope, Some(&keepers)).await?;
+        keepers.cgroup = keepers_cgroup(&containment);
         if recovered.sessions > 0 || recovered.executions > 0 || recovered.commands > 0 {
             tracing::warn!(
                 sessions = recovered.sessions,
@@ -178,7 +187,6 @@ impl Application {
             .await
             .map_err(|e| crate::db::StoreError::Other(format!("the permission engine did not start: {e}")))??;
         tracing::info!(rules, "permission rules loaded");
-        let launcher = options.launcher.clone().unwrap_or_else(|| crate::sandbox::network::OWN_EXECUTABLE.into());
         let sandbox = probe_sandbox(&settings, launcher.clone()).await;
         let (channel, channel_listener) = channel::open(&settings).await?;
         // Networks made ahead of time, when sandboxes get their own (launches then skip
@@ -213,8 +221,11 @@ impl Application {
             writer.clone(),
             engine.clone().recipient(),
             bus.clone().recipient(),
-            options.subreaper,
-            encloser.clone(),
+            crate::actors::registry::Spawning {
+                encloser: encloser.clone(),
+                keepers: Some(keepers),
+                reap_orphans: options.subreaper,
+            },
             crate::actors::registry::TurnPeers {
                 limit_board: limits.clone().recipient(),
                 gate: turn_gate.clone().recipient(),
@@ -250,6 +261,7 @@ impl Application {
         })
         .start();
         registry.do_send(WatchEnds(workbench.clone().recipient()));
+        reattach(&registry, &writer, found).await;
         let webhooks = WebhookDispatcher::new(
             store.clone(),
             writer.clone(),
@@ -352,6 +364,7 @@ impl Application {
             writer,
             audit,
             containment,
+            on_shutdown,
             cluster,
             _relay: relay,
             _lock: lock,

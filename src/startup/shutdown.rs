@@ -40,7 +40,7 @@ impl Application {
         };
         let end_work = async {
             let ended = tokio::join!(
-                self.registry.send(Shutdown),
+                self.registry.send(Shutdown(self.on_shutdown)),
                 self.agents.send(ShutdownAgents),
                 self.terminals.send(ShutdownTerminals),
                 self.workbench.send(ShutdownProcesses),
@@ -78,10 +78,15 @@ impl Application {
                 tracing::warn!("the cluster membership had already stopped");
             }
         }
-        // Every CLI has ended by now; whatever a failed stop left in a cgroup ends here, and the
-        // service's cgroup folder goes with it.
+        // Every CLI has ended (or was left to its keeper) by now; whatever a failed stop left in
+        // a cgroup ends here, and the service's cgroup folder goes with it when nothing was left.
+        let kept: std::collections::HashSet<String> =
+            ended.as_ref().map(|left| left.iter().map(|id| id.to_string()).collect()).unwrap_or_default();
+        if !kept.is_empty() {
+            tracing::info!(sessions = kept.len(), "sessions left running under their keepers");
+        }
         if let Some(root) = self.containment.root().cloned() {
-            let left = tokio::task::spawn_blocking(move || root.clear(false)).await.unwrap_or(0);
+            let left = tokio::task::spawn_blocking(move || root.clear_except(&kept)).await.unwrap_or(0);
             if left > 0 {
                 tracing::warn!(cgroups = left, "processes outlived their sessions; killed at shutdown");
             }

@@ -146,4 +146,14 @@ pub trait AgentAdapter: Send + 'static {
     /// The answer line to request `request_id` about `calls`, given the verdict (the first
     /// denial, else the allow); `None` (no engine could decide) denies.
     fn answer(&mut self, request_id: &str, calls: &[ToolCall], verdict: Option<Verdict>) -> String;
+
+    /// What this process's protocol state must keep across a restart of the service while the
+    /// CLI runs on under its keeper (the thread or session it talks in, the turn running, what
+    /// it said it offers). Stored with the session; `Null` when there is nothing to keep.
+    fn snapshot(&self) -> Value {
+        Value::Null
+    }
+
+    /// Continues from a [`AgentAdapter::snapshot`] after a restart: the handshake is long done.
+    fn restore(&mut self, _state: &Value) {}
 }

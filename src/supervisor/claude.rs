@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::adapter::{AgentAdapter, Ask, Command, Decoded, Handshake, Outgoing, Read, StatePath, Wire};
@@ -173,6 +174,28 @@ impl AgentAdapter for ClaudeCode {
             None => outgoing::control_error(request_id, "no tool call to decide"),
         }
     }
+
+    fn snapshot(&self) -> Value {
+        let kept =
+            Kept { interrupting: self.interrupting, open_tools: self.open_tools.clone(), models: self.models.clone() };
+        serde_json::to_value(kept).unwrap_or(Value::Null)
+    }
+
+    fn restore(&mut self, state: &Value) {
+        if let Ok(kept) = Kept::deserialize(state) {
+            self.interrupting = kept.interrupting;
+            self.open_tools = kept.open_tools;
+            self.models = kept.models;
+        }
+    }
+}
+
+/// What [`ClaudeCode`] keeps across a restart of the service.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Kept {
+    interrupting: bool,
+    open_tools: HashMap<String, String>,
+    models: Option<Vec<ModelChoice>>,
 }
 
 #[cfg(test)]

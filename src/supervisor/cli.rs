@@ -3,7 +3,7 @@
 //! ([`super::process::CliProcess`]) drives the transitions; conversations read it and write
 //! through it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -14,6 +14,7 @@ use super::controls::Controls;
 use super::process::{Life, ProcessGone};
 use crate::actors::bridge::BridgeHandle;
 use crate::actors::permissions::Evaluate;
+use crate::keeper::link::KeeperHandle;
 use crate::process::tree::ProcessTree;
 use crate::transport::OutLine;
 
@@ -46,6 +47,14 @@ pub struct Cli<R> {
     pub(super) grace: Duration,
     pub(super) started: Instant,
     pub(super) last_activity: Instant,
+    /// Set when a keeper holds the CLI: stored lines are acknowledged to it, requests pinned.
+    pub(super) keeper: Option<KeeperHandle>,
+    /// The keeper's number of the output line being handled (its `cli_seq`).
+    pub(super) line_seq: Option<u64>,
+    /// The keeper's number of each request of the CLI being decided, by request id.
+    pub(super) pinned: HashMap<String, u64>,
+    /// The keeper went without telling the CLI's end (killed): the session crashed.
+    pub(super) keeper_lost: bool,
 }
 
 impl<R> Cli<R> {
@@ -121,5 +130,26 @@ impl<R> Cli<R> {
     /// Closes the CLI's input: its cue to finish (a one-turn run after its result).
     pub fn close_input(&mut self) {
         self.stdin = None;
+    }
+
+    /// The keeper's number of the output line being handled: stored with it, so a restarted
+    /// service knows which lines it has.
+    pub fn line_seq(&self) -> Option<u64> {
+        self.line_seq
+    }
+
+    /// A keeper holds the CLI: it outlives the service.
+    pub fn is_kept(&self) -> bool {
+        self.keeper.is_some()
+    }
+
+    /// The keeper's pid, when one holds the CLI.
+    pub fn keeper_pid(&self) -> Option<i32> {
+        self.keeper.as_ref().map(|k| k.keeper_pid)
+    }
+
+    /// What the adapter must remember across a restart of the service.
+    pub fn adapter_state(&self) -> serde_json::Value {
+        self.adapter.snapshot()
     }
 }

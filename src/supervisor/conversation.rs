@@ -32,6 +32,8 @@ pub struct ProcessEnd<R> {
     /// The end of its stderr.
     pub stderr_tail: String,
     pub ran_for: Duration,
+    /// Its keeper was killed (its guardian ended the tree): it crashed.
+    pub keeper_lost: bool,
 }
 
 impl<R> ProcessEnd<R> {
@@ -58,6 +60,12 @@ pub trait Conversation: Sized + Unpin + 'static {
 
     /// The CLI answered the handshake: it takes turns now.
     fn ready(p: &mut CliProcess<Self>, ctx: &mut Ctx<Self>);
+
+    /// The service attached again to a CLI its keeper kept (after a restart): it is where it
+    /// was, its handshake long done.
+    fn reattached(p: &mut CliProcess<Self>, ctx: &mut Ctx<Self>) {
+        Self::ready(p, ctx)
+    }
 
     /// Every output line in order, with its parsed form and the normalized events it carries;
     /// the supervisor acts on answers and requests after this (so a line is recorded before

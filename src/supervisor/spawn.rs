@@ -7,10 +7,14 @@ use std::net::TcpListener;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use std::path::PathBuf;
+
 use super::adapter::Wire;
 use crate::actors::bridge::{BridgeHandle, BridgeSocket};
 use crate::actors::network_pool::TakenNetwork;
 use crate::db::backlog::Backlog;
+use crate::keeper::link::{self, Durable, KeeperHandle};
+use crate::keeper::spec::Spec;
 use crate::process::cgroup::Cgroup;
 use crate::process::tree::ProcessTree;
 use crate::process::{procfs, SESSION_MARKER_ENV};
@@ -80,6 +84,10 @@ pub struct Spawned {
     pub exited: Pin<Box<dyn std::future::Future<Output = Exit>>>,
     /// Set on the WebSocket transport: the bridge the CLI connects to, and its port.
     pub bridge: Option<(BridgeHandle, u16)>,
+    /// How many stream ends the outputs tell before the output is whole.
+    pub ends: usize,
+    /// Set when a keeper holds the CLI (see [`crate::keeper`]).
+    pub keeper: Option<KeeperHandle>,
 }
 
 /// Starts the CLI. On failure nothing of it is left running; the error says why.
@@ -188,5 +196,81 @@ pub fn spawn(req: SpawnRequest) -> Result<Spawned, String> {
             Err(e) => Exit { how: format!("could not be waited for: {e}"), code: None },
         }
     });
-    Ok(Spawned { pid, started_at, tree, stdin, outputs, exited, bridge })
+    let ends = outputs.len();
+    Ok(Spawned { pid, started_at, tree, stdin, outputs, exited, bridge, ends, keeper: None })
+}
+
+/// How a CLI is kept: by which `conduit` executable, where its socket goes, how much output it
+/// holds, the number of its first line, and how the session knows its lines are stored.
+pub struct Keeping {
+    pub launcher: PathBuf,
+    pub socket: PathBuf,
+    pub buffer_bytes: usize,
+    pub first_seq: u64,
+    pub orphan_ms: u64,
+    pub durable: Durable,
+    /// The keepers' own cgroup's `cgroup.procs`, if the service uses cgroups.
+    pub keeper_cgroup: Option<PathBuf>,
+}
+
+/// Starts the CLI under a keeper of its own (stdio only: a bridge's socket is the service's),
+/// so it outlives the service. On failure nothing of it is left running; the error says why.
+pub async fn spawn_kept(req: SpawnRequest, keeping: Keeping) -> Result<Spawned, String> {
+    let SpawnRequest { marker, program, arguments, folder, mut env, bridge: _, cgroup, fence, backlog, network } = req;
+    let args = arguments(&Wire::Stdio);
+    let (started, args) = match &fence {
+        Some(fence) => fence.command_line(&program, args, None),
+        None => (program.clone(), args),
+    };
+    let sandboxed = fence.is_some();
+    env.push((SESSION_MARKER_ENV.to_string(), marker.clone()));
+    let spec = Spec {
+        session: marker.clone(),
+        program: started,
+        args,
+        cwd: folder,
+        env,
+        join: cgroup.iter().map(|cg| cg.path().join("cgroup.procs")).collect(),
+        cgroup: cgroup.as_ref().map(|cg| cg.path().to_path_buf()),
+        keeper_cgroup: keeping.keeper_cgroup,
+        socket: keeping.socket,
+        buffer_bytes: keeping.buffer_bytes,
+        first_seq: keeping.first_seq,
+        sandboxed,
+        orphan_ms: keeping.orphan_ms,
+    };
+    let launched = match link::start(&keeping.launcher, &spec).await {
+        Ok(launched) => launched,
+        Err(why) => {
+            if let Some(cgroup) = cgroup {
+                tokio::task::spawn_blocking(move || cgroup.kill_and_remove(std::time::Duration::from_secs(1)));
+            }
+            return Err(format!("cannot start the CLI {program:?} under its keeper: {why}"));
+        }
+    };
+    let pid = launched.cli_pid;
+    let handed = cgroup.clone();
+    tokio::task::spawn_blocking(move || Enclosure::started(network, pid, handed.as_ref()));
+    let tree = ProcessTree { pgid: pid, marker, cgroup, wrapped: sandboxed };
+    Ok(kept(launched.connection.attach(keeping.first_seq.saturating_sub(1), keeping.durable), tree, backlog))
+}
+
+/// A keeper's CLI, attached, as the supervisor takes it (after a start, or a restart).
+pub fn kept(attached: link::Attached, tree: ProcessTree, backlog: Option<Arc<Backlog>>) -> Spawned {
+    let link::Attached { stdin, output, exited, handle, hello } = attached;
+    let output: OutputStream = match backlog {
+        Some(gate) => Box::pin(stdio::gated(output, gate)),
+        None => output,
+    };
+    Spawned {
+        pid: hello.cli_pid,
+        started_at: hello.cli_started_at,
+        tree,
+        stdin,
+        outputs: vec![output],
+        exited,
+        bridge: None,
+        ends: 2,
+        keeper: Some(handle),
+    }
 }

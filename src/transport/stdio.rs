@@ -148,7 +148,10 @@ where
 
 fn item_bytes(item: &CliOutput) -> usize {
     match item {
-        CliOutput::Stdout(Frame::Line(line)) | CliOutput::Stderr(Frame::Line(line)) => line.len(),
+        CliOutput::Stdout(Frame::Line(line))
+        | CliOutput::Stderr(Frame::Line(line))
+        | CliOutput::Numbered { frame: Frame::Line(line), .. }
+        | CliOutput::Seen { frame: Frame::Line(line), .. } => line.len(),
         CliOutput::Failed(why) => why.len(),
         _ => 1,
     }
@@ -222,7 +225,7 @@ mod tests {
         let (client, mut server) = tokio::io::duplex(1024);
         let tx = stdin_writer(client);
         let (written, heard) = tokio::sync::oneshot::channel();
-        tx.send(OutLine { line: "one".into(), written: Some(written) }).await.expect("send");
+        tx.send(OutLine { line: "one".into(), written: Some(written), unpin: None }).await.expect("send");
         tx.send(OutLine::new("two".into())).await.expect("send");
         drop(tx);
         let mut got = String::new();

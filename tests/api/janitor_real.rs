@@ -182,8 +182,10 @@ async fn resume_brings_back_a_crashed_session_and_refuses_what_it_cannot() {
     assert_eq!(refused["num_turns"], 2, "the refusal is not a turn: {refused}");
 }
 
+/// A session left by the service (its crash, then its stop) is not lost: its next message
+/// resumes it by itself, same id, same conversation.
 #[actix_web::test]
-async fn a_session_interrupted_by_a_service_crash_is_resumed_after_the_restart() {
+async fn a_session_left_by_a_crash_or_a_stop_of_the_service_resumes_on_its_next_message() {
     let (api, service) = rig().await;
     let project = service.project("restart").await;
     let id = idle_session(&service, &project).await;
@@ -191,18 +193,27 @@ async fn a_session_interrupted_by_a_service_crash_is_resumed_after_the_restart()
     say(&service, &id, "remember the number forty-two").await;
     let before = service.wait_for(&id, READY, |r| r["num_turns"] == 1 && r["status"] == "idle").await;
 
-    let restarted = TestService::start_in(service.into_dir(), ServiceConfig::new(real_cli()).api(&api.base_url));
+    let mut restarted = TestService::start_in(service.into_dir(), ServiceConfig::new(real_cli()).api(&api.base_url));
     let row = restarted.get_json(&format!("/api/sessions/{id}")).await;
     assert_eq!((row["status"].as_str(), row["closed_reason"].as_str()), (Some("error"), Some("service_restarted")));
-    let res = restarted.post(&format!("/api/sessions/{id}/resume"), json!({})).await;
-    assert_eq!(res.status().as_u16(), 200);
-    restarted.wait_status(&id, "idle", READY).await;
-    api.on("which number was it", Reply::Text("forty-two".into()));
-    assert_eq!(say(&restarted, &id, "which number was it").await.status().as_u16(), 202);
+    api.on("which number was it", Reply::Text("forty-two, the restart-answer".into()));
+    let res = say(&restarted, &id, "which number was it").await;
+    assert_eq!(res.status().as_u16(), 202, "a message resumes a session the crash ended");
     let after = restarted.wait_for(&id, READY, |r| r["num_turns"] == 2 && r["status"] == "idle").await;
     assert_eq!(after["session_id"], before["session_id"]);
     let request = api.requests().into_iter().find(|r| r.contains("which number was it")).expect("the turn");
-    assert!(request.contains("forty-two-answer"), "the conversation survived the restart");
+    assert!(request.contains("forty-two-answer"), "the conversation survived the crash");
+
+    let (_, status) = restarted.terminate();
+    assert!(status.success(), "the service exited with {status}\n{}", restarted.log());
+    let again = TestService::start_in(restarted.into_dir(), ServiceConfig::new(real_cli()).api(&api.base_url));
+    let row = again.get_json(&format!("/api/sessions/{id}")).await;
+    assert_eq!((row["status"].as_str(), row["closed_reason"].as_str()), (Some("closed"), Some("shutdown")));
+    api.on("and after the stop", Reply::Text("still forty-two".into()));
+    assert_eq!(say(&again, &id, "and after the stop").await.status().as_u16(), 202, "a message resumes it");
+    again.wait_for(&id, READY, |r| r["num_turns"] == 3 && r["status"] == "idle").await;
+    let request = api.requests().into_iter().find(|r| r.contains("and after the stop")).expect("the turn");
+    assert!(request.contains("restart-answer"), "the conversation survived the stop");
 }
 
 /// The WebSocket `message` action takes the same way in as HTTP: a session the janitor closed

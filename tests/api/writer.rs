@@ -20,6 +20,7 @@ fn row(session: &str, n: usize) -> NewMessage {
         content: format!("{{\"n\":{n}}}"),
         timestamp: conduit::domain::time::now(),
         seq: Some(n as i64 + 1),
+        cli_seq: None,
     }
 }
 

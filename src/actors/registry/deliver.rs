@@ -1,5 +1,6 @@
 //! One way in for a user turn, used alike by HTTP and the WebSocket `message` action: to the
-//! live session, or, when the janitor closed the session as idle, to the session resumed for
+//! live session, or, when the session was left rather than ended (closed as idle by the
+//! janitor, closed by the service's stop, errored by its crash, stalled), to the session resumed for
 //! it. A message that races the janitor (the session is ending as it arrives) waits for the end
 //! and then takes the same path.
 
@@ -79,14 +80,14 @@ impl Route {
     async fn deliver(&self, content: String) -> Result<SendOutcome, DeliverError> {
         let session = match self.registry.send(Find(self.id.clone())).await.ok().flatten() {
             Some(session) => session,
-            None => self.resume_if_idle_closed(None).await?,
+            None => self.resume_if_left(None).await?,
         };
         match session.send(SendUser { content: content.clone() }).await {
             Ok(Err(SessionError::NotLive(status))) => {
                 // Ending as the message came (perhaps closed by the janitor this very moment):
                 // once it has ended, a session closed as idle is resumed like any other.
                 let _ = session.send(AwaitEnd).await;
-                let session = self.resume_if_idle_closed(Some(SessionError::NotLive(status))).await?;
+                let session = self.resume_if_left(Some(SessionError::NotLive(status))).await?;
                 Ok(session.send(SendUser { content }).await.map_err(|_| ended_meanwhile())??)
             }
             Ok(outcome) => Ok(outcome?),
@@ -94,11 +95,12 @@ impl Route {
         }
     }
 
-    /// The session's actor after resuming it, when the janitor closed it as idle; otherwise
-    /// `not_live` (or, without one, the stored status).
-    async fn resume_if_idle_closed(&self, not_live: Option<SessionError>) -> Result<Addr<CliSession>, DeliverError> {
+    /// The session's actor after resuming it, when it ended for a reason that resumes on a
+    /// message (the janitor, the service's stop or crash); otherwise `not_live` (or, without
+    /// one, the stored status).
+    async fn resume_if_left(&self, not_live: Option<SessionError>) -> Result<Addr<CliSession>, DeliverError> {
         let row = self.row().await?;
-        if row.closed_reason != Some(ClosedReason::IdleTimeout) {
+        if !row.closed_reason.is_some_and(ClosedReason::resumes_on_message) {
             return Err(not_live.map_or(DeliverError::Ended(row.status), DeliverError::Session));
         }
         let resumed = self.registry.send(Resume(self.id.clone())).await;

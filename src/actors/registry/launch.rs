@@ -188,6 +188,7 @@ impl Handler<Launch> for SessionRegistry {
         }
         let mut row = Self::new_row(&msg.project, &msg.spec, self.node_name());
         let in_worktree = msg.project.workspace_mode == WorkspaceMode::Worktree;
+        let supervision = self.supervision(&msg.project);
         let folder = match in_worktree {
             true => worktree_folder(&self.settings.workspaces(), row.id.as_str()).to_string_lossy().into_owned(),
             false => msg.project.folder_path.clone(),
@@ -275,6 +276,7 @@ impl Handler<Launch> for SessionRegistry {
                     last_seq: 0,
                     enclosure,
                     carried: Vec::new(),
+                    supervision,
                 };
                 Box::pin(
                     act.launch_cli(req, true)

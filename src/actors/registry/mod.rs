@@ -16,6 +16,7 @@ use actix::prelude::*;
 mod commands;
 mod deliver;
 mod enclose;
+mod keepers;
 mod launch;
 mod reaper;
 mod resume;
@@ -26,6 +27,7 @@ mod workspace;
 
 pub use self::commands::SpawnCommand;
 pub use self::deliver::{Deliver, DeliverError};
+pub use self::keepers::{Found, Keepers, Reattach};
 pub use self::launch::{Launch, LaunchError, Launched};
 pub use self::resume::{Resume, ResumeError};
 pub use self::revive::{revive_parked, Revive};
@@ -78,11 +80,13 @@ pub struct CloseProject(pub ProjectId);
 #[rtype(result = "()")]
 pub struct ProjectDeleted(pub ProjectId);
 
-/// Ends every session (stdin closed, SIGINT to each group, grace, SIGKILL) and refuses new
-/// launches. Answers when all are gone.
+/// The service stops: refuses new launches, and leaves each session's CLI to its keeper
+/// (`detach`, where a keeper holds it and it is at a point it can be left at) or ends it
+/// (stdin closed, SIGINT to each group, grace, SIGKILL). Answers, once every session is left
+/// or gone, with the sessions left running.
 #[derive(Message)]
-#[rtype(result = "()")]
-pub struct Shutdown;
+#[rtype(result = "Vec<SessionId>")]
+pub struct Shutdown(pub crate::domain::session::OnShutdown);
 
 /// Cluster mode: this node lost its lease (it could not renew for a whole lease, or the leader
 /// declared it lost). Ends every session with `node_lost`, as the leader records them, so no
@@ -124,6 +128,14 @@ struct Live {
 /// its external key, though it has no CLI yet.
 struct Preparing {
     row: crate::db::sessions::Session,
+}
+
+/// How the registry starts processes: each CLI's cgroup and sandbox, the keepers sessions run
+/// under (`None`: none can be started), and whether it reaps orphans (only as a subreaper).
+pub struct Spawning {
+    pub encloser: Encloser,
+    pub keepers: Option<Keepers>,
+    pub reap_orphans: bool,
 }
 
 /// Who sessions tell about their turns: the limits they meet, and the gate they ask.
@@ -169,6 +181,8 @@ pub struct SessionRegistry {
     /// Which budgets are spent.
     budgets: Recipient<crate::actors::budgets::CheckBudget>,
     budget_link: crate::actors::session::holds::BudgetLink,
+    /// Sessions on stdio run under keepers (unless none can be started).
+    keepers: Option<Keepers>,
 }
 
 impl SessionRegistry {
@@ -183,12 +197,12 @@ impl SessionRegistry {
         writer: Writer,
         engine: Recipient<Evaluate>,
         bus: Recipient<Publish>,
-        reap_orphans: bool,
-        encloser: Encloser,
+        spawning: Spawning,
         turns: TurnPeers,
         budgets: &Addr<crate::actors::budgets::BudgetKeeper>,
     ) -> Self {
         let TurnPeers { limit_board, gate } = turns;
+        let Spawning { encloser, keepers, reap_orphans } = spawning;
         let budget_link = crate::actors::session::holds::BudgetLink {
             keeper: budgets.clone().recipient(),
             interrupts: settings.budget_interrupts,
@@ -216,6 +230,7 @@ impl SessionRegistry {
             gate,
             budgets: budgets.clone().recipient(),
             budget_link,
+            keepers,
         }
     }
 }
@@ -325,12 +340,36 @@ impl Handler<ProjectDeleted> for SessionRegistry {
 }
 
 impl Handler<Shutdown> for SessionRegistry {
-    type Result = ResponseFuture<()>;
+    type Result = ResponseFuture<Vec<SessionId>>;
 
-    fn handle(&mut self, _msg: Shutdown, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, Shutdown(mode): Shutdown, _ctx: &mut Context<Self>) -> Self::Result {
         self.shutting_down = true;
-        tracing::info!(sessions = self.live.len(), "ending every session");
-        close_all(self.live.values().map(|l| l.addr.clone()).collect(), libc::SIGINT, ClosedReason::Shutdown)
+        let sessions: Vec<(SessionId, Addr<CliSession>)> =
+            self.live.iter().map(|(id, l)| (id.clone(), l.addr.clone())).collect();
+        if mode == crate::domain::session::OnShutdown::Stop {
+            tracing::info!(sessions = sessions.len(), "ending every session");
+            let ending =
+                close_all(sessions.into_iter().map(|(_, a)| a).collect(), libc::SIGINT, ClosedReason::Shutdown);
+            return Box::pin(async move {
+                ending.await;
+                Vec::new()
+            });
+        }
+        tracing::info!(sessions = sessions.len(), "leaving kept sessions to their keepers, ending the others");
+        Box::pin(async move {
+            let asked = sessions.iter().map(|(_, addr)| addr.send(crate::actors::session::kept::Detach));
+            let answers = futures_util::future::join_all(asked).await;
+            let mut left = Vec::new();
+            let mut ending = Vec::new();
+            for ((id, addr), detached) in sessions.into_iter().zip(answers) {
+                match detached {
+                    Ok(true) => left.push(id),
+                    _ => ending.push(addr),
+                }
+            }
+            close_all(ending, libc::SIGINT, ClosedReason::Shutdown).await;
+            left
+        })
     }
 }
 

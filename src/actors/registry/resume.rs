@@ -62,6 +62,8 @@ struct Relaunch {
     worktree: Option<(String, Option<String>)>,
     /// The row's change back to `starting`.
     patch: SessionPatch,
+    /// How it is watched, from its project as it is now.
+    supervision: crate::actors::session::supervision::Supervision,
 }
 
 impl SessionRegistry {
@@ -149,7 +151,8 @@ impl SessionRegistry {
             ..Default::default()
         };
         tracing::info!(session = %row.id, transport = %row.transport, revive, "resuming a session");
-        Ok(Relaunch { row, folder, options, bridge, fence, worktree, patch })
+        let supervision = self.supervision(&project);
+        Ok(Relaunch { row, folder, options, bridge, fence, worktree, patch, supervision })
     }
 }
 
@@ -222,7 +225,7 @@ impl SessionRegistry {
         last_seq: u64,
         carried: Vec<crate::db::messages::PendingTurn>,
     ) -> ResumeFuture {
-        let Relaunch { row, folder, options, bridge, fence, worktree, patch: _ } = relaunch;
+        let Relaunch { row, folder, options, bridge, fence, worktree, patch: _, supervision } = relaunch;
         let reused = match worktree {
             Some((repo, branch)) => {
                 futures_util::future::Either::Left(reuse(repo.into(), folder.clone().into(), branch, fence))
@@ -236,7 +239,17 @@ impl SessionRegistry {
             async move { enclose?.await }.into_actor(act)
         });
         Box::pin(enclose.then(move |enclosure, act, _ctx| {
-            let req = SessionLaunch { row, folder, options, bridge, resumed: true, last_seq, enclosure, carried };
+            let req = SessionLaunch {
+                row,
+                folder,
+                options,
+                bridge,
+                resumed: true,
+                last_seq,
+                enclosure,
+                carried,
+                supervision,
+            };
             act.launch_cli(req, false).map(|launched, _, _| launched.map_err(ResumeError::from))
         }))
     }

@@ -156,7 +156,7 @@ impl SessionRegistry {
         let limits = LimitPolicy::new(&self.settings, self.limit_board.clone());
         let run = OneTurn::new(agent, exec, records, parent, lock, limits);
         let grace = Duration::from_millis(self.settings.agent_kill_grace_ms);
-        let addr: Addr<AgentRunProcess> = CliProcess::start(id.as_str(), spawned, adapter, peers, grace, run);
+        let addr: Addr<AgentRunProcess> = CliProcess::start(id.as_str(), spawned, adapter, peers, grace, run, false);
         Ok(addr.recipient())
     }
 }

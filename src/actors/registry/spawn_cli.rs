@@ -8,9 +8,11 @@ use actix::prelude::*;
 
 use crate::actors::bus::{Event, Publish};
 use crate::actors::session::limits::LimitPolicy;
+use crate::actors::session::supervision::Supervision;
 use crate::actors::session::{self, SessionDeps, Started};
 use crate::db::backlog::Backlog;
 use crate::db::messages::{NewSessionEvent, PendingTurn};
+use crate::db::sessions;
 use crate::db::sessions::{Session, SessionPatch};
 use crate::db::writer::WriteOp;
 use crate::domain::launch::CliOptions;
@@ -18,7 +20,7 @@ use crate::domain::session::{ClosedReason, SessionStatus};
 use crate::domain::time;
 use crate::sandbox::enclosure::Enclosure;
 use crate::supervisor::catalog;
-use crate::supervisor::spawn::{spawn, SpawnRequest};
+use crate::supervisor::spawn::{spawn, spawn_kept, SpawnRequest, Spawned};
 
 use super::enclose::Enclosed;
 use super::launch::LaunchError;
@@ -88,22 +90,23 @@ impl SessionRegistry {
         row
     }
 
-    /// Spawns the CLI of `launch`, stores its pid and start time (before anyone can hear of
-    /// the session as running, so a crash at any moment leaves a recoverable record), then
-    /// starts its actor. Resolves with the row: running, or `error` when the CLI could not start.
+    /// Spawns the CLI of `launch` (under a keeper of its own on stdio, when keepers are on),
+    /// stores its pid and start time (before anyone can hear of the session as running, so a
+    /// crash at any moment leaves a recoverable record), then starts its actor. Resolves with
+    /// the row: running, or `error` when the CLI could not start.
     pub(super) fn launch_cli(
         &mut self,
         launch: SessionLaunch,
         announce: bool,
     ) -> std::pin::Pin<Box<dyn ActorFuture<Self, Output = Result<Session, LaunchError>>>> {
-        let SessionLaunch { mut row, folder, options, bridge, resumed, last_seq, enclosure, carried } = launch;
+        let SessionLaunch { row, folder, options, bridge, resumed, last_seq, enclosure, carried, supervision } = launch;
         let backlog = Backlog::new(self.settings.session_backlog_bytes);
         let settings = self.settings.clone();
-        let spawned =
+        let prepared =
             enclosure.and_then(|Enclosed { enclosure: Enclosure { cgroup, fence, env, network }, program }| {
                 let (agent, adapter) =
                     catalog::prepare(&settings, &row.agent, &program, &options, &folder).map_err(|e| e.to_string())?;
-                let spawned = spawn(SpawnRequest {
+                let request = SpawnRequest {
                     marker: row.id.to_string(),
                     program: agent.program,
                     arguments: agent.arguments,
@@ -114,9 +117,44 @@ impl SessionRegistry {
                     fence,
                     backlog: Some(backlog.clone()),
                     network,
-                })?;
-                Ok((spawned, adapter))
+                };
+                Ok((request, adapter))
             });
+        let keeping = match &prepared {
+            Ok((request, _)) if request.bridge.is_none() => self.keepers.clone(),
+            _ => None,
+        };
+        let (store, writer, id) = (self.store.clone(), self.writer.clone(), row.id.clone());
+        let spawning = async move {
+            let (request, adapter) = prepared?;
+            let spawned = match keeping {
+                Some(keepers) => {
+                    // A resumed session's earlier CLIs numbered their lines too: go on after them.
+                    let stored_through = match resumed {
+                        true => store.run(move |conn| sessions::kept_state(conn, &id)).await.map(|(_, n)| n),
+                        false => Ok(0),
+                    };
+                    let stored_through = stored_through.map_err(|e| format!("cannot read the session: {e}"))?;
+                    let keeping = keepers.keeping(&request.marker, stored_through + 1, &writer);
+                    spawn_kept(request, keeping).await?
+                }
+                None => spawn(request)?,
+            };
+            Ok::<_, String>((spawned, adapter))
+        };
+        Box::pin(spawning.into_actor(self).then(move |spawned, act, _ctx| {
+            act.record_spawn(row, spawned, (announce, last_seq), (backlog, resumed, carried, supervision))
+        }))
+    }
+
+    /// Stores the spawned CLI's pid (or the failure), then starts its actor.
+    fn record_spawn(
+        &mut self,
+        mut row: Session,
+        spawned: Result<(Spawned, Box<dyn crate::supervisor::adapter::AgentAdapter>), String>,
+        (announce, last_seq): (bool, u64),
+        (backlog, resumed, carried, supervision): (std::sync::Arc<Backlog>, bool, Vec<PendingTurn>, Supervision),
+    ) -> std::pin::Pin<Box<dyn ActorFuture<Self, Output = Result<Session, LaunchError>>>> {
         let (spawned, adapter) = match spawned {
             Ok(spawned) => spawned,
             Err(reason) => {
@@ -133,7 +171,11 @@ impl SessionRegistry {
             }
         };
         // tokio waits for this child itself: the orphan sweep must leave it alone from now on.
-        self.children.insert(spawned.pid);
+        // (A kept CLI is its keeper's child, not this service's.)
+        let own_child = spawned.keeper.is_none();
+        if own_child {
+            self.children.insert(spawned.pid);
+        }
         row.cli_pid = Some(spawned.pid);
         row.cli_started_at = spawned.started_at.clone();
         row.ws_port = spawned.bridge.as_ref().map(|(_, port)| i32::from(*port));
@@ -141,18 +183,26 @@ impl SessionRegistry {
             cli_pid: Some(row.cli_pid),
             cli_started_at: Some(row.cli_started_at.clone()),
             ws_port: Some(row.ws_port),
+            // Kept: a restart looks for its keeper (the state proper is stored once it is ready).
+            keeper_state: Some(spawned.keeper.as_ref().map(|_| "{}".to_string())),
             ..Default::default()
         };
         let (writer, id) = (self.writer.clone(), row.id.clone());
         let stored = async move { writer.persist_acked(WriteOp::Session { id, patch }).await };
-        let started = Started { row, spawned, adapter, last_seq, backlog, resumed, carried };
+        let started =
+            Started { row, spawned, adapter, last_seq, backlog, resumed, carried, supervision, reattached: None };
         Box::pin(stored.into_actor(self).map(move |stored, act, ctx| match stored {
             Ok(()) => Ok(act.start_session(started, ctx)),
             Err(e) => {
                 // Unrecorded, the CLI could outlive a crash unseen: end it, answer 503.
                 tracing::error!(session = %started.row.id, error = %e, "the CLI's pid could not be stored; ending it");
-                act.children.remove(&started.spawned.pid);
+                if own_child {
+                    act.children.remove(&started.spawned.pid);
+                }
                 let tree = started.spawned.tree.clone();
+                if let Some(keeper) = &started.spawned.keeper {
+                    keeper.release();
+                }
                 tokio::task::spawn_blocking(move || tree.end(Duration::from_secs(2)));
                 let _ = act.launch_failed(
                     started.row,
@@ -181,4 +231,13 @@ pub(super) struct SessionLaunch {
     pub(super) enclosure: Result<Enclosed, String>,
     /// User turns it takes over from before a restart (a session parked at a usage limit).
     pub(super) carried: Vec<PendingTurn>,
+    /// How it is watched, from its project and the settings.
+    pub(super) supervision: Supervision,
+}
+
+impl SessionRegistry {
+    /// How a session of `project` is watched.
+    pub(super) fn supervision(&self, project: &crate::db::projects::Project) -> Supervision {
+        Supervision::resolve(project.turn_inactivity_timeout_ms, self.settings.turn_inactivity_timeout_ms)
+    }
 }

@@ -187,6 +187,7 @@ impl super::SessionRegistry {
     ) -> tokio::sync::oneshot::Receiver<Result<Session, super::LaunchError>> {
         use actix::prelude::*;
         let (answer, pending) = tokio::sync::oneshot::channel();
+        let supervision = self.supervision(&project);
         self.preparing.insert(row.id.clone(), super::Preparing { row: row.clone() });
         let job = WorktreeJob {
             project,
@@ -251,6 +252,7 @@ impl super::SessionRegistry {
                     resumed: false,
                     last_seq: seq,
                     enclosure,
+                    supervision,
                 };
                 act.launch_cli(req, true).map(move |launched, act, _ctx| {
                     act.preparing.remove(&id);

@@ -82,6 +82,13 @@ pub struct Chat {
     /// Readers of the row waiting for the last result to be stored, so that what they read
     /// is whole: the turn counted and the session at rest together.
     pub(super) settled: Vec<tokio::sync::oneshot::Sender<()>>,
+    pub(super) supervision: super::supervision::Supervision,
+    /// The watchdog found the turn stalled and is ending the CLI.
+    pub(super) stalled: bool,
+    /// Where this CLI's part of the session's stream began (see kept.rs).
+    pub(super) since_seq: u64,
+    /// This actor attached again to a CLI its keeper kept through a restart.
+    pub(super) reattached: bool,
 }
 
 impl Chat {
@@ -119,6 +126,12 @@ impl Chat {
             self.row.error_message = Some("this node lost its cluster lease".to_string());
             self.row.closed_at = Some(now.clone());
             self.row.closed_reason = Some(ClosedReason::NodeLost);
+        } else if end.keeper_lost && end.asked.is_none() {
+            // Its keeper was killed, and its guardian ended the CLI's tree: resumable.
+            self.row.status = SessionStatus::Error;
+            self.row.error_message = Some(end.with_stderr("its keeper was killed; the CLI ended with it".to_string()));
+            self.row.closed_at = Some(now.clone());
+            self.row.closed_reason = Some(ClosedReason::Crashed);
         } else if let (Some(asked), None) = (end.asked, &end.failure) {
             self.row.status = SessionStatus::Closed;
             self.row.closed_at = Some(now.clone());
@@ -165,11 +178,12 @@ pub(super) fn pump(p: &mut CliSession) {
     };
     let Some(turn) = p.conv.queue.pop_front() else { return };
     let (written, heard) = oneshot::channel();
-    match p.cli.write(OutLine { line, written: Some(written) }) {
+    match p.cli.write(OutLine { line, written: Some(written), unpin: None }) {
         Ok(()) => {
             super::limits::delivered(&mut p.conv, turn);
             p.conv.turn_running = true;
             p.conv.set_status(SessionStatus::Active);
+            super::kept::save(p);
             let writer = p.conv.writer.clone();
             actix::spawn(async move {
                 if heard.await.is_ok() {
@@ -190,9 +204,10 @@ impl Conversation for Chat {
 
     fn started(p: &mut CliSession, ctx: &mut Ctx<Self>) {
         p.conv.me = Some(ctx.address().recipient());
+        super::supervision::watch(p, ctx);
         // The first event of this process on the session's stream: a new session, or the
-        // resumed one starting again.
-        if p.conv.resumed {
+        // resumed (or reattached) one starting again.
+        if p.conv.resumed || p.conv.reattached {
             p.conv.publish_row("session.status", "session_status");
         } else {
             p.conv.publish_row("session.created", "session_created");
@@ -200,6 +215,7 @@ impl Conversation for Chat {
     }
 
     fn ready(p: &mut CliSession, ctx: &mut Ctx<Self>) {
+        super::kept::save(p);
         // Revived after a restart while parked at a limit: it waits out the same reset.
         if p.conv.row.status == SessionStatus::Starting && p.conv.row.resumes_at.is_some() {
             super::limits::reparked(p, ctx);
@@ -210,12 +226,13 @@ impl Conversation for Chat {
     }
 
     fn on_line(p: &mut CliSession, line: String, msg: Incoming, normalized: Vec<AgentEvent>, ctx: &mut Ctx<Self>) {
+        let cli_seq = p.cli.line_seq();
         let chat = &mut p.conv;
         // Control traffic is protocol plumbing (decisions are published as their own events).
         let Said { kept, relayed, secrets } = chat.redacted_once(line, scrub_any);
         let relayed = events::for_line(&msg.message_type, msg.message_subtype.as_deref())
             .map(|(kind, name)| chat.publish_numbered(kind, &name, relayed, secrets));
-        chat.record("from_cli", &msg.message_type, msg.message_subtype, kept, relayed);
+        chat.record("from_cli", &msg.message_type, msg.message_subtype, kept, (relayed, cli_seq));
         // Then what it says, in the vocabulary every agent shares.
         for event in normalized {
             let (kind, name) = event.names();
@@ -276,19 +293,25 @@ impl Conversation for Chat {
         }
     }
 
+    fn reattached(p: &mut CliSession, ctx: &mut Ctx<Self>) {
+        Chat::reattached(p, ctx);
+    }
+
     fn on_stderr(p: &mut CliSession, line: String) {
-        p.conv.record("from_cli", "stderr", None, line, None);
+        let cli_seq = p.cli.line_seq();
+        p.conv.record("from_cli", "stderr", None, line, (None, cli_seq));
     }
 
     fn on_oversized(p: &mut CliSession, len: usize) {
         let note = serde_json::json!({
             "conduit_error": format!("a line of {len} bytes exceeded the {MAX_LINE_BYTES}-byte cap and was dropped")
         });
-        p.conv.record("from_cli", "invalid", None, note.to_string(), None);
+        let cli_seq = p.cli.line_seq();
+        p.conv.record("from_cli", "invalid", None, note.to_string(), (None, cli_seq));
     }
 
     fn sent(p: &mut CliSession, line: &str, kind: &'static str, subtype: Option<String>) {
-        p.conv.record("to_cli", kind, subtype, line.to_string(), None);
+        p.conv.record("to_cli", kind, subtype, line.to_string(), (None, None));
     }
 
     fn decided(p: &mut CliSession, verdict: &Verdict) {
@@ -310,6 +333,8 @@ impl Conversation for Chat {
             resumes_at: Some(row.resumes_at.clone()),
             status_reason: Some(row.status_reason.clone()),
             parked_from_seq: if row.resumes_at.is_some() { None } else { Some(None) },
+            // Ended: no keeper to look for after a restart.
+            keeper_state: Some(None),
             ..Default::default()
         };
         let (id, writer) = (row.id.clone(), p.conv.writer.clone());

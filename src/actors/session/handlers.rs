@@ -60,6 +60,7 @@ impl Handler<SendUser> for CliSession {
             content: line,
             timestamp,
             seq: Some(event_seq as i64),
+            cli_seq: None,
         };
         let writer = chat.writer.clone();
         let stored = async move { writer.persist_returning_id(row).await };

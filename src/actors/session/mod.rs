@@ -12,8 +12,10 @@
 mod chat;
 mod handlers;
 pub mod holds;
+pub mod kept;
 pub mod limits;
 mod record;
+pub mod supervision;
 mod turn_end;
 mod wip;
 
@@ -188,10 +190,22 @@ pub struct Started {
     /// User turns stored before a restart and still to deliver (a session that was parked at
     /// a usage limit): they are queued first, in order.
     pub carried: Vec<crate::db::messages::PendingTurn>,
+    /// How it is watched (the turn watchdog).
+    pub supervision: supervision::Supervision,
+    /// Its CLI ran on under a keeper while the service restarted; `since_seq` and the
+    /// background tasks it stored before (see [`kept`]).
+    pub reattached: Option<kept::KeptState>,
 }
 
 pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
-    let Started { row, spawned, adapter, last_seq, backlog, resumed, carried } = started;
+    let Started { row, spawned, mut adapter, last_seq, backlog, resumed, carried, supervision, reattached } = started;
+    let (since_seq, background_tasks) = match &reattached {
+        Some(state) => {
+            adapter.restore(&state.adapter);
+            (state.since_seq, state.background_tasks.iter().cloned().collect())
+        }
+        None => (last_seq, HashSet::new()),
+    };
     let next_turn = carried.len() as u64;
     let queue: VecDeque<QueuedTurn> = carried
         .into_iter()
@@ -211,7 +225,7 @@ pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
         next_turn,
         turn_running: false,
         closers: Vec::new(),
-        background_tasks: HashSet::new(),
+        background_tasks,
         resumed,
         in_flight: None,
         limit_info: None,
@@ -226,8 +240,12 @@ pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
         redaction: deps.redaction,
         me: None,
         slot: wip::SlotState::Free,
+        supervision,
+        stalled: false,
+        since_seq,
+        reattached: reattached.is_some(),
     };
-    CliProcess::start(&id, spawned, adapter, peers, CLOSE_GRACE, chat)
+    CliProcess::start(&id, spawned, adapter, peers, CLOSE_GRACE, chat, reattached.is_some())
 }
 
 /// A user turn stored (or being stored) and waiting for the CLI.

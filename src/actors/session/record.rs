@@ -55,14 +55,15 @@ impl Chat {
     }
 
     /// Records a line the CLI wrote in the messages table, as [`Chat::redacted_once`] kept it.
-    /// `event` is the stream event that relayed it: its number and time.
+    /// `event` is the stream event that relayed it: its number and time; `cli_seq`, its
+    /// keeper's number for it.
     pub(super) fn record(
         &self,
         direction: &'static str,
         message_type: &str,
         subtype: Option<String>,
         content: String,
-        event: Option<(u64, String)>,
+        (event, cli_seq): (Option<(u64, String)>, Option<u64>),
     ) {
         let credit = self.backlog.charge(content.len() + 128);
         let (seq, timestamp) = match event {
@@ -77,6 +78,7 @@ impl Chat {
             content,
             timestamp,
             seq,
+            cli_seq: cli_seq.and_then(|n| i64::try_from(n).ok()),
         };
         self.keep(WriteOp::Message(line), Some(credit));
     }

@@ -115,6 +115,7 @@ pub(super) fn ended(p: &mut CliSession, result: TurnResult, ctx: &mut Ctx<Chat>)
         (stored, asked.ok().and_then(Result::ok).flatten())
     };
     p.conv.settling += 1;
+    super::kept::save(p);
     ctx.spawn(stored.into_actor(p).map(move |(stored, spent), act, ctx| {
         match stored {
             Ok(Ok(())) => {}

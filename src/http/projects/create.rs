@@ -74,6 +74,12 @@ pub struct CreateProject {
     /// Beyond it, turns wait first come, first served across its sessions.
     #[schema(minimum = 1, maximum = 1000)]
     pub max_running_turns: Option<i32>,
+    /// A turn of its sessions with no output from the CLI for this long, in milliseconds, with
+    /// no permission or approval waiting, is stalled: interrupted, then the CLI stopped (the
+    /// session ends `stalled`; a message resumes it). 0: never; absent or `null`: the
+    /// `turn_inactivity_timeout_ms` setting.
+    #[schema(minimum = 0)]
+    pub turn_inactivity_timeout_ms: Option<i64>,
     /// Cluster mode: the nodes (`node_name`) that have this folder; its sessions are placed on
     /// them only. Absent or empty: every node (shared storage). At most 64.
     #[schema(max_items = 64)]
@@ -133,6 +139,12 @@ pub struct ImportProject {
     /// Beyond it, turns wait first come, first served across its sessions.
     #[schema(minimum = 1, maximum = 1000)]
     pub max_running_turns: Option<i32>,
+    /// A turn of its sessions with no output from the CLI for this long, in milliseconds, with
+    /// no permission or approval waiting, is stalled: interrupted, then the CLI stopped (the
+    /// session ends `stalled`; a message resumes it). 0: never; absent or `null`: the
+    /// `turn_inactivity_timeout_ms` setting.
+    #[schema(minimum = 0)]
+    pub turn_inactivity_timeout_ms: Option<i64>,
     /// Cluster mode: the nodes (`node_name`) that have this folder; its sessions are placed on
     /// them only. Absent or empty: every node (shared storage). At most 64.
     #[schema(max_items = 64)]
@@ -170,6 +182,7 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateProject>) 
         default_agent: b.default_agent.as_ref(),
         budgets: (b.budget_daily_usd, b.budget_monthly_usd),
         max_running_turns: b.max_running_turns,
+        turn_inactivity_timeout_ms: b.turn_inactivity_timeout_ms,
     };
     check_defaults(&defaults)?;
     check_agent(&state, defaults.default_agent)?;
@@ -206,6 +219,7 @@ pub async fn import(state: web::Data<AppState>, body: web::Json<ImportProject>) 
         default_agent: b.default_agent.as_ref(),
         budgets: (b.budget_daily_usd, b.budget_monthly_usd),
         max_running_turns: b.max_running_turns,
+        turn_inactivity_timeout_ms: b.turn_inactivity_timeout_ms,
     };
     check_defaults(&defaults)?;
     check_agent(&state, defaults.default_agent)?;
@@ -280,6 +294,7 @@ fn new_project(
         budget_daily_usd: d.budgets.0,
         budget_monthly_usd: d.budgets.1,
         max_running_turns: d.max_running_turns,
+        turn_inactivity_timeout_ms: d.turn_inactivity_timeout_ms,
         nodes,
         env,
     }

@@ -37,6 +37,7 @@ struct Defaults<'a> {
     /// Daily and monthly caps in USD.
     budgets: (Option<f64>, Option<f64>),
     max_running_turns: Option<i32>,
+    turn_inactivity_timeout_ms: Option<i64>,
 }
 
 /// A budget is a sum of money: 0 (nothing may be spent) up to, not including, 1000000 USD (an
@@ -85,6 +86,10 @@ fn check_defaults(d: &Defaults<'_>) -> Result<(), AppError> {
         if !(1..=1000).contains(&n) {
             return Err(AppError::validation(format!("`max_running_turns` must be from 1 to 1000, got {n}")));
         }
+    }
+    if let Some(ms) = d.turn_inactivity_timeout_ms {
+        validate::turn_inactivity(ms)
+            .map_err(|why| AppError::validation(format!("`turn_inactivity_timeout_ms` {why}")))?;
     }
     check_budget("budget_daily_usd", d.budgets.0)?;
     check_budget("budget_monthly_usd", d.budgets.1)?;

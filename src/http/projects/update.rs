@@ -84,6 +84,12 @@ pub struct UpdateProject {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<i32>, minimum = 1, maximum = 1000)]
     pub max_running_turns: Option<Option<i32>>,
+    /// A turn with no output from the CLI for this long (milliseconds, nothing waiting for a
+    /// decision) is stalled; 0: never; `null`: the setting. Sessions take it when they start
+    /// (or resume).
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>, minimum = 0)]
+    pub turn_inactivity_timeout_ms: Option<Option<i64>>,
     /// Cluster mode: the nodes that have the folder, where its sessions are placed; `null` or
     /// empty: every node. Sessions already running stay where they are.
     #[serde(default, deserialize_with = "present")]
@@ -192,6 +198,7 @@ impl Checked {
             default_agent: None,
             budgets: (b.budget_daily_usd.flatten(), b.budget_monthly_usd.flatten()),
             max_running_turns: b.max_running_turns.flatten(),
+            turn_inactivity_timeout_ms: b.turn_inactivity_timeout_ms.flatten(),
         })?;
         Ok(Checked { name, folder_path, max_sessions, workspace_mode, workspace_copy, nodes, rest: b })
     }
@@ -236,6 +243,9 @@ impl Checked {
         }
         if let Some(max) = b.max_running_turns {
             project.max_running_turns = max;
+        }
+        if let Some(ms) = b.turn_inactivity_timeout_ms {
+            project.turn_inactivity_timeout_ms = ms;
         }
     }
 }

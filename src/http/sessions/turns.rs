@@ -23,8 +23,9 @@ pub struct SendMessage {
 }
 
 /// Send a user turn. Answers once the line is stored; it is written to the CLI when the
-/// running turn (if any) ends. At most 100 turns wait per session. A session the janitor
-/// closed as idle (`closed_reason` `idle_timeout`) is resumed first, and the turn waits for it.
+/// running turn (if any) ends. At most 100 turns wait per session. A session that was left
+/// rather than ended (`closed_reason` `idle_timeout`, `shutdown`, `service_restarted` or `stalled`) is
+/// resumed first, and the turn waits for it.
 #[utoipa::path(post, path = "/api/sessions/{id}/message", tag = "sessions", request_body = SendMessage,
     params(("id" = String, Path, description = "Session id (UUID)")),
     responses(
@@ -32,7 +33,7 @@ pub struct SendMessage {
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
         (status = 402, description = "A budget covering it is spent (`budget_exhausted`: the message names the budget and when it resets; `Retry-After` gives the seconds)", body = ErrorBody),
-        (status = 409, description = "The session is closed or errored (other than by the idle timeout), or cannot be resumed", body = ErrorBody),
+        (status = 409, description = "The session ended for another reason (requested, its CLI exited, ...), or cannot be resumed", body = ErrorBody),
         (status = 413, description = "Body over 1 MiB", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "Validation failed", body = ErrorBody),

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use super::adapter::{AgentAdapter, Ask, Command, Decoded, Handshake, Outgoing, Read};
 use super::jsonrpc::{self, Dialect, Message};
 
+mod kept;
 mod subjects;
 use crate::domain::agent_events::{AgentEvent, TurnStatus};
 use crate::domain::agent_kind::AgentKind;
@@ -382,6 +383,14 @@ impl AgentAdapter for AcpClient {
             None => json!({ "outcome": "cancelled" }),
         };
         jsonrpc::result(D, request_id, json!({ "outcome": outcome }))
+    }
+
+    fn snapshot(&self) -> Value {
+        self.kept()
+    }
+
+    fn restore(&mut self, state: &Value) {
+        self.take_back(state)
     }
 }
 

@@ -14,6 +14,7 @@ use super::adapter::{AgentAdapter, Command, Decoded, Handshake, Outgoing, Read};
 use super::jsonrpc::{self, Dialect, Message};
 
 mod approvals;
+mod kept;
 use crate::domain::agent_events::{AgentEvent, TurnStatus};
 use crate::domain::agent_kind::AgentKind;
 use crate::domain::decision::{ToolCall, Verdict};
@@ -384,6 +385,14 @@ impl AgentAdapter for Codex {
         // Codex's answer carries no reason: the model hears that the command was declined.
         let decision = if verdict.is_some_and(|v| v.allow) { "accept" } else { "decline" };
         jsonrpc::result(D, request_id, json!({ "decision": decision }))
+    }
+
+    fn snapshot(&self) -> Value {
+        self.kept()
+    }
+
+    fn restore(&mut self, state: &Value) {
+        self.take_back(state)
     }
 }
 

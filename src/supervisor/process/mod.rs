@@ -16,6 +16,11 @@
 //! 5. `Ending`: leftovers are ended (cgroup, group, marked escapees), the bridge released, and
 //!    the conversation records the typed [`ProcessEnd`].
 //! 6. `Ended`: the registry has heard ([`ProcessGone`]); the actor stops.
+//!
+//! Or, when a keeper holds the CLI (see [`crate::keeper`]) and the service stops, `Detached`:
+//! the service lets go of a live CLI ([`CliProcess::detach`]) and the actor stops without an
+//! end; the next service attaches again and starts at `Ready` (no handshake: the CLI has had
+//! one).
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -23,17 +28,16 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
-use super::adapter::{AgentAdapter, Ask, Command, Decoded, Handshake, Outgoing, Read};
+use super::adapter::{AgentAdapter, Command, Outgoing};
 pub use super::cli::{Cli, Peers};
 use super::controls::{ControlError, Controls, Pending, Reply, CONTROL_TIMEOUT};
 use super::conversation::{Conversation, Ctx, ProcessEnd};
 use super::spawn::{Exit, Spawned};
-use crate::actors::permissions::Evaluate;
-use crate::domain::decision::{ToolCall, Verdict};
 use crate::domain::session::ClosedReason;
 use crate::transport::stdio::{read_ahead, READ_AHEAD_BYTES};
 use crate::transport::OutLine;
 
+mod asks;
 mod output;
 
 /// After the process exits, how long its output may stay open before it is no longer waited for.
@@ -65,6 +69,8 @@ pub enum Life {
     Draining(Exit),
     Ending,
     Ended,
+    /// The service let go of the CLI, which runs on under its keeper.
+    Detached,
 }
 
 pub struct CliProcess<C: Conversation> {
@@ -80,10 +86,11 @@ impl<C: Conversation> CliProcess<C> {
         peers: Peers,
         grace: Duration,
         conv: C,
+        reattached: bool,
     ) -> Addr<Self> {
-        let Spawned { pid, tree, stdin, outputs, exited, bridge, .. } = spawned;
+        let Spawned { pid, tree, stdin, outputs, exited, bridge, ends, keeper, .. } = spawned;
         CliProcess::create(move |ctx| {
-            let outputs_open = outputs.len();
+            let outputs_open = ends;
             // Read ahead, so a session busy for a moment (waiting for its result's commit) does
             // not stall its CLI.
             for stream in outputs {
@@ -98,7 +105,7 @@ impl<C: Conversation> CliProcess<C> {
                 adapter,
                 stdin: Some(stdin),
                 bridge: bridge.map(|(handle, _)| handle),
-                life: Life::Handshaking,
+                life: if reattached { Life::Ready } else { Life::Handshaking },
                 asked: None,
                 failure: None,
                 outputs_open,
@@ -109,6 +116,10 @@ impl<C: Conversation> CliProcess<C> {
                 grace,
                 started: Instant::now(),
                 last_activity: Instant::now(),
+                keeper,
+                line_seq: None,
+                pinned: std::collections::HashMap::new(),
+                keeper_lost: false,
             };
             CliProcess { conv, cli }
         })
@@ -169,7 +180,7 @@ impl<C: Conversation> CliProcess<C> {
     /// Ends the CLI: stdin closed, `signal` to its whole tree, SIGKILL after the grace period.
     /// The first `asked` is the one recorded; a stop of an exited process only records it.
     pub fn stop(&mut self, signal: i32, asked: Option<C::Asked>, ctx: &mut Ctx<C>) {
-        if matches!(self.cli.life, Life::Ending | Life::Ended) {
+        if matches!(self.cli.life, Life::Ending | Life::Ended | Life::Detached) {
             return;
         }
         if self.cli.asked.is_none() {
@@ -193,111 +204,11 @@ impl<C: Conversation> CliProcess<C> {
 
     /// Something went wrong while the CLI runs: end it, and record `reason`.
     pub fn fail(&mut self, reason: String, ctx: &mut Ctx<C>) {
-        if matches!(self.cli.life, Life::Ending | Life::Ended) {
+        if matches!(self.cli.life, Life::Ending | Life::Ended | Life::Detached) {
             return;
         }
         self.cli.failure.get_or_insert(reason);
         self.stop(libc::SIGTERM, None, ctx);
-    }
-
-    fn on_stdout(&mut self, line: String, ctx: &mut Ctx<C>) {
-        self.cli.touch();
-        let Read { decoded, msg, events } = self.cli.adapter.decode(&line);
-        let subtype = msg.message_subtype.clone();
-        C::on_line(self, line, msg, events, ctx);
-        match decoded {
-            Decoded::Event => {}
-            Decoded::Answer { request_id, outcome } => self.on_answer(&request_id, outcome, ctx),
-            Decoded::Ask { request_id, ask: Ask::Answered(answer) } => self.answer(&request_id, answer, subtype),
-            Decoded::Ask { request_id, ask: Ask::ToolCalls(calls) } => self.decide(request_id, calls, subtype, ctx),
-            Decoded::Withdrawn { request_id } => {
-                if self.cli.asks.remove(&request_id) {
-                    tracing::debug!(id = %self.cli.id, %request_id, "the CLI withdrew a request; no answer will be sent");
-                }
-            }
-        }
-    }
-
-    fn on_answer(&mut self, request_id: &str, outcome: Result<serde_json::Value, String>, ctx: &mut Ctx<C>) {
-        match self.cli.controls.take(request_id) {
-            Some(Pending::Handshake) if self.cli.life != Life::Handshaking => {}
-            Some(Pending::Handshake) => {
-                let next_id = self.cli.controls.next_id();
-                match self.cli.adapter.handshake_answered(&outcome, &next_id) {
-                    Handshake::Ready => {
-                        self.cli.life = Life::Ready;
-                        C::ready(self, ctx);
-                    }
-                    Handshake::Next(mut lines) => {
-                        let Some(request) = lines.pop() else {
-                            return self.fail("the handshake asked for an empty step".to_string(), ctx);
-                        };
-                        for line in lines {
-                            if let Err(e) = self.cli.write(OutLine::new(line.clone())) {
-                                return self.fail(format!("could not continue the handshake: {e}"), ctx);
-                            }
-                            C::sent(self, &line, "control_request", None);
-                        }
-                        self.request(next_id, request, "handshake", Pending::Handshake, ctx);
-                    }
-                    Handshake::Failed(reason) => self.fail(reason, ctx),
-                }
-            }
-            Some(Pending::Command { what, reply }) => {
-                let _ = reply.send(outcome.map_err(|error| ControlError::Refused { what, error }));
-            }
-            None => tracing::debug!(id = %self.cli.id, %request_id, "answer to an unknown request"),
-        }
-    }
-
-    fn answer(&mut self, request_id: &str, answer: String, subtype: Option<String>) {
-        match self.cli.write(OutLine::new(answer.clone())) {
-            Ok(()) => C::sent(self, &answer, "control_response", subtype),
-            Err(e) => tracing::warn!(id = %self.cli.id, %request_id, error = %e, "could not answer the CLI"),
-        }
-    }
-
-    /// Tool calls: the permission engine decides each, then the CLI hears (unless it withdrew)
-    /// the first denial, or the allow.
-    fn decide(&mut self, request_id: String, calls: Vec<ToolCall>, subtype: Option<String>, ctx: &mut Ctx<C>) {
-        let (project_id, session_id) = self.conv.scope();
-        let engine = self.cli.peers.engine.clone();
-        let asked: Vec<_> = calls
-            .iter()
-            .map(|call| {
-                engine.send(Evaluate {
-                    project_id: project_id.clone(),
-                    session_id: session_id.clone(),
-                    call: call.clone(),
-                })
-            })
-            .collect();
-        let decided = futures_util::future::join_all(asked);
-        self.cli.asks.insert(request_id.clone());
-        ctx.spawn(decided.into_actor(self).map(move |verdicts, act, _ctx| {
-            // The first denial decides; an engine that could not answer denies (the adapter
-            // hears `None`), and so does a request with no call to decide.
-            let mut verdict: Option<Verdict> = None;
-            let mut unanswered = false;
-            for answered in verdicts {
-                match answered {
-                    Ok(v) => {
-                        C::decided(act, &v);
-                        if verdict.as_ref().is_none_or(|kept| kept.allow) {
-                            verdict = Some(v);
-                        }
-                    }
-                    Err(_) => unanswered = true,
-                }
-            }
-            if unanswered {
-                verdict = None;
-            }
-            if act.cli.asks.remove(&request_id) {
-                let answer = act.cli.adapter.answer(&request_id, &calls, verdict);
-                act.answer(&request_id, answer, subtype);
-            }
-        }));
     }
 
     /// Once the process has exited and its output is drained: end leftovers, let the
@@ -329,8 +240,13 @@ impl<C: Conversation> CliProcess<C> {
                 survivors,
                 stderr_tail: act.cli.stderr_tail.clone(),
                 ran_for: act.cli.started.elapsed(),
+                keeper_lost: act.cli.keeper_lost,
             };
             C::ended(act, end).map(|(), act, ctx| {
+                // The end is recorded: the keeper may go (the tree is ended already).
+                if let Some(keeper) = &act.cli.keeper {
+                    keeper.release();
+                }
                 // The registry hears before anyone waiting is answered: a client's next launch
                 // then queues behind this notice in the registry's mailbox.
                 act.tell_registry();
@@ -340,8 +256,21 @@ impl<C: Conversation> CliProcess<C> {
         }));
     }
 
+    /// The service stops and leaves the CLI to its keeper: nothing more is read (what was not
+    /// stored is sent again to the next service), Conduit's requests in flight fail, the lines
+    /// already queued for the CLI are written, and its stdin stays open. Resolves once they
+    /// are written; the conversation then records what it must and stops the actor, without
+    /// an end. `None` when no keeper holds the CLI.
+    pub fn detach(&mut self) -> Option<impl std::future::Future<Output = ()>> {
+        let drained = self.cli.keeper.as_mut()?.detach();
+        self.cli.life = Life::Detached;
+        self.cli.stdin = None;
+        self.cli.controls.fail_all();
+        Some(drained)
+    }
+
     fn tell_registry(&mut self) {
-        if self.cli.life != Life::Ended {
+        if !matches!(self.cli.life, Life::Ended | Life::Detached) {
             self.cli.life = Life::Ended;
             let reason = self.conv.closed_reason();
             self.cli.peers.registry.do_send(ProcessGone { id: self.cli.id.clone(), pid: self.cli.pid, reason });
@@ -358,6 +287,10 @@ impl<C: Conversation> Actor for CliProcess<C> {
 
     fn started(&mut self, ctx: &mut Ctx<C>) {
         C::started(self, ctx);
+        if self.cli.life == Life::Ready {
+            // Attached again to a CLI that had its handshake with an earlier service.
+            return C::reattached(self, ctx);
+        }
         let id = self.cli.controls.next_id();
         let line = self.cli.adapter.handshake(&id);
         self.request(id, line, "initialize", Pending::Handshake, ctx);

@@ -20,9 +20,18 @@ export function describeFailure(e: unknown): string {
   return messageOf(e);
 }
 
-/** Closed for being idle: a message to it starts it again (the API resumes it). */
-export function closedIdle(session: Session): boolean {
-  return session.status === 'closed' && (session.closed_reason as string | null | undefined)?.startsWith('idle') === true;
+/** Why a session was left rather than ended, when a message to it starts it again (the API resumes it). */
+const LEFT: Record<string, string> = {
+  idle_timeout: 'This session was closed for being idle',
+  shutdown: 'This session was closed when the service stopped',
+  service_restarted: 'This session was ended by a restart of the service',
+  stalled: 'This session was stopped because its turn went silent',
+};
+
+/** What a session that a message starts again was left by, or undefined when it ended otherwise. */
+export function leftBy(session: Session): string | undefined {
+  if (session.status !== 'closed' && session.status !== 'error') return undefined;
+  return LEFT[(session.closed_reason as string | null | undefined) ?? ''];
 }
 
 /** `children`: more buttons, before the ones that stop things. */
@@ -132,9 +141,8 @@ export function MessageBox(props: { session: Session; epoch: number; onSent: (te
       setSending(false);
     }
   };
-  const hint = closedIdle(session)
-    ? 'This session was closed for being idle; a message starts it again.'
-    : HINTS[session.status] ?? '';
+  const left = leftBy(session);
+  const hint = left ? `${left}; a message starts it again.` : HINTS[session.status] ?? '';
   return (
     <form className="message-box" onSubmit={send}>
       <textarea

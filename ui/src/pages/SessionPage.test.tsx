@@ -202,12 +202,12 @@ describe('SessionPage', () => {
     fireEvent.click(screen.getByRole('button', { name: 'Interrupt' }));
     await screen.findByText('boom');
 
-    server.session = row({ status: 'closed', closed_reason: 'service_restarted' });
+    server.session = row({ status: 'closed', closed_reason: 'cli_exited' });
     server.messages = [...server.messages, message(2, 'from_cli', assistantLine('Said while away.'))];
     act(() => useLive.setState({ connection: 'reconnecting' }));
     act(() => useLive.setState({ connection: 'live' }));
     await within(transcript()).findByText('Said while away.');
-    expect((await screen.findByText(/has ended/)).textContent).toContain('closed (service_restarted)');
+    expect((await screen.findByText(/has ended/)).textContent).toContain('closed (cli_exited)');
     expect(screen.queryByText('boom')).toBeNull();
 
     server.messages = [...server.messages, message(3, 'from_cli', assistantLine('Missed.'))];

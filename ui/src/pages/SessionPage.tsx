@@ -9,7 +9,7 @@ import { keys } from '../query/client';
 import { Card, ErrorNote, Loading, StatusBadge } from '../components/ui';
 import { LimitNotice, TurnWaitNotice } from '../components/LimitNotice';
 import { Transcript } from '../components/Transcript';
-import { closedIdle, Controls, describeFailure, MessageBox, SurvivalButtons, type Act } from '../components/SessionControls';
+import { leftBy, Controls, describeFailure, MessageBox, SurvivalButtons, type Act } from '../components/SessionControls';
 import { ago, count, isLive, statusLabel, usd } from '../lib/format';
 import { appendLive, emptyFeed, type Feed } from '../lib/sessionFeed';
 import { buildTranscript } from '../lib/transcript';
@@ -60,7 +60,7 @@ export function SessionPage() {
       ]),
     );
   const live = isLive(s.status);
-  const canWrite = live || closedIdle(s);
+  const canWrite = live || leftBy(s) !== undefined;
   const feedError = errorText(feed.error);
 
   return (
@@ -119,7 +119,7 @@ export function SessionPage() {
       {!live && (
         <div className="ended-note">
           <span>
-            {closedIdle(s) ? 'This session was closed for being idle.' : `This session has ended: ${endedHow(s)}.`} Its transcript
+            {leftBy(s) ? `${leftBy(s)}.` : `This session has ended: ${endedHow(s)}.`} Its transcript
             stays here.
           </span>
           <SurvivalButtons session={s} onResume={resume} onFork={fork} />

@@ -1,0 +1,1 @@
+ALTER TABLE projects DROP COLUMN turn_inactivity_timeout_ms;
