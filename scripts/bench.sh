@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs a benchmark in the release profile: scripts/bench.sh sessions (or permissions, streams,
-# terminals, exec, workspaces, agents, usage, cluster, redact, login; agents needs the CLIs scripts/test-setup.sh
+# terminals, exec, workspaces, agents, usage, cluster, redact, login, keepers; agents needs the CLIs scripts/test-setup.sh
 # installs)
 # Builds the fake CLI it drives first. BENCH_POSTGRES=1: the service's database is PostgreSQL
 # (a throwaway server, scripts/with-postgres.sh) instead of SQLite. Figures are printed as ratios against baselines

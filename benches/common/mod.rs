@@ -138,24 +138,61 @@ pub struct ServiceProcess {
     pub project: String,
     child: std::process::Child,
     pub dir: tempfile::TempDir,
+    /// What it was started with, for a restart on the same folder.
+    max_sessions_global: u32,
+    settings: Vec<(String, String)>,
 }
 
 impl ServiceProcess {
     /// Starts `target/release/conduit serve` on a loopback port, driving the fake CLI, with
     /// `settings` as extra CONDUIT_* variables, and creates the "bench" project.
     pub async fn start(max_sessions_global: u32, settings: &[(&str, String)]) -> ServiceProcess {
-        use std::io::BufRead;
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(dir.path().join("p")).expect("project folder");
+        let settings: Vec<(String, String)> = settings.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        let (child, base) = Self::spawn(dir.path(), max_sessions_global, &settings);
+        let port = base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port");
+        let project: serde_json::Value = reqwest::Client::new()
+            .post(format!("{base}/api/projects"))
+            .json(&serde_json::json!({"name": "bench", "folder_path": "p", "max_sessions": max_sessions_global.min(1000)}))
+            .send()
+            .await
+            .expect("create project")
+            .json()
+            .await
+            .expect("json");
+        let project = project["id"].as_str().expect("project id").to_string();
+        ServiceProcess { base, port, project, child, dir, max_sessions_global, settings }
+    }
+
+    /// Stops the service (SIGTERM; it waits for the process to end), then starts it again on
+    /// the same folder and settings. Returns how long the new one took from its start to
+    /// listening (it attaches to kept sessions before it listens).
+    pub fn restart(&mut self) -> std::time::Duration {
+        // SAFETY: signalling our own child by pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+        let started = std::time::Instant::now();
+        let (child, base) = Self::spawn(self.dir.path(), self.max_sessions_global, &self.settings);
+        let took = started.elapsed();
+        self.child = child;
+        self.port = base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port");
+        self.base = base;
+        took
+    }
+
+    /// `conduit serve` on `dir`, up to its listening line: the child and its base URL.
+    fn spawn(dir: &Path, max_sessions_global: u32, settings: &[(String, String)]) -> (std::process::Child, String) {
+        use std::io::BufRead;
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_conduit"));
         cmd.arg("serve")
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", dir.path())
+            .env("HOME", dir)
             .env("CONDUIT_PORT", "0")
-            .env("CONDUIT_DB_PATH", dir.path().join("bench.db"))
-            .env("CONDUIT_DATABASE_URL", database::database_url(&dir.path().join("bench.db")))
-            .env("CONDUIT_PROJECT_ROOT", dir.path())
+            .env("CONDUIT_DB_PATH", dir.join("bench.db"))
+            .env("CONDUIT_DATABASE_URL", database::database_url(&dir.join("bench.db")))
+            .env("CONDUIT_PROJECT_ROOT", dir)
             .env("CONDUIT_CLI_PATH", fake_cli())
             .env("CONDUIT_MAX_SESSIONS_GLOBAL", max_sessions_global.to_string())
             .env("LOG_LEVEL", "error")
@@ -169,18 +206,7 @@ impl ServiceProcess {
         let mut line = String::new();
         std::io::BufReader::new(stdout).read_line(&mut line).expect("the listening line");
         let base = line.trim().strip_prefix("conduit listening on ").expect("conduit listening on ...").to_string();
-        let port = base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port");
-        let project: serde_json::Value = reqwest::Client::new()
-            .post(format!("{base}/api/projects"))
-            .json(&serde_json::json!({"name": "bench", "folder_path": "p", "max_sessions": max_sessions_global.min(1000)}))
-            .send()
-            .await
-            .expect("create project")
-            .json()
-            .await
-            .expect("json");
-        let project = project["id"].as_str().expect("project id").to_string();
-        ServiceProcess { base, port, project, child, dir }
+        (child, base)
     }
 
     /// The service's resident memory, in KiB.

@@ -26,6 +26,7 @@ use crate::db::{agents, processes, sessions, Store, StoreError};
 use crate::domain::time;
 use crate::keeper::link::Connection;
 use crate::keeper::spec::KEEPER_MARKER_ENV;
+use crate::keeper::wire::PROTOCOL;
 use crate::process::cgroup::{CgroupRoot, Containment};
 use crate::process::{kill, procfs, SESSION_MARKER_ENV};
 
@@ -170,6 +171,11 @@ async fn find_keepers(
             let same =
                 |c: &Connection| c.hello.session == row.id.as_str() && row.cli_pid.is_none_or(|p| p == c.hello.cli_pid);
             match answered {
+                Ok(Ok(connection)) if connection.hello.protocol != PROTOCOL => {
+                    let theirs = connection.hello.protocol;
+                    tracing::error!(session = %row.id, theirs, ours = PROTOCOL, "the session's keeper speaks another version; the session is ended");
+                    Err((row.id, true))
+                }
                 Ok(Ok(connection)) if same(&connection) => Ok((row, connection, state)),
                 Ok(Ok(_)) => {
                     tracing::error!(session = %row.id, "a keeper answered for another CLI; the session is ended");

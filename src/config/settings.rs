@@ -44,6 +44,9 @@ pub struct Settings {
     /// A turn with no output from its CLI and nothing waiting for a decision this long is
     /// stalled (interrupted, then stopped); 0: never. A project may set its own.
     pub turn_inactivity_timeout_ms: u64,
+    /// Sessions' CLIs run under keepers (and so can outlive the service); false: they are the
+    /// service's own children and end with it.
+    pub keepers: bool,
     /// What a stop of the service does with live sessions: leave their CLIs to their keepers
     /// (`detach`), or end them (`stop`).
     pub on_shutdown: crate::domain::session::OnShutdown,

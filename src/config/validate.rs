@@ -124,6 +124,7 @@ impl Settings {
             )?)
             .map_err(|why| l.err("turn_inactivity_timeout_ms", why))? as u64,
             on_shutdown,
+            keepers: l.flag("keepers")?,
             keeper_buffer_bytes: l.integer("keeper_buffer_bytes", 64 << 10, 1 << 30)? as usize,
             janitor_interval_ms: l.integer("janitor_interval_ms", 50, 86_400_000)? as u64,
             project_root: expand_home(&l.string("project_root")?, home).map_err(|p| l.err("project_root", p))?,

@@ -140,6 +140,8 @@ pub fn route_table() -> Vec<RouteSpec> {
         route!(POST, "/api/sessions/{id}/message", sessions::turns::send_message),
         route!(POST, "/api/sessions/{id}/resume", sessions::control::resume),
         route!(POST, "/api/sessions/{id}/interrupt", sessions::control::interrupt),
+        route!(POST, "/api/sessions/{id}/pause", sessions::pause::pause),
+        route!(POST, "/api/sessions/{id}/unpause", sessions::pause::unpause),
         route!(POST, "/api/sessions/{id}/model", sessions::control::set_model),
         route!(POST, "/api/sessions/{id}/permission-mode", sessions::control::set_permission_mode),
         route!(GET, "/api/sessions/{id}/diff", sessions::review::diff),

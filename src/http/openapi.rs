@@ -66,6 +66,8 @@ impl Modify for BearerToken {
         sessions::turns::send_message,
         sessions::control::resume,
         sessions::control::interrupt,
+        sessions::pause::pause,
+        sessions::pause::unpause,
         sessions::control::set_model,
         sessions::control::set_permission_mode,
         sessions::review::diff,

@@ -136,12 +136,7 @@ impl Connection {
         let _ = control.send(ToKeeper::Attach { stored_through });
         let detaching = Arc::new(AtomicBool::new(false));
         let (drained_tx, drained) = oneshot::channel::<()>();
-        let flag = detaching.clone();
-        tokio::spawn(async move {
-            write_to_keeper(write, lines, orders, flag).await;
-            // Every line queued before the detach is written (or the keeper is gone).
-            drop(drained_tx);
-        });
+        tokio::spawn(write_to_keeper(write, lines, orders, (detaching.clone(), drained_tx)));
         let (exit_tx, exit_rx) = oneshot::channel();
         let sandboxed = hello.sandboxed;
         let output = Box::pin(read_from_keeper(read, inbox, exit_tx, sandboxed));
@@ -195,6 +190,15 @@ impl KeeperHandle {
         self.recorded.fetch_max(seq, Ordering::Relaxed);
     }
 
+    /// Every line handed to the store so far is stored: the keeper may forget them (the
+    /// acknowledgement that would come within 100 ms, now).
+    pub fn acknowledge_recorded(&self) {
+        let through = self.recorded.load(Ordering::Relaxed);
+        if through > 0 {
+            let _ = self.control.send(ToKeeper::Ack { through });
+        }
+    }
+
     /// The CLI's end is recorded: the keeper may go.
     pub fn release(&self) {
         let _ = self.control.send(ToKeeper::Release);
@@ -214,12 +218,16 @@ impl KeeperHandle {
     }
 }
 
+/// Writes stdin lines and orders to the keeper, until the handle goes. When the stdin queue
+/// closes in a detach, `drained` hears that every line queued before is written (the orders,
+/// a last acknowledgement, still go until the handle goes).
 async fn write_to_keeper(
     mut write: OwnedWriteHalf,
     mut lines: mpsc::Receiver<OutLine>,
     mut orders: mpsc::UnboundedReceiver<ToKeeper>,
-    detaching: Arc<AtomicBool>,
+    (detaching, drained): (Arc<AtomicBool>, oneshot::Sender<()>),
 ) {
+    let mut drained = Some(drained);
     let mut frame = Vec::new();
     let mut lines_open = true;
     loop {
@@ -239,7 +247,10 @@ async fn write_to_keeper(
                 None => {
                     lines_open = false;
                     if detaching.load(Ordering::SeqCst) {
-                        break;
+                        if let Some(drained) = drained.take() {
+                            let _ = drained.send(());
+                        }
+                        continue;
                     }
                     ToKeeper::CloseStdin.encode(&mut frame);
                 }

@@ -139,6 +139,7 @@ fn start(spec: Spec) -> Result<(Keeper, Started), String> {
     let keeper_pid = unsafe { libc::getpid() };
     let started = Started::Ok { keeper_pid, cli_pid, cli_started_at: cli_started_at.clone() };
     let hello = super::wire::Hello {
+        protocol: super::wire::PROTOCOL,
         session: spec.session.clone(),
         keeper_pid,
         cli_pid,

@@ -52,9 +52,17 @@ pub struct Line {
     pub seen: bool,
 }
 
+/// The version of these frames. A service attaches only to keepers that speak its own: after
+/// an upgrade that changes them, sessions kept by the old keepers are ended (`crashed`) and
+/// resume on their next message.
+pub const PROTOCOL: u32 = 1;
+
 /// What the keeper knows of itself, sent first on every connection.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {
+    /// [`PROTOCOL`], as the keeper speaks it.
+    #[serde(default)]
+    pub protocol: u32,
     /// The session whose CLI it keeps.
     pub session: String,
     pub keeper_pid: i32,
@@ -313,6 +321,7 @@ mod tests {
     #[test]
     fn every_frame_reads_back_as_written() {
         round_trip_from(FromKeeper::Hello(Hello {
+            protocol: PROTOCOL,
             session: "s".into(),
             keeper_pid: 7,
             cli_pid: 8,

@@ -231,6 +231,28 @@ impl Cgroup {
         }
     }
 
+    /// Freezes (or thaws) every process in the cgroup, and waits (at most a second) until the
+    /// kernel says it is done: a frozen process runs nothing until it is thawed, and SIGKILL
+    /// still ends it.
+    pub fn freeze(&self, frozen: bool) -> std::io::Result<()> {
+        std::fs::write(self.path.join("cgroup.freeze"), if frozen { "1" } else { "0" })?;
+        let deadline = Instant::now() + Duration::from_secs(1);
+        loop {
+            let events = std::fs::read_to_string(self.path.join("cgroup.events"))?;
+            let now = events.lines().any(|l| l.trim() == "frozen 1");
+            if now == frozen {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(std::io::Error::other(format!(
+                    "the kernel did not {} it within a second",
+                    if frozen { "freeze" } else { "thaw" }
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
     /// Kills everything in the cgroup, waits (at most `within`) until it is empty, and
     /// removes it. Errors when processes are still there at the end.
     pub fn kill_and_remove(&self, within: Duration) -> std::io::Result<()> {

@@ -223,7 +223,7 @@ impl Application {
             bus.clone().recipient(),
             crate::actors::registry::Spawning {
                 encloser: encloser.clone(),
-                keepers: Some(keepers),
+                keepers: settings.keepers.then_some(keepers),
                 reap_orphans: options.subreaper,
             },
             crate::actors::registry::TurnPeers {

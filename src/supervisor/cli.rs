@@ -138,9 +138,21 @@ impl<R> Cli<R> {
         self.line_seq
     }
 
+    /// The CLI's own cgroup, when the service uses cgroups.
+    pub fn cgroup(&self) -> Option<&crate::process::cgroup::Cgroup> {
+        self.tree.cgroup.as_ref()
+    }
+
     /// A keeper holds the CLI: it outlives the service.
     pub fn is_kept(&self) -> bool {
         self.keeper.is_some()
+    }
+
+    /// Tells the keeper every line handed to the store is stored (call it once they are).
+    pub fn acknowledge_stored(&self) {
+        if let Some(keeper) = &self.keeper {
+            keeper.acknowledge_recorded();
+        }
     }
 
     /// The keeper's pid, when one holds the CLI.

@@ -190,8 +190,11 @@ async fn gemini_interrupt_then_kill() {
     interrupt_then_kill(Cli::Gemini).await;
 }
 
-/// A turn, a restart of the service, then a message: the session resumes in the CLI's own
-/// session (Gemini within the same minute too) and the model sees the earlier turn.
+/// A turn, a restart of the service, then a message: the session goes on in the same CLI (its
+/// keeper kept it through the restart, and the adapter's thread or session came back with the
+/// session), and the model sees the earlier turn. Then a stop in `stop` mode and a message: the
+/// session resumes by itself in a new CLI, in the CLI's own session (Gemini within the same
+/// minute too), history intact.
 async fn resume_after_restart(cli: Cli) {
     let (mut service, model) = start(cli).await;
     let project = service.project("memory").await;
@@ -199,18 +202,29 @@ async fn resume_after_restart(cli: Cli) {
     model.on("remember PELICAN", Reply::Text("I will remember.".into()));
     say(&service, &session, "remember PELICAN").await;
     turns(&service, &session, 1).await;
+    let pid = service.get_json(&format!("/api/sessions/{session}")).await["cli_pid"].clone();
     let (_, status) = service.terminate();
     assert!(status.success(), "clean shutdown");
-    let dir = service.into_dir();
-    let service = TestService::start_in(dir, crate::support::agent_clis::config(&model));
-    service.wait_for(&session, WITHIN, |r| r["status"] == "closed").await;
-    let res = service.post(&format!("/api/sessions/{session}/resume"), json!({})).await;
-    assert!(res.status().is_success(), "resume: {} {}", res.status(), service.log());
-    service.wait_status(&session, "idle", WITHIN).await;
+    let stopping = crate::support::agent_clis::config(&model).env("CONDUIT_ON_SHUTDOWN", "stop");
+    let mut service = TestService::start_in(service.into_dir(), stopping);
+    let row = service.wait_status(&session, "idle", WITHIN).await;
+    assert_eq!(row["cli_pid"], pid, "the same CLI, attached again: {row}");
     model.on("what was the word", Reply::Text("PELICAN it was.".into()));
     say(&service, &session, "what was the word").await;
     service.wait_for(&session, WITHIN, |r| r["status"] == "idle" && r["num_turns"] == 2).await;
     let asked = model.requests().into_iter().rev().find(|b| b.contains("what was the word")).expect("asked");
+    assert!(asked.contains("remember PELICAN"), "the same conversation after the restart");
+
+    let (_, status) = service.terminate();
+    assert!(status.success(), "clean shutdown");
+    let service = TestService::start_in(service.into_dir(), crate::support::agent_clis::config(&model));
+    let row = service.wait_for(&session, WITHIN, |r| r["status"] == "closed").await;
+    assert_eq!(row["closed_reason"], "shutdown", "{row}");
+    model.on("and again", Reply::Text("Still PELICAN.".into()));
+    say(&service, &session, "and again").await;
+    let row = service.wait_for(&session, WITHIN, |r| r["status"] == "idle" && r["num_turns"] == 3).await;
+    assert_ne!(row["cli_pid"], pid, "a new CLI, resumed: {row}");
+    let asked = model.requests().into_iter().rev().find(|b| b.contains("and again")).expect("asked");
     assert!(asked.contains("remember PELICAN"), "the history came back with the session");
 }
 

@@ -111,7 +111,9 @@ async fn user_turns_are_relayed_and_global_frames_carry_the_session_number() {
 
 #[actix_web::test]
 async fn streams_end_cleanly_when_the_service_stops() {
-    let mut service = TestService::start(ServiceConfig::new(fake_cli()));
+    // In `stop` mode, where the sessions end with the service (in `detach` mode they are left
+    // running and nothing is told but the stream's end).
+    let mut service = TestService::start(ServiceConfig::new(fake_cli()).env("CONDUIT_ON_SHUTDOWN", "stop"));
     let project = service.project("stopping").await;
     let session = service.launch(&project, json!({})).await;
     let id = session["id"].as_str().expect("id").to_string();

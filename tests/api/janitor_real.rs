@@ -193,9 +193,23 @@ async fn a_session_left_by_a_crash_or_a_stop_of_the_service_resumes_on_its_next_
     say(&service, &id, "remember the number forty-two").await;
     let before = service.wait_for(&id, READY, |r| r["num_turns"] == 1 && r["status"] == "idle").await;
 
-    let mut restarted = TestService::start_in(service.into_dir(), ServiceConfig::new(real_cli()).api(&api.base_url));
+    // The service crashes, and the session's keeper is lost while it is away: the next start
+    // finds its socket but no keeper.
+    let cli = before["cli_pid"].as_i64().expect("pid") as i32;
+    let stat = std::fs::read_to_string(format!("/proc/{cli}/stat")).expect("the CLI runs");
+    let keeper: i32 = stat[stat.rfind(')').expect("stat") + 2..]
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .expect("ppid");
+    let dir = service.into_dir();
+    // SAFETY: SIGKILL to the keeper of the test's own session.
+    unsafe { libc::kill(keeper, libc::SIGKILL) };
+    assert!(crate::support::procs::gone_within(cli, Duration::from_secs(5)).await, "the CLI went with its keeper");
+    let stopping = ServiceConfig::new(real_cli()).api(&api.base_url).env("CONDUIT_ON_SHUTDOWN", "stop");
+    let mut restarted = TestService::start_in(dir, stopping);
     let row = restarted.get_json(&format!("/api/sessions/{id}")).await;
-    assert_eq!((row["status"].as_str(), row["closed_reason"].as_str()), (Some("error"), Some("service_restarted")));
+    assert_eq!((row["status"].as_str(), row["closed_reason"].as_str()), (Some("error"), Some("crashed")), "{row}");
     api.on("which number was it", Reply::Text("forty-two, the restart-answer".into()));
     let res = say(&restarted, &id, "which number was it").await;
     assert_eq!(res.status().as_u16(), 202, "a message resumes a session the crash ended");

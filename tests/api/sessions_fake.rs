@@ -504,7 +504,8 @@ async fn a_restart_after_a_crash_errors_live_sessions_and_ends_their_cli() {
 
 #[actix_web::test]
 async fn sigterm_ends_every_session_and_records_them_closed() {
-    let mut service = start();
+    // `stop` mode: the sessions end with the service (keepers_* test `detach`, the default).
+    let mut service = TestService::start(ServiceConfig::new(fake_cli()).env("CONDUIT_ON_SHUTDOWN", "stop"));
     let project = service.project("shutdown").await;
     let mut sessions = Vec::new();
     for _ in 0..3 {

@@ -239,7 +239,10 @@ async fn a_cli_killed_with_sigkill_turns_the_session_to_error() {
 
 #[actix_web::test]
 async fn sigterm_ends_every_cli_and_keeps_the_last_results() {
-    let (api, mut service) = rig().await;
+    // `stop` mode: the CLIs end with the service (keepers_real tests `detach`, the default).
+    let api = FakeApi::start().await;
+    let mut service =
+        TestService::start(ServiceConfig::new(real_cli()).api(&api.base_url).env("CONDUIT_ON_SHUTDOWN", "stop"));
     let project = service.project("shutdown").await;
     let mut ids = Vec::new();
     for _ in 0..3 {

@@ -63,16 +63,29 @@ async fn the_ledger_sums_each_turn_once_across_a_resume_and_a_restart() {
     service.wait_status(&id, "idle", READY).await;
     api.on("ledger turn three", Reply::Text("three".into()));
     say(&service, &id, "ledger turn three").await;
-    service.wait_for(&id, READY, |r| r["num_turns"] == 3 && r["status"] == "idle").await;
+    let row = service.wait_for(&id, READY, |r| r["num_turns"] == 3 && r["status"] == "idle").await;
+
+    // The service crashes: the CLI runs on under its keeper, and the next service attaches to
+    // it again; its next result is still cumulative for the same process, so the totals must
+    // not count what the process cost before the crash twice.
+    let stopping = || config().env("CONDUIT_ON_SHUTDOWN", "stop");
+    let mut service = TestService::start_in(service.into_dir(), stopping());
+    let reattached = service.wait_status(&id, "idle", READY).await;
+    assert_eq!(reattached["cli_pid"], row["cli_pid"], "the same CLI: {reattached}");
+    api.on("ledger turn four", Reply::Text("four".into()));
+    say(&service, &id, "ledger turn four").await;
+    service.wait_for(&id, READY, |r| r["num_turns"] == 4 && r["status"] == "idle").await;
     let second_process = last_result_cost(&service, &id).await;
 
-    // The service restarted on the same database, the session resumed once more.
+    // Stopped (in `stop` mode the session ends), started again, the session resumed once more.
+    let (_, status) = service.terminate();
+    assert!(status.success(), "{status:?}");
     let service = TestService::start_in(service.into_dir(), config());
     assert_eq!(service.post(&format!("/api/sessions/{id}/resume"), json!({})).await.status().as_u16(), 200);
     service.wait_status(&id, "idle", READY).await;
-    api.on("ledger turn four", Reply::Text("four".into()));
-    say(&service, &id, "ledger turn four").await;
-    let row = service.wait_for(&id, READY, |r| r["num_turns"] == 4 && r["status"] == "idle").await;
+    api.on("ledger turn five", Reply::Text("five".into()));
+    say(&service, &id, "ledger turn five").await;
+    let row = service.wait_for(&id, READY, |r| r["num_turns"] == 5 && r["status"] == "idle").await;
     let third_process = last_result_cost(&service, &id).await;
 
     let spent = first_process + second_process + third_process;
@@ -80,7 +93,7 @@ async fn the_ledger_sums_each_turn_once_across_a_resume_and_a_restart() {
     for group in ["session", "project", "agent_kind", "model", "day"] {
         let report = service.get_json(&format!("/api/usage?group_by={group}")).await;
         assert!(close(report["total"]["cost_usd"].as_f64().expect("total"), spent), "{group}: {report} vs {spent}");
-        assert_eq!(report["total"]["turns"], 4, "one ledger row per result: {report}");
+        assert_eq!(report["total"]["turns"], 5, "one ledger row per result: {report}");
         // Tokens as the session's totals count them (every model call, titles included).
         let tokens = |v: &Value, k: &str| v[k].as_i64();
         assert_eq!(

@@ -89,6 +89,8 @@ pub struct Chat {
     pub(super) since_seq: u64,
     /// This actor attached again to a CLI its keeper kept through a restart.
     pub(super) reattached: bool,
+    /// Since when its cgroup is frozen (see pause.rs).
+    pub(super) paused_since: Option<std::time::Instant>,
 }
 
 impl Chat {

@@ -124,6 +124,7 @@ impl Handler<Close> for CliSession {
 
     fn handle(&mut self, msg: Close, ctx: &mut Self::Context) -> Self::Result {
         let ended = self.conv.await_end();
+        super::pause::thaw_to_end(self);
         self.stop(msg.signal, Some(msg.reason), ctx);
         Box::pin(
             async move { ended.await.map_err(|_| SessionError::Cli("the session ended while closing".to_string())) },
@@ -161,19 +162,23 @@ impl Handler<CloseIfIdle> for CliSession {
     type Result = Result<(), Busy>;
 
     fn handle(&mut self, msg: CloseIfIdle, ctx: &mut Self::Context) -> Self::Result {
+        // A paused session is idle once paused for the whole timeout, whatever it was doing
+        // when it was frozen (messages queued to it and watchers still keep it).
+        let paused_for = self.conv.paused_since.map(|at| at.elapsed());
         let activity = Activity {
             live: self.is_live(),
-            turn_running: self.conv.turn_running,
+            turn_running: self.conv.turn_running && paused_for.is_none(),
             pending_controls: self.cli.pending_controls(),
             inflight_requests: self.cli.asks_in_flight(),
             queued_turns: self.conv.queue.len(),
-            background_tasks: self.conv.background_tasks.len(),
+            background_tasks: if paused_for.is_some() { 0 } else { self.conv.background_tasks.len() },
             watchers: msg.watchers,
-            quiet_for: self.cli.quiet_for(),
+            quiet_for: paused_for.unwrap_or_else(|| self.cli.quiet_for()),
         };
         match idleness::verdict(&activity, msg.timeout) {
             Ok(()) => {
                 tracing::info!(session = %self.conv.row.id, quiet_for = ?activity.quiet_for, "closing an idle session");
+                super::pause::thaw_to_end(self);
                 self.stop(libc::SIGTERM, Some(ClosedReason::IdleTimeout), ctx);
                 Ok(())
             }

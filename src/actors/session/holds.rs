@@ -28,10 +28,18 @@ pub struct BudgetLink {
 impl super::Chat {
     /// The status a session at rest shows: paused while held, else idle.
     pub(super) fn at_rest(&self) -> SessionStatus {
-        if self.budget_hold.is_some() {
+        if self.budget_hold.is_some() || self.paused_since.is_some() {
             SessionStatus::Paused
         } else {
             SessionStatus::Idle
+        }
+    }
+
+    /// Why it rests as it does: paused on request, or the budget that holds it.
+    pub(super) fn rest_reason(&self) -> Option<String> {
+        match self.paused_since {
+            Some(_) => Some(super::pause::PAUSED_REASON.to_string()),
+            None => self.budget_hold.clone(),
         }
     }
 
@@ -58,7 +66,7 @@ impl super::Chat {
         let resting = matches!(self.row.status, SessionStatus::Idle | SessionStatus::Paused);
         if resting {
             self.row.status = self.at_rest();
-            self.row.status_reason = self.budget_hold.clone();
+            self.row.status_reason = self.rest_reason();
             self.row.last_active_at = time::now();
             self.patch(SessionPatch {
                 status: Some(self.row.status),

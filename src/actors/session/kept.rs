@@ -30,6 +30,16 @@ pub struct KeptState {
     pub since_seq: u64,
     #[serde(default)]
     pub background_tasks: Vec<String>,
+    /// Its cgroup is frozen (paused on request).
+    #[serde(default)]
+    pub paused: bool,
+    /// The session's totals when this CLI started (cost, input and output tokens): the CLI's
+    /// figures are cumulative for its process, and are added to these.
+    #[serde(default)]
+    pub base: Option<(f64, i64, i64)>,
+    /// A turn was running (the status says so too, but not when the session is paused).
+    #[serde(default)]
+    pub turn_running: Option<bool>,
 }
 
 impl KeptState {
@@ -61,7 +71,14 @@ fn state_of(p: &CliSession) -> Option<String> {
     }
     let mut background_tasks: Vec<String> = p.conv.background_tasks.iter().cloned().collect();
     background_tasks.sort();
-    let state = KeptState { adapter: p.cli.adapter_state(), since_seq: p.conv.since_seq, background_tasks };
+    let state = KeptState {
+        adapter: p.cli.adapter_state(),
+        since_seq: p.conv.since_seq,
+        background_tasks,
+        paused: p.conv.paused_since.is_some(),
+        base: Some((p.conv.base.cost, p.conv.base.input, p.conv.base.output)),
+        turn_running: Some(p.conv.turn_running),
+    };
     serde_json::to_string(&state).ok()
 }
 
@@ -87,8 +104,13 @@ impl Handler<Detach> for CliSession {
             writer.persist_acked(WriteOp::Session { id, patch }).await
         };
         Box::pin(stored.into_actor(self).map(|stored, act, ctx| {
-            if let Err(e) = &stored {
-                tracing::error!(session = %act.conv.row.id, error = %e, "could not store the session before leaving it; its next service may repeat a few lines' effects");
+            match &stored {
+                // Everything read is stored: the keeper may forget it (the next service then
+                // reads nothing twice, not even to look for a request).
+                Ok(()) => act.cli.acknowledge_stored(),
+                Err(e) => {
+                    tracing::error!(session = %act.conv.row.id, error = %e, "could not store the session before leaving it; its next service may repeat a few lines' effects")
+                }
             }
             ctx.stop();
             true
@@ -101,9 +123,14 @@ impl Chat {
     /// running goes on (its slot asked for again); queued turns go out once it is at rest.
     pub(super) fn reattached(p: &mut CliSession, ctx: &mut Ctx<Chat>) {
         let status = p.conv.row.status;
-        p.conv.turn_running = matches!(status, SessionStatus::Active | SessionStatus::Compacting);
+        // The stored status says whether a turn runs; a paused session's says `paused`, and
+        // what it stored at the pause says.
+        if p.conv.paused_since.is_none() {
+            p.conv.turn_running = matches!(status, SessionStatus::Active | SessionStatus::Compacting);
+        }
         tracing::info!(session = %p.conv.row.id, pid = p.cli.pid(), %status, queued = p.conv.queue.len(), "attached again to the session's CLI");
         match status {
+            _ if p.conv.paused_since.is_some() => {}
             SessionStatus::WaitingForLimit => super::limits::reparked(p, ctx),
             _ if p.conv.turn_running => {
                 // Held before the restart; the gate is new.

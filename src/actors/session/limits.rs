@@ -124,7 +124,7 @@ fn lift(p: &mut CliSession, generation: u64) {
     }
     chat.row.status = chat.at_rest();
     chat.row.resumes_at = None;
-    chat.row.status_reason = chat.budget_hold.clone();
+    chat.row.status_reason = chat.rest_reason();
     chat.row.last_active_at = time::now();
     chat.patch(SessionPatch {
         status: Some(chat.row.status),

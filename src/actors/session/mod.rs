@@ -14,6 +14,7 @@ mod handlers;
 pub mod holds;
 pub mod kept;
 pub mod limits;
+pub mod pause;
 mod record;
 pub mod supervision;
 mod turn_end;
@@ -143,6 +144,12 @@ pub enum SessionError {
     /// A budget covering the session is spent.
     #[error("{}", .0.message())]
     Budget(crate::domain::budget::Exhaustion),
+    /// The request does not fit the session's state (pausing a paused one): why.
+    #[error("{0}")]
+    Conflict(String),
+    /// This machine cannot do it (no cgroup to freeze): why.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl From<ControlError> for SessionError {
@@ -214,8 +221,13 @@ pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
         .collect();
     let peers = Peers { engine: deps.engine.clone(), registry: deps.registry.clone() };
     let id = row.id.to_string();
+    // A reattached CLI's figures are cumulative since its own start, not since this actor's.
+    let base = match reattached.as_ref().and_then(|s| s.base) {
+        Some((cost, input, output)) => chat::Totals { cost, input, output },
+        None => chat::Totals::of(&row),
+    };
     let chat = Chat {
-        base: chat::Totals::of(&row),
+        base,
         row,
         writer: deps.writer.clone(),
         bus: deps.bus.clone(),
@@ -223,7 +235,7 @@ pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
         backlog,
         queue,
         next_turn,
-        turn_running: false,
+        turn_running: reattached.as_ref().and_then(|s| s.turn_running).unwrap_or(false),
         closers: Vec::new(),
         background_tasks,
         resumed,
@@ -244,6 +256,8 @@ pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
         stalled: false,
         since_seq,
         reattached: reattached.is_some(),
+        // Frozen before the restart: still frozen (the janitor counts from now).
+        paused_since: reattached.as_ref().filter(|s| s.paused).map(|_| std::time::Instant::now()),
     };
     CliProcess::start(&id, spawned, adapter, peers, CLOSE_GRACE, chat, reattached.is_some())
 }

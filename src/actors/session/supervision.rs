@@ -58,9 +58,14 @@ pub(super) fn watch(p: &mut CliSession, ctx: &mut Ctx<super::Chat>) {
     });
 }
 
-/// A turn runs, its CLI has been quiet for `timeout`, and nothing waits for a decision.
+/// A turn runs, its CLI has been quiet for `timeout`, nothing waits for a decision, and the
+/// session is not paused (a frozen CLI is quiet because it was asked to be).
 fn stalled(p: &CliSession, timeout: Duration) -> bool {
-    p.conv.turn_running && p.cli.is_live() && p.cli.asks_in_flight() == 0 && p.cli.quiet_for() >= timeout
+    p.conv.turn_running
+        && p.conv.paused_since.is_none()
+        && p.cli.is_live()
+        && p.cli.asks_in_flight() == 0
+        && p.cli.quiet_for() >= timeout
 }
 
 #[cfg(test)]

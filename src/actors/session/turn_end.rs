@@ -54,11 +54,8 @@ impl Chat {
         self.row.last_active_at = now.clone();
         self.turn_running = false;
         // Stored with the result, but shown only once it is stored (see `settle`).
-        let (status, status_reason) = if live {
-            (self.at_rest(), self.budget_hold.clone())
-        } else {
-            (self.row.status, self.row.status_reason.clone())
-        };
+        let (status, status_reason) =
+            if live { (self.at_rest(), self.rest_reason()) } else { (self.row.status, self.row.status_reason.clone()) };
         // What this turn cost is what it added to the totals. The CLI's figures are cumulative
         // per process, so the difference is right across resumes; a figure that went down
         // (a CLI that restarted its count) adds nothing rather than a negative cost.
@@ -138,7 +135,7 @@ fn settle(act: &mut CliSession, hit: Option<LimitHit>, stored: Rest, ctx: &mut C
     let chat = &mut act.conv;
     let at_work = matches!(chat.row.status, SessionStatus::Active | SessionStatus::Idle | SessionStatus::Paused);
     if act.cli.is_live() && at_work && !chat.turn_running {
-        let (status, reason) = (chat.at_rest(), chat.budget_hold.clone());
+        let (status, reason) = (chat.at_rest(), chat.rest_reason());
         chat.row.status = status;
         chat.row.status_reason = reason.clone();
         // What was stored with the result, unless a hold changed it since.

@@ -5,6 +5,7 @@
 pub mod control;
 pub mod launch;
 pub mod offers;
+pub mod pause;
 pub mod read;
 pub mod review;
 pub mod turns;
@@ -32,6 +33,8 @@ impl From<SessionError> for AppError {
             SessionError::Unsupported(_) => AppError::new(StatusCode::CONFLICT, "unsupported_by_agent", message),
             SessionError::Refused(_) => AppError::new(StatusCode::CONFLICT, "refused_by_cli", message),
             SessionError::Budget(spent) => spent.into(),
+            SessionError::Conflict(_) => AppError::new(StatusCode::CONFLICT, "session_conflict", message),
+            SessionError::Unavailable(_) => AppError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message),
         }
     }
 }

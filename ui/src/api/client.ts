@@ -180,6 +180,8 @@ export const api = {
   send: (sessionId: string, content: string) =>
     call('post', '/api/sessions/{id}/message', { params: id(sessionId), body: { content } }),
   interrupt: (sessionId: string) => call('post', '/api/sessions/{id}/interrupt', { params: id(sessionId) }),
+  pause: (sessionId: string) => call('post', '/api/sessions/{id}/pause', { params: id(sessionId) }),
+  unpause: (sessionId: string) => call('post', '/api/sessions/{id}/unpause', { params: id(sessionId) }),
   setModel: (sessionId: string, model: string) =>
     call('post', '/api/sessions/{id}/model', { params: id(sessionId), body: { model } }),
   setMode: (sessionId: string, mode: PermissionMode) =>

@@ -26,7 +26,16 @@ const LEFT: Record<string, string> = {
   shutdown: 'This session was closed when the service stopped',
   service_restarted: 'This session was ended by a restart of the service',
   stalled: 'This session was stopped because its turn went silent',
+  crashed: 'This session ended when its keeper was lost',
 };
+
+/** What the service says of a session paused on request (a budget's hold names the budget). */
+const PAUSED_ON_REQUEST = 'paused on request';
+
+/** Frozen on request (its processes stopped where they are), as against held by a budget. */
+export function pausedOnRequest(session: Session): boolean {
+  return session.status === 'paused' && session.status_reason === PAUSED_ON_REQUEST;
+}
 
 /** What a session that a message starts again was left by, or undefined when it ended otherwise. */
 export function leftBy(session: Session): string | undefined {
@@ -80,6 +89,20 @@ export function Controls(props: { session: Session; options?: SessionOptions; ac
       <button className="button" disabled={session.status !== 'active'} onClick={() => void act(() => api.interrupt(session.id))}>
         Interrupt
       </button>
+      {pausedOnRequest(session) ? (
+        <button className="button" onClick={() => void act(() => api.unpause(session.id))} title="Let its processes run again">
+          Unpause
+        </button>
+      ) : (
+        <button
+          className="button"
+          disabled={!['idle', 'active', 'compacting', 'waiting_for_limit'].includes(session.status)}
+          onClick={() => void act(() => api.pause(session.id))}
+          title="Freeze its CLI and everything it started; messages wait"
+        >
+          Pause
+        </button>
+      )}
       <button
         className="button danger"
         onClick={() => {
@@ -142,7 +165,11 @@ export function MessageBox(props: { session: Session; epoch: number; onSent: (te
     }
   };
   const left = leftBy(session);
-  const hint = left ? `${left}; a message starts it again.` : HINTS[session.status] ?? '';
+  const hint = left
+    ? `${left}; a message starts it again.`
+    : pausedOnRequest(session)
+      ? 'Paused: its processes are frozen; a new message waits until it is unpaused.'
+      : HINTS[session.status] ?? '';
   return (
     <form className="message-box" onSubmit={send}>
       <textarea

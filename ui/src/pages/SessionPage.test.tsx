@@ -168,14 +168,14 @@ describe('SessionPage', () => {
   });
 
   it('shows why an ended session ended, resumes it and forks it', async () => {
-    server.session = row({ status: 'closed', closed_reason: 'shutdown' });
+    server.session = row({ status: 'closed', closed_reason: 'requested' });
     server.answer = (method, path) => {
       if (method === 'POST' && path.endsWith('/resume')) return json(row({ status: 'starting' }));
       if (method === 'POST' && path === '/api/projects/p1/sessions') return json(row({ id: 'forked', name: 'fork' }), 201);
       return undefined;
     };
     renderPage();
-    expect((await screen.findByText(/has ended/)).textContent).toContain('closed (shutdown)');
+    expect((await screen.findByText(/has ended/)).textContent).toContain('closed (requested)');
     expect(screen.queryByLabelText('Message')).toBeNull();
     fireEvent.click(screen.getByRole('button', { name: 'Resume' }));
     await waitFor(() => expect(screen.getByText('starting')).toBeTruthy());
@@ -191,6 +191,32 @@ describe('SessionPage', () => {
     renderPage();
     await screen.findByLabelText('Message');
     expect(screen.getByText(/closed for being idle; a message starts it again/)).toBeTruthy();
+  });
+
+  it('lets a session the service left (a stop, a lost keeper) be written to', async () => {
+    server.session = row({ status: 'error', closed_reason: 'crashed' });
+    renderPage();
+    await screen.findByLabelText('Message');
+    expect(screen.getByText(/keeper was lost; a message starts it again/)).toBeTruthy();
+  });
+
+  it('pauses and unpauses a session, and says why a paused one waits', async () => {
+    server.session = row({ status: 'idle' });
+    server.answer = (method, path) => {
+      if (method === 'POST' && path.endsWith('/pause')) return json(row({ status: 'paused', status_reason: 'paused on request' }));
+      if (method === 'POST' && path.endsWith('/unpause')) return json(row({ status: 'idle' }));
+      return undefined;
+    };
+    renderPage();
+    fireEvent.click(await screen.findByRole('button', { name: 'Pause' }));
+    await waitFor(() => expect(calls('POST /api/sessions/sess-1/pause')).toBe(1));
+    // The service tells the new status on the session's stream.
+    emitLive({ type: 'session.status', event: 'session_status', data: row({ status: 'paused', status_reason: 'paused on request' }) });
+    await screen.findByText(/its processes are frozen/);
+    fireEvent.click(screen.getByRole('button', { name: 'Unpause' }));
+    await waitFor(() => expect(calls('POST /api/sessions/sess-1/unpause')).toBe(1));
+    emitLive({ type: 'session.status', event: 'session_status', data: row({ status: 'idle' }) });
+    await screen.findByRole('button', { name: 'Pause' });
   });
 
   it('reads everything again after a reconnect or a warning about dropped events, and forgets old errors', async () => {
