@@ -143,7 +143,7 @@ impl Connection {
         let exited = Box::pin(async move {
             exit_rx.await.unwrap_or_else(|_| Exit { how: "lost its keeper".to_string(), code: None })
         });
-        let recorded = Arc::new(AtomicU64::new(stored_through));
+        let recorded = Arc::new(Recorded { through: AtomicU64::new(stored_through), news: tokio::sync::Notify::new() });
         actix::spawn(acknowledge(control.downgrade(), recorded.clone(), stored_through, durable));
         Attached {
             stdin,
@@ -168,7 +168,7 @@ pub struct Attached {
 pub struct KeeperHandle {
     control: mpsc::UnboundedSender<ToKeeper>,
     detaching: Arc<AtomicBool>,
-    recorded: Arc<AtomicU64>,
+    recorded: Arc<Recorded>,
     /// Resolves once the writer has written every queued line and stopped.
     drained: Option<oneshot::Receiver<()>>,
     pub keeper_pid: i32,
@@ -187,13 +187,15 @@ impl KeeperHandle {
 
     /// Line `seq` was handed to the store: it is acknowledged once stored.
     pub fn recorded(&self, seq: u64) {
-        self.recorded.fetch_max(seq, Ordering::Relaxed);
+        if self.recorded.through.fetch_max(seq, Ordering::Relaxed) < seq {
+            self.recorded.news.notify_one();
+        }
     }
 
     /// Every line handed to the store so far is stored: the keeper may forget them (the
     /// acknowledgement that would come within 100 ms, now).
     pub fn acknowledge_recorded(&self) {
-        let through = self.recorded.load(Ordering::Relaxed);
+        let through = self.recorded.through.load(Ordering::Relaxed);
         if through > 0 {
             let _ = self.control.send(ToKeeper::Ack { through });
         }
@@ -336,16 +338,25 @@ fn read_from_keeper(
     })
 }
 
-/// Acknowledges stored lines to the keeper, at most every [`ACK_EVERY`], until the handle goes.
+/// The last line handed to the store, and a wake-up for the acknowledgements when it moves.
+struct Recorded {
+    through: AtomicU64,
+    news: tokio::sync::Notify,
+}
+
+/// Acknowledges stored lines to the keeper, at most every [`ACK_EVERY`] (and not at all while
+/// the CLI is quiet), until the handle goes.
 async fn acknowledge(
     control: mpsc::WeakUnboundedSender<ToKeeper>,
-    recorded: Arc<AtomicU64>,
+    recorded: Arc<Recorded>,
     mut acked: u64,
     durable: Durable,
 ) {
     loop {
+        // Woken by a new line, or now and then to see whether the handle is gone.
+        let _ = tokio::time::timeout(Duration::from_secs(5), recorded.news.notified()).await;
         tokio::time::sleep(ACK_EVERY).await;
-        let through = recorded.load(Ordering::Relaxed);
+        let through = recorded.through.load(Ordering::Relaxed);
         if through > acked && durable().await {
             let Some(control) = control.upgrade() else { return };
             if control.send(ToKeeper::Ack { through }).is_err() {
