@@ -91,6 +91,9 @@ async fn launch() {
         w - wo,
         w / wo
     );
+    for _ in 0..20 {
+        kept.idle_session(&http, "fake-default").await;
+    }
     memory(&kept, &http).await;
 }
 
@@ -120,7 +123,7 @@ fn children_of(pid: i32) -> Vec<i32> {
 
 async fn memory(service: &ServiceProcess, http: &reqwest::Client) {
     let sessions: Value = http
-        .get(format!("{}/api/projects/{}/sessions?limit=1000", service.base, service.project))
+        .get(format!("{}/api/projects/{}/sessions?limit=100", service.base, service.project))
         .send()
         .await
         .expect("list")
