@@ -16,6 +16,16 @@ use futures_util::StreamExt;
 
 use crate::support::procs::{alive, gone_within};
 
+/// Kills what the test started, however it ends (the keeper's guardian then kills the CLI's
+/// group; the CLI is killed too, in case the guardian was not there yet).
+struct Cleanup(Vec<i32>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        crate::support::procs::kill_all(&self.0);
+    }
+}
+
 /// Nothing is ever stored: every line stays with the keeper.
 fn never() -> Durable {
     Arc::new(|| Box::pin(async { false }))
@@ -55,6 +65,7 @@ async fn a_keeper_numbers_keeps_and_hands_over_its_cli_s_lines() {
         .await
         .expect("the keeper starts");
     let cli = launched.cli_pid;
+    let _cleanup = Cleanup(vec![launched.keeper_pid, cli]);
     let mut attached = launched.connection.attach(4, never());
     let mut lines = vec![next_line(&mut attached.output).await, next_line(&mut attached.output).await];
     lines.sort_by_key(|line| line.0);

@@ -138,7 +138,7 @@ impl TestService {
 
     /// Starts (or restarts) a service on an existing folder: same HOME, database and root.
     pub fn start_in(dir: impl Into<ServiceDir>, config: ServiceConfig) -> TestService {
-        let dir = dir.into();
+        let mut dir: ServiceDir = dir.into();
         let root = dir.path().join("root");
         let log =
             std::fs::OpenOptions::new().create(true).append(true).open(dir.path().join("service.log")).expect("log");
@@ -152,6 +152,7 @@ impl TestService {
             let log = std::fs::read_to_string(dir.path().join("service.log")).unwrap_or_default();
             panic!("the service did not start: {line:?}\n{log}")
         });
+        dir.note_cgroups();
         let mut headers = reqwest::header::HeaderMap::new();
         if let Some(token) = &config.bearer {
             let value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}")).expect("a header value");
@@ -263,26 +264,41 @@ impl Drop for TestService {
 
 /// A service's folder (HOME, database, project root). It outlives one service when a test
 /// restarts on the same database, so it, not the service, ends whatever a service left behind
-/// (it crashed, or was killed): the cgroups its lock file names, passed or failed. A clean
-/// shutdown leaves nothing.
-pub struct ServiceDir(tempfile::TempDir);
+/// (it crashed, was killed, or left its sessions to their keepers, as a stop does by default):
+/// the cgroups (keepers' included) of every service that ran on it, passed or failed. The
+/// folders are noted when each service starts, as the lock file names them: the file itself
+/// may be gone by the end (a test that mounted a disk over the data folder unmounts it first).
+pub struct ServiceDir {
+    dir: tempfile::TempDir,
+    cgroups: Vec<PathBuf>,
+}
 
 impl From<tempfile::TempDir> for ServiceDir {
     fn from(dir: tempfile::TempDir) -> ServiceDir {
-        ServiceDir(dir)
+        ServiceDir { dir, cgroups: Vec::new() }
     }
 }
 
 impl ServiceDir {
     pub fn path(&self) -> &Path {
-        self.0.path()
+        self.dir.path()
+    }
+
+    /// Notes the cgroup folder the service now running on this folder uses.
+    fn note_cgroups(&mut self) {
+        let holder = conduit::db::lock::recorded_holder(&self.path().join("data/conduit.db"));
+        if let Some(dir) = holder.and_then(|h| h.cgroup) {
+            if !self.cgroups.contains(&dir) {
+                self.cgroups.push(dir);
+            }
+        }
     }
 }
 
 impl Drop for ServiceDir {
     fn drop(&mut self) {
-        let holder = conduit::db::lock::recorded_holder(&self.path().join("data/conduit.db"));
-        if let Some(dir) = holder.and_then(|h| h.cgroup) {
+        self.note_cgroups();
+        for dir in self.cgroups.drain(..) {
             conduit::process::cgroup::CgroupRoot::at(dir).clear(false);
         }
     }
