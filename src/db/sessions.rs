@@ -79,6 +79,10 @@ pub struct Session {
     pub max_budget_usd: Option<f64>,
     /// In cluster mode: the node whose CLI runs (or last ran) it. Null on a single service.
     pub owner_node: Option<String>,
+    /// The kernel limits its launch asked for itself (its project's `session_limits` and the
+    /// settings fill in the rest, at each start); null: none of its own.
+    #[schema(value_type = Option<crate::domain::resources::SessionLimits>)]
+    pub limits: Option<crate::domain::resources::StoredLimits>,
 }
 
 /// A change to a session row; `None` leaves a column as it is.

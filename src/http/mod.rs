@@ -78,6 +78,8 @@ pub struct AppState {
     pub locks: Addr<DirLockQueue>,
     /// How CLIs' process trees are contained (health reports it).
     pub containment: ContainmentReport,
+    /// How sessions' kernel limits are applied (settled at startup).
+    pub session_limits: health::LimitsReport,
     /// What this machine offers for sandboxing CLIs (health reports it).
     pub sandbox: std::sync::Arc<crate::sandbox::SandboxSupport>,
     /// The cgroup and sandbox of whatever starts in a workspace (exec, processes, terminals).

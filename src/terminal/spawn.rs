@@ -115,7 +115,7 @@ pub fn spawn(req: ShellRequest) -> Result<Started, String> {
     });
     crate::sandbox::enclosure::Enclosure::started(network, pid, cgroup.as_ref());
     // setsid made the shell's pid its session's and its process group's id.
-    let tree = ProcessTree { pgid: pid, marker, cgroup, wrapped: sandboxed };
+    let tree = ProcessTree { pgid: pid, marker, cgroup, wrapped: sandboxed, resources: None };
     let (reader, writer) = pty.into_split();
     Ok(Started { pid, tree, child, reader, writer })
 }
