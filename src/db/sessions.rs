@@ -178,6 +178,17 @@ pub fn list_live(
         .load(conn)?)
 }
 
+/// How many sessions are in each status, and the turns every stored session ran (for
+/// `/metrics`).
+pub fn tally(conn: &mut DbConnection) -> Result<(Vec<(SessionStatus, i64)>, i64), StoreError> {
+    let by_status = sessions::table
+        .group_by(sessions::status)
+        .select((sessions::status, diesel::dsl::count_star()))
+        .load::<(SessionStatus, i64)>(conn)?;
+    let turns: Option<i64> = sessions::table.select(diesel::dsl::sum(sessions::num_turns)).first(conn)?;
+    Ok((by_status, turns.unwrap_or(0)))
+}
+
 /// Ids of live sessions whose stored `last_active_at` is before `cutoff`, quietest first: the
 /// janitor's candidates (the actor itself decides whether one is truly idle). The stored time
 /// only ever lags the actor's own, so this never misses an idle session. Uses

@@ -344,6 +344,7 @@ impl Application {
             locks,
             containment: report(&containment),
             session_limits,
+            http_counts: Default::default(),
             sandbox,
             encloser,
             terminals: terminals.clone(),

@@ -34,6 +34,8 @@ pub struct Exit {
     /// "exited with status 1", "was killed by signal 9", ...
     pub how: String,
     pub code: Option<i32>,
+    /// The signal that killed it (read back from a sandbox's 128+N status too).
+    pub signal: Option<i32>,
 }
 
 impl Exit {
@@ -44,9 +46,9 @@ impl Exit {
         let signal =
             status.signal().or_else(|| status.code().filter(|c| sandboxed && (129..=192).contains(c)).map(|c| c - 128));
         match (signal, status.code()) {
-            (Some(sig), _) => Exit { how: format!("was killed by signal {sig}"), code: None },
-            (None, Some(code)) => Exit { how: format!("exited with status {code}"), code: Some(code) },
-            _ => Exit { how: "ended".to_string(), code: None },
+            (Some(sig), _) => Exit { how: format!("was killed by signal {sig}"), code: None, signal: Some(sig) },
+            (None, Some(code)) => Exit { how: format!("exited with status {code}"), code: Some(code), signal: None },
+            _ => Exit { how: "ended".to_string(), code: None, signal: None },
         }
     }
 }
@@ -208,7 +210,7 @@ pub fn spawn(req: SpawnRequest) -> Result<Spawned, String> {
     let exited = Box::pin(async move {
         match child.wait().await {
             Ok(status) => Exit::of(status, sandboxed),
-            Err(e) => Exit { how: format!("could not be waited for: {e}"), code: None },
+            Err(e) => Exit { how: format!("could not be waited for: {e}"), code: None, signal: None },
         }
     });
     let ends = outputs.len();

@@ -15,6 +15,7 @@ pub mod holds;
 pub mod kept;
 pub mod limits;
 mod record;
+pub mod resources;
 pub mod supervision;
 mod turn_end;
 mod wip;
@@ -244,6 +245,7 @@ pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
         stalled: false,
         since_seq,
         reattached: reattached.is_some(),
+        resources: resources::Watch::new(reattached.is_some()),
     };
     CliProcess::start(&id, spawned, adapter, peers, CLOSE_GRACE, chat, reattached.is_some())
 }
