@@ -1,12 +1,17 @@
-//! The resource readings of live sessions, for the API's session views and `/metrics`: each
-//! session keeps its own latest reading (see [`crate::actors::session::resources`]); the
-//! registry, which knows the live ones, asks them.
+//! What the registry tells of its live sessions: how many, and their resource readings (for the
+//! API's session views and `/metrics`). Each session keeps its own latest reading (see
+//! [`crate::actors::session::resources`]); the registry, which knows the live ones, asks them.
 
 use actix::prelude::*;
 
 use super::SessionRegistry;
 use crate::actors::session::CliSession;
 use crate::domain::ids::{ProjectId, SessionId};
+
+/// How many sessions are live.
+#[derive(Message)]
+#[rtype(result = "usize")]
+pub struct LiveCount;
 
 /// The latest resource readings of live sessions: those named, or every one (`None`).
 #[derive(Message)]
@@ -43,5 +48,13 @@ impl Handler<ReadLive> for SessionRegistry {
                 .map(|((id, project_id, _), answer)| LiveReading { id, project_id, resources: answer.ok().flatten() })
                 .collect()
         })
+    }
+}
+
+impl Handler<LiveCount> for SessionRegistry {
+    type Result = usize;
+
+    fn handle(&mut self, _msg: LiveCount, _ctx: &mut Context<Self>) -> usize {
+        self.live.len()
     }
 }

@@ -281,10 +281,12 @@ impl ServiceDir {
 
 impl Drop for ServiceDir {
     fn drop(&mut self) {
-        let holder = conduit::db::lock::recorded_holder(&self.path().join("data/conduit.db"));
-        if let Some(dir) = holder.and_then(|h| h.cgroup) {
+        let Some(holder) = conduit::db::lock::recorded_holder(&self.path().join("data/conduit.db")) else { return };
+        if let Some(dir) = holder.cgroup {
             conduit::process::cgroup::CgroupRoot::at(dir).clear(false);
         }
+        // The v1 folders that limited its CLIs (hybrid hosts), emptied by the kill above.
+        conduit::process::limits::clear_v1(&holder.controllers, &Default::default(), false);
     }
 }
 
