@@ -399,4 +399,9 @@ impl Application {
     pub fn containment(&self) -> Arc<Containment> {
         self.containment.clone()
     }
+
+    /// Which cgroup controllers limit its sessions (and where their v1 folders are).
+    pub fn controllers(&self) -> Arc<crate::process::limits::Controllers> {
+        self.controllers.clone()
+    }
 }

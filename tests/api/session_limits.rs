@@ -100,9 +100,10 @@ async fn a_tool_forking_hundreds_of_processes_stops_at_pids_max_and_the_session_
 
 #[actix_web::test]
 async fn a_tool_over_memory_max_is_oom_killed_while_the_session_answers_its_next_turn() {
-    let service = limited_service(ServiceConfig::new(fake_cli())).await;
+    // The setting's limit, taken by a launch and a project that set none.
+    let service = limited_service(ServiceConfig::new(fake_cli()).env("CONDUIT_SESSION_MEMORY_MAX_MB", "64")).await;
     let project = service.project("oom-tool").await;
-    let id = idle(&service, &project, json!({"model": "fake-alloc-256", "limits": {"memory_max_mb": 64}})).await;
+    let id = idle(&service, &project, json!({"model": "fake-alloc-256"})).await;
     let mut events = service.get(&format!("/api/sessions/{id}/stream")).await;
     assert_eq!(events.status().as_u16(), 200);
     say(&service, &id, "allocate").await;
