@@ -203,17 +203,18 @@ impl Controllers {
             if made.contains(&dir) {
                 return Ok(Some(dir));
             }
-            match (create, std::fs::create_dir(&dir)) {
-                (true, Ok(())) => made.push(dir.clone()),
-                (true, Err(e)) if e.kind() == ErrorKind::AlreadyExists => {}
-                (true, Err(e)) => {
+            if !create {
+                return Ok(dir.is_dir().then_some(dir));
+            }
+            match std::fs::create_dir(&dir) {
+                Ok(()) => made.push(dir.clone()),
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                Err(e) => {
                     for dir in &made {
                         let _ = std::fs::remove_dir(dir);
                     }
                     return Err(e);
                 }
-                (false, _) if dir.is_dir() => {}
-                (false, _) => return Ok(None),
             }
             Ok(Some(dir))
         };
