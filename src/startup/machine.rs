@@ -56,6 +56,17 @@ pub(super) fn limits_report(controllers: &Controllers, settings: &Settings) -> c
     }
 }
 
+/// Removes the cgroup folders made for a service that did not start (nothing ran in them).
+pub(super) async fn release(containment: Arc<Containment>, controllers: Arc<Controllers>) {
+    let cleared = tokio::task::spawn_blocking(move || {
+        if let Some(root) = containment.root() {
+            root.clear(false);
+        }
+        controllers.clear_except(&Default::default(), false);
+    });
+    let _ = cleared.await;
+}
+
 /// What a service holds while it runs: this machine's lock file, and on PostgreSQL the
 /// database's claim.
 pub(super) struct Claimed {

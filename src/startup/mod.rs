@@ -117,20 +117,12 @@ impl Application {
         // Before anything touches the database or a process: one service per database.
         let claimed = claim_database(&settings).await?;
         let (containment, controllers) = (claimed.containment.clone(), claimed.controllers.clone());
-        match Self::start_on(settings, options, addr, (tls, peers), claimed).await {
-            Ok(app) => Ok(app),
-            Err(e) => {
-                // Nothing ran in it: the cgroup folders made for this service go with it.
-                let _ = tokio::task::spawn_blocking(move || {
-                    if let Some(root) = containment.root() {
-                        root.clear(false);
-                    }
-                    controllers.clear_except(&Default::default(), false);
-                })
-                .await;
-                Err(e)
-            }
+        let started = Self::start_on(settings, options, addr, (tls, peers), claimed).await;
+        if started.is_err() {
+            // Nothing ran in them: the cgroup folders made for this service go with it.
+            machine::release(containment, controllers).await;
         }
+        started
     }
 
     /// Everything after the database is claimed: recovery, the actors, the HTTP server.
