@@ -23,6 +23,16 @@
 //! - `fake-grandchild`    starts `sleep` in its group and a `setsid sleep` outside it, and names
 //!   their unique arguments on stderr (`grandchildren 300.N 301.N`)
 //! - `fake-background`    a turn starts a background task that ends 4 s after its result
+//! - `fake-fork-N`        a turn starts a tool (a child of the CLI) that tries to start N
+//!   processes at once (`sleep`s, kept until all were tried) and says `forked K of N` (then
+//!   ends them); the CLI answers with that line (a fork bomb against `pids_max`)
+//! - `fake-alloc-N`       a turn starts a tool that allocates and touches N MiB, then exits;
+//!   the CLI answers `tool exited with status 0` or `tool was killed by signal 9` (a tool
+//!   against `memory_max_mb`: the OOM killer should choose it, not the CLI)
+//! - `fake-oom-N`         a turn makes the CLI itself allocate and touch N MiB before answering
+//!
+//! The tools of `fork` and `alloc` are this same program (`/proc/self/exe --tool-fork=N` or
+//! `--tool-alloc=N`), so they run inside the CLI's sandbox and cgroups like any tool would.
 
 /// `eprintln!` that survives a closed stderr (a real CLI does not die of its reader's crash:
 /// `eprintln!` would panic, and the tests that crash the service need the CLI to live on).
@@ -54,6 +64,9 @@ const PROSE: [&str; 6] = [
 const PLANTED_TOKEN: &str = "export GITHUB_TOKEN=ghp_R8xq2LmV7tZ4nW1pK9sD3fH6jB0cY5aE2uGo";
 
 fn main() {
+    if let Some(code) = tool() {
+        std::process::exit(code);
+    }
     let model = std::env::args().find_map(|a| a.strip_prefix("--model=").map(str::to_string)).unwrap_or_default();
     let scenario = model.strip_prefix("fake-").unwrap_or("default").to_string();
     let session_id = format!("fake-{}", std::process::id());
@@ -244,6 +257,18 @@ fn turn(out: &mut impl Write, scenario: &str, session_id: &str, model: &str, tur
                 json!({"type": "system", "subtype": "task_started", "task_id": format!("bg-{turns}"), "description": "background work"}),
             );
         }
+        s if s.starts_with("fork-") => {
+            let line = run_tool(&format!("--tool-fork={}", &s["fork-".len()..]));
+            emit(out, json!({"type": "assistant", "message": {"content": [{"type": "text", "text": line}]}}));
+        }
+        s if s.starts_with("alloc-") => {
+            let line = run_tool(&format!("--tool-alloc={}", &s["alloc-".len()..]));
+            emit(out, json!({"type": "assistant", "message": {"content": [{"type": "text", "text": line}]}}));
+        }
+        s if s.starts_with("oom-") => {
+            let held = allocate(s["oom-".len()..].parse().unwrap_or(64));
+            note!("fake CLI: holding {} MiB", held.len() >> 20);
+        }
         "exit-mid-turn" => {
             emit(out, json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "half"}]}}));
             let _ = out.flush();
@@ -267,4 +292,61 @@ fn turn(out: &mut impl Write, scenario: &str, session_id: &str, model: &str, tur
             json!({"type": "system", "subtype": "task_notification", "task_id": format!("bg-{turns}"), "status": "completed", "session_id": session_id}),
         );
     }
+}
+
+/// Runs a tool (this program in a tool mode) and says how it went: its stdout's last line, or
+/// how it ended when it failed.
+fn run_tool(arg: &str) -> String {
+    match std::process::Command::new("/proc/self/exe").arg(arg).stderr(std::process::Stdio::null()).output() {
+        Ok(out) if out.status.success() => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            text.lines().last().unwrap_or("tool exited with status 0").to_string()
+        }
+        Ok(out) => {
+            use std::os::unix::process::ExitStatusExt;
+            match out.status.signal() {
+                Some(sig) => format!("tool was killed by signal {sig}"),
+                None => format!("tool exited with status {}", out.status.code().unwrap_or(-1)),
+            }
+        }
+        Err(e) => format!("tool could not start: {e}"),
+    }
+}
+
+/// The tool modes: `Some(exit code)` when this process is a tool.
+fn tool() -> Option<i32> {
+    let arg = |name: &str| std::env::args().find_map(|a| a.strip_prefix(name).and_then(|n| n.parse::<usize>().ok()));
+    if let Some(n) = arg("--tool-fork=") {
+        // Every child is kept until all were tried, so they count against the limit together.
+        let mut children = Vec::new();
+        for _ in 0..n {
+            // A refused fork (EAGAIN past pids.max) is what the tool counts.
+            if let Ok(child) = std::process::Command::new("sleep").arg("30").stdin(std::process::Stdio::null()).spawn()
+            {
+                children.push(child);
+            }
+        }
+        let forked = children.len();
+        for mut child in children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        println!("forked {forked} of {n}");
+        return Some(0);
+    }
+    if let Some(mib) = arg("--tool-alloc=") {
+        let held = allocate(mib);
+        println!("tool held {} MiB", held.len() >> 20);
+        return Some(0);
+    }
+    None
+}
+
+/// N MiB, every page written (an untouched allocation costs no memory).
+fn allocate(mib: usize) -> Vec<u8> {
+    let mut held = vec![0u8; mib << 20];
+    for i in (0..held.len()).step_by(4096) {
+        held[i] = 1;
+    }
+    std::hint::black_box(held)
 }

@@ -28,6 +28,7 @@ use crate::keeper::link::Connection;
 use crate::keeper::spec::KEEPER_MARKER_ENV;
 use crate::keeper::wire::PROTOCOL;
 use crate::process::cgroup::{CgroupRoot, Containment};
+use crate::process::limits::{clear_v1, Controllers};
 use crate::process::{kill, procfs, SESSION_MARKER_ENV};
 
 /// What recovery found.
@@ -56,7 +57,7 @@ pub struct NodeScope {
 
 pub async fn recover_after_restart(
     store: &Store,
-    containment: &Containment,
+    (containment, controllers): (&Containment, &Controllers),
     previous: Option<&Holder>,
     scope: Option<NodeScope>,
     keepers: Option<&Keepers>,
@@ -94,6 +95,11 @@ pub async fn recover_after_restart(
             roots.push((CgroupRoot::at(dir), false));
         }
     }
+    // The v1 folders that limited CLIs (hybrid hosts): this service's, and the previous
+    // holder's where they differ.
+    let own_v1 = controllers.v1_roots();
+    let previous_v1: Vec<std::path::PathBuf> =
+        previous.map(|h| h.controllers.iter().filter(|d| !own_v1.contains(d)).cloned().collect()).unwrap_or_default();
     let interrupted = rows.len();
     // Their processes are looked for like the interrupted sessions' (they are not counted as
     // interrupted: the leader already ended them).
@@ -110,6 +116,8 @@ pub async fn recover_after_restart(
         for (root, own) in roots {
             cgroups += if kept.is_empty() { root.clear(own) } else { root.clear_except(&kept) };
         }
+        clear_v1(&own_v1, &kept, true);
+        clear_v1(&previous_v1, &kept, false);
         let mut processes = 0;
         for row in &rows {
             processes += end_marked(row.id.as_str());

@@ -25,13 +25,15 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 /// The event types a webhook may ask for (or `*`).
-pub const EVENT_TYPES: [&str; 38] = [
+pub const EVENT_TYPES: [&str; 39] = [
     "session.created",
     "session.status",
     "session.message",
     "session.result",
     "session.error",
     "session.closed",
+    // The kernel's OOM killer ended a process of the session (actors::session::resources).
+    "session.resource",
     "stream.event",
     "permission.decision",
     "workspace.created",

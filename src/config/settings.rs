@@ -53,6 +53,9 @@ pub struct Settings {
     /// Bytes of a session's output its keeper holds while no service stores them; then the CLI
     /// waits.
     pub keeper_buffer_bytes: usize,
+    /// Kernel limits on every session's CLI where neither its launch nor its project sets one
+    /// (`session_memory_max_mb`, `session_pids_max`, `session_cpu_weight`; 0: none).
+    pub session_limits: crate::domain::resources::SessionLimits,
     /// Between two sweeps of the janitor.
     pub janitor_interval_ms: u64,
     pub project_root: PathBuf,

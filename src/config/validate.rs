@@ -126,6 +126,7 @@ impl Settings {
             on_shutdown,
             keepers: l.flag("keepers")?,
             keeper_buffer_bytes: l.integer("keeper_buffer_bytes", 64 << 10, 1 << 30)? as usize,
+            session_limits: session_limits(l)?,
             janitor_interval_ms: l.integer("janitor_interval_ms", 50, 86_400_000)? as u64,
             project_root: expand_home(&l.string("project_root")?, home).map_err(|p| l.err("project_root", p))?,
             scan_depth: l.integer("scan_depth", 0, 10)? as u32,
@@ -191,6 +192,24 @@ impl Settings {
             config_file: None,
         })
     }
+}
+
+/// `session_memory_max_mb`, `session_pids_max` and `session_cpu_weight`: 0 is none, anything
+/// else in the range a launch may ask for.
+fn session_limits(l: &Layers) -> Result<crate::domain::resources::SessionLimits, ConfigError> {
+    use crate::domain::resources as r;
+    let limit = |key: &str, min: u64, max: u64| -> Result<Option<u64>, ConfigError> {
+        match l.integer(key, 0, max as i64)? as u64 {
+            0 => Ok(None),
+            n if n < min => Err(l.err(key, format!("expected 0 (none) or from {min} to {max}, got {n}"))),
+            n => Ok(Some(n)),
+        }
+    };
+    Ok(r::SessionLimits {
+        memory_max_mb: limit("session_memory_max_mb", r::MIN_MEMORY_MB, r::MAX_MEMORY_MB)?,
+        pids_max: limit("session_pids_max", r::MIN_PIDS, r::MAX_PIDS)?,
+        cpu_weight: limit("session_cpu_weight", *r::CPU_WEIGHTS.start(), *r::CPU_WEIGHTS.end())?,
+    })
 }
 
 /// `agent_env_passthrough`: names and `PREFIX*` patterns, never a `CONDUIT_*` one.

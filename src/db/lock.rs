@@ -24,6 +24,9 @@ pub struct Holder {
     /// The cgroup folder under which the holder puts each CLI's cgroup, if it uses cgroups.
     #[serde(default)]
     pub cgroup: Option<PathBuf>,
+    /// Its folders in the cgroup v1 hierarchies that limit its CLIs (hybrid hosts), if any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub controllers: Vec<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -124,7 +127,8 @@ mod tests {
         let db = dir.path().join("data").join("conduit.db");
         let mut first = InstanceLock::acquire(&db).expect("first lock");
         assert_eq!(first.previous(), None);
-        let me = Holder { pid: 4242, started_at: "2026-11-22T00:00:00.000Z".into(), cgroup: None };
+        let me =
+            Holder { pid: 4242, started_at: "2026-11-22T00:00:00.000Z".into(), cgroup: None, controllers: Vec::new() };
         first.record(&me).expect("record");
         match InstanceLock::acquire(&db) {
             Err(LockError::Held { pid, .. }) => assert_eq!(pid, 4242),

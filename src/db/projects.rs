@@ -71,6 +71,10 @@ pub struct Project {
     /// nothing waiting for a decision) is stalled; 0: never; `null`: the
     /// `turn_inactivity_timeout_ms` setting.
     pub turn_inactivity_timeout_ms: Option<i64>,
+    /// Kernel limits on its sessions' CLIs (`memory_max_mb`, `pids_max`, `cpu_weight`), each
+    /// where a launch sets none; `null`: the `session_*` settings.
+    #[schema(value_type = Option<crate::domain::resources::SessionLimits>)]
+    pub session_limits: Option<crate::domain::resources::StoredLimits>,
 }
 
 pub fn insert(conn: &mut DbConnection, project: &Project) -> Result<(), StoreError> {

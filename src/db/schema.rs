@@ -27,6 +27,7 @@ diesel::table! {
         nodes -> Text,
         env -> Text,
         turn_inactivity_timeout_ms -> Nullable<BigInt>,
+        session_limits -> Nullable<Text>,
     }
 }
 
@@ -83,6 +84,7 @@ diesel::table! {
         parked_from_seq -> Nullable<BigInt>,
         owner_node -> Nullable<Text>,
         keeper_state -> Nullable<Text>,
+        limits -> Nullable<Text>,
     }
 }
 

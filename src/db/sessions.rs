@@ -79,6 +79,10 @@ pub struct Session {
     pub max_budget_usd: Option<f64>,
     /// In cluster mode: the node whose CLI runs (or last ran) it. Null on a single service.
     pub owner_node: Option<String>,
+    /// The kernel limits its launch asked for itself (its project's `session_limits` and the
+    /// settings fill in the rest, at each start); null: none of its own.
+    #[schema(value_type = Option<crate::domain::resources::SessionLimits>)]
+    pub limits: Option<crate::domain::resources::StoredLimits>,
 }
 
 /// A change to a session row; `None` leaves a column as it is.
@@ -172,6 +176,17 @@ pub fn list_live(
         .offset(offset)
         .select(Session::as_select())
         .load(conn)?)
+}
+
+/// How many sessions are in each status, and the turns every stored session ran (for
+/// `/metrics`).
+pub fn tally(conn: &mut DbConnection) -> Result<(Vec<(SessionStatus, i64)>, i64), StoreError> {
+    let by_status = sessions::table
+        .group_by(sessions::status)
+        .select((sessions::status, diesel::dsl::count_star()))
+        .load::<(SessionStatus, i64)>(conn)?;
+    let turns: Option<i64> = sessions::table.select(diesel::dsl::sum(sessions::num_turns)).first(conn)?;
+    Ok((by_status, turns.unwrap_or(0)))
 }
 
 /// Ids of live sessions whose stored `last_active_at` is before `cutoff`, quietest first: the

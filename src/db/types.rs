@@ -25,6 +25,7 @@ use crate::domain::ids::{
     AgentId, ExecutionId, LoginSessionId, ProcessId, ProjectId, RuleId, SessionId, TokenId, UserId, WebhookId,
 };
 use crate::domain::process::{ProcessKind, ProcessStatus};
+use crate::domain::resources::StoredLimits;
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::session::{ClosedReason, SessionStatus};
 use crate::domain::workspace::{CopyList, WorkspaceMode};
@@ -181,6 +182,17 @@ impl AsExpression<Text> for ProjectEnv {
 
     fn as_expression(self) -> Self::Expression {
         <String as AsExpression<Text>>::as_expression(self.as_str().to_string())
+    }
+}
+
+// Kernel limits likewise (a JSON object; text this build cannot read is no limit).
+text_sql!(StoredLimits, |text| Ok(StoredLimits::from_stored(text)));
+
+impl AsExpression<Nullable<Text>> for StoredLimits {
+    type Expression = <String as AsExpression<Nullable<Text>>>::Expression;
+
+    fn as_expression(self) -> Self::Expression {
+        <String as AsExpression<Nullable<Text>>>::as_expression(self.as_str().to_string())
     }
 }
 

@@ -27,4 +27,7 @@ pub struct LaunchSpec {
     pub base_ref: Option<String>,
     /// The agent CLI to run (checked against the settings).
     pub agent: super::agent_kind::AgentKind,
+    /// The kernel limits the launch itself asks for (checked); the project's and the
+    /// settings' fill in the rest.
+    pub limits: super::resources::SessionLimits,
 }

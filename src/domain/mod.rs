@@ -93,6 +93,7 @@ pub mod names;
 pub mod offers;
 pub mod prices;
 pub mod process;
+pub mod resources;
 pub mod rules;
 pub mod sandbox;
 pub mod session;

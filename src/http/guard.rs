@@ -251,7 +251,7 @@ impl AccessPolicy {
         // Signing in needs no credential (it is how one gets one): the handler puts the
         // identity it proves in the extensions. Host and Origin were checked all the same,
         // and its own limits are the login guard's.
-        if is_login(req) || !req.path().starts_with("/api") {
+        if is_login(req) || !(req.path().starts_with("/api") || req.path() == "/metrics") {
             return Ok(None);
         }
         self.limits.check_write(req).await?;

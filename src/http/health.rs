@@ -24,13 +24,27 @@ pub struct ContainmentReport {
     pub note: Option<String>,
 }
 
+/// How sessions' kernel limits are applied here, as health reports it (settled at startup).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct LimitsReport {
+    /// `cgroup_v2`, `cgroup_v1` (a hybrid host's v1 hierarchies) or `none`.
+    pub mechanism: crate::domain::resources::Mechanism,
+    /// The limits that can be applied: `memory`, `pids`, `cpu`.
+    pub controllers: Vec<crate::domain::resources::LimitKind>,
+    /// Why a controller (or every one) is not available, or which hierarchies are used.
+    pub note: Option<String>,
+    /// Set when the `session_*` settings ask for a limit that cannot be applied: every launch
+    /// that takes it is refused (503 `limits_unavailable`) and the service is `degraded`.
+    pub settings_problem: Option<String>,
+}
+
 #[derive(Debug, Serialize, ToSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum HealthStatus {
     /// Everything works.
     Healthy,
-    /// Usable, but sessions cannot start (the CLI is missing, or the sandbox the `sandbox`
-    /// setting asks for is not available), or storage is failing (writes are kept and retried;
+    /// Usable, but sessions cannot start (the CLI is missing, the sandbox the `sandbox`
+    /// setting asks for is not available, or the `session_*` limits cannot be applied), or storage is failing (writes are kept and retried;
     /// `checks` says how many wait).
     Degraded,
     /// The database does not answer.
@@ -63,6 +77,9 @@ pub struct HealthChecks {
     pub stream_history_bytes: u64,
     /// The OS sandbox CLIs run in.
     pub sandbox: SandboxHealth,
+    /// How sessions' kernel limits (memory, processes, CPU weight) are applied, and their
+    /// resource readings taken.
+    pub session_limits: LimitsReport,
     /// Each agent CLI: whether it is installed, its version and the setting that names it.
     pub agents: Vec<crate::supervisor::catalog::AgentHealth>,
 }
@@ -126,7 +143,8 @@ pub async fn health(state: web::Data<AppState>) -> AppResult<HttpResponse> {
     let active_sessions = state.registry.send(LiveCount).await.unwrap_or(0) as i64;
     let checks = checks(&state, cli_available, database_ok).await;
     let max_sessions = state.settings.max_sessions_global;
-    let status = match (database_ok, cli_available && checks.storage_writable && checks.sandbox.usable()) {
+    let usable = checks.sandbox.usable() && checks.session_limits.settings_problem.is_none();
+    let status = match (database_ok, cli_available && checks.storage_writable && usable) {
         (false, _) => HealthStatus::Unhealthy,
         (true, false) => HealthStatus::Degraded,
         (true, true) => HealthStatus::Healthy,
@@ -171,5 +189,6 @@ async fn checks(state: &AppState, cli_available: bool, database_ok: bool) -> Hea
         containment_note: state.containment.note.clone(),
         stream_history_bytes: state.bus.send(HistoryBytes).await.unwrap_or(0) as u64,
         sandbox: SandboxHealth::of(state.settings.sandbox.default_mode, &state.sandbox),
+        session_limits: state.session_limits.clone(),
     }
 }

@@ -23,6 +23,7 @@ pub mod forward;
 pub mod guard;
 pub mod health;
 pub mod login;
+pub mod metrics;
 pub mod openapi;
 mod owners;
 pub mod pagination;
@@ -78,6 +79,10 @@ pub struct AppState {
     pub locks: Addr<DirLockQueue>,
     /// How CLIs' process trees are contained (health reports it).
     pub containment: ContainmentReport,
+    /// How sessions' kernel limits are applied (settled at startup).
+    pub session_limits: health::LimitsReport,
+    /// HTTP requests answered, by route and status (for `/metrics`).
+    pub http_counts: metrics::HttpCounts,
     /// What this machine offers for sandboxing CLIs (health reports it).
     pub sandbox: std::sync::Arc<crate::sandbox::SandboxSupport>,
     /// The cgroup and sandbox of whatever starts in a workspace (exec, processes, terminals).
@@ -121,6 +126,7 @@ pub fn route_table() -> Vec<RouteSpec> {
         route!(GET, "/api/cluster", cluster::cluster),
         route!(GET, "/api/cluster/feed", cluster_feed::feed),
         route!(GET, "/api/openapi.json", openapi::document),
+        route!(GET, "/metrics", metrics::metrics),
         route!(GET, "/api/projects/discover", projects::discover::discover),
         route!(POST, "/api/projects/import", projects::create::import),
         route!(GET, "/api/projects", projects::read::list),

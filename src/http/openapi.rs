@@ -5,8 +5,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    agents, cluster, cluster_feed, folders, health, login, processes, projects, rules, sessions, streams, terminals,
-    tokens, usage, webhooks,
+    agents, cluster, cluster_feed, folders, health, login, metrics, processes, projects, rules, sessions, streams,
+    terminals, tokens, usage, webhooks,
 };
 use crate::db::projects::Project;
 use crate::error::{ErrorBody, ErrorDetail};
@@ -44,6 +44,7 @@ impl Modify for BearerToken {
     ),
     paths(
         health::health,
+        metrics::metrics,
         cluster::cluster,
         cluster_feed::feed,
         document,

@@ -22,8 +22,9 @@
 //! `/api/events/stream` (its project's events only, see `stream_filter`). A list filter
 //! naming another project (`?project_id=`) reads as a project that does not exist: no rows.
 //!
-//! Every other route without a row id is refused (403 `insufficient_scope`), but the service's
-//! own (`/api/health`, `/api/openapi.json`, sign-in):
+//! Every other route without a row id is refused (403 `insufficient_scope`; `/metrics` too, which
+//! is guarded as part of the API and spans every project), but the service's own
+//! (`/api/health`, `/api/openapi.json`, sign-in):
 //! - `/api/locks`: a lock names a folder and a free-text holder, not a project, and one folder
 //!   can be waited on by agents of several projects;
 //! - `/api/usage/limits`: the agent CLIs' accounts, shared by every project;

@@ -141,7 +141,7 @@ impl Connection {
         let sandboxed = hello.sandboxed;
         let output = Box::pin(read_from_keeper(read, inbox, exit_tx, sandboxed));
         let exited = Box::pin(async move {
-            exit_rx.await.unwrap_or_else(|_| Exit { how: "lost its keeper".to_string(), code: None })
+            exit_rx.await.unwrap_or_else(|_| Exit { how: "lost its keeper".to_string(), code: None, signal: None })
         });
         let recorded = Arc::new(Recorded { through: AtomicU64::new(stored_through), news: tokio::sync::Notify::new() });
         actix::spawn(acknowledge(control.downgrade(), recorded.clone(), stored_through, durable));
@@ -328,7 +328,7 @@ fn read_from_keeper(
                     s.done = true;
                     // Without its exit, the keeper was lost (killed): its guardian ended the CLI.
                     if let Some(tx) = s.exited.take() {
-                        let _ = tx.send(Exit { how: "lost its keeper".to_string(), code: None });
+                        let _ = tx.send(Exit { how: "lost its keeper".to_string(), code: None, signal: None });
                         return Some((CliOutput::KeeperLost, s));
                     }
                     return None;

@@ -295,7 +295,7 @@ fn parse_cgroup2_mount(line: &str) -> Option<PathBuf> {
 }
 
 /// mountinfo writes spaces, tabs, newlines and backslashes as `\ooo`.
-fn unescape_octal(field: &str) -> String {
+pub(super) fn unescape_octal(field: &str) -> String {
     let bytes = field.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

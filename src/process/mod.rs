@@ -9,6 +9,8 @@
 //! - [`cgroup`] contains each CLI's whole tree in a cgroup v2 of its own, ended with
 //!   `cgroup.kill` (where cgroups are not available, the group and the marker below do).
 //! - [`tree`] is one CLI's tree as a whole: cgroup, process group and marker.
+//! - [`limits`] finds which cgroup controllers limit a session's tree (v2, or v1 on hybrid
+//!   hosts) and reads what it uses.
 //!
 //! Every CLI also runs in its own process group, with `CONDUIT_SESSION_MARKER=<session id>` in
 //! its environment. A tool process that leaves the group with `setsid` still inherits the
@@ -19,6 +21,7 @@ pub mod cgroup;
 pub mod command;
 pub mod executable;
 pub mod kill;
+pub mod limits;
 pub mod own;
 pub mod procfs;
 pub mod tree;

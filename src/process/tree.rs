@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use super::cgroup::Cgroup;
+use super::limits::ResourceGroups;
 use super::{kill, SESSION_MARKER_ENV};
 
 #[derive(Debug, Clone)]
@@ -20,6 +21,9 @@ pub struct ProcessTree {
     /// soon as the CLI exits, and at once on SIGTERM: polite signals skip it, so the CLI
     /// still gets its grace period to end on its own.
     pub wrapped: bool,
+    /// The cgroups that limit and measure it, besides `cgroup` (v1 folders on hybrid hosts;
+    /// on v2, `cgroup` itself): removed when the tree ends.
+    pub resources: Option<ResourceGroups>,
 }
 
 impl ProcessTree {
@@ -59,6 +63,16 @@ impl ProcessTree {
     /// SIGKILLs whatever is left until nothing is, for at most `within`, then removes the
     /// cgroup. Returns the pids still alive at the end (empty on success).
     pub fn end(&self, within: Duration) -> Vec<i32> {
+        let left = self.end_processes(within);
+        if let Some(resources) = &self.resources {
+            if let Err(e) = resources.remove(within) {
+                tracing::warn!(error = %e, "a CLI's resource cgroups could not be removed");
+            }
+        }
+        left
+    }
+
+    fn end_processes(&self, within: Duration) -> Vec<i32> {
         if let Some(cgroup) = &self.cgroup {
             match cgroup.kill_and_remove(within) {
                 Ok(()) => {

@@ -21,14 +21,18 @@ use crate::db::{projects, rules, Store};
 use crate::domain::agent_kind::AgentKind;
 use crate::domain::environment::ProjectEnv;
 use crate::domain::ids::{ProjectId, SessionId};
+use crate::domain::resources::SessionLimits;
 use crate::domain::sandbox::SandboxMode;
 use crate::process::cgroup::{Cgroup, Containment};
+use crate::process::limits::{Controllers, ResourceGroups};
 
 /// A process's cgroup (when the service uses cgroups), its sandbox (unless `off`), its whole
 /// environment (every spawner clears the service's first), and the network made ahead of time
 /// its sandbox joins, if one was ready (hand it over to the started process).
 pub struct Enclosure {
     pub cgroup: Option<Cgroup>,
+    /// The cgroups that limit and measure it (a session's CLI only).
+    pub resources: Option<ResourceGroups>,
     pub fence: Option<Fence>,
     pub env: Vec<(String, String)>,
     pub network: Option<TakenNetwork>,
@@ -55,6 +59,9 @@ pub struct Guest {
     pub extra: Vec<(String, String)>,
     /// The WebSocket bridge port its network must let through (a CLI on that transport).
     pub bridge: Option<u16>,
+    /// A session's CLI: the kernel limits it runs under (resolved; empty: none), and the
+    /// cgroups its readings come from. `None`: anything else, which gets neither.
+    pub limits: Option<SessionLimits>,
 }
 
 /// A sandbox fitted to its process (if it has one), and the process's whole environment.
@@ -66,6 +73,8 @@ pub struct Encloser {
     settings: Arc<Settings>,
     store: Store,
     containment: Arc<Containment>,
+    /// Which cgroup controllers limit sessions here.
+    controllers: Arc<Controllers>,
     support: Arc<SandboxSupport>,
     channel: Arc<SessionChannel>,
     /// The service's own port: never opened to a sandbox.
@@ -78,13 +87,18 @@ impl Encloser {
     pub fn new(
         settings: Arc<Settings>,
         store: Store,
-        containment: Arc<Containment>,
+        (containment, controllers): (Arc<Containment>, Arc<Controllers>),
         support: Arc<SandboxSupport>,
         channel: Arc<SessionChannel>,
         service_port: u16,
         pool: Option<Recipient<Take>>,
     ) -> Self {
-        Encloser { settings, store, containment, support, channel, service_port, pool }
+        Encloser { settings, store, containment, controllers, support, channel, service_port, pool }
+    }
+
+    /// Which cgroup controllers limit sessions here.
+    pub fn controllers(&self) -> &Arc<Controllers> {
+        &self.controllers
     }
 
     /// How the service contains process trees (a cgroup each, or process groups).
@@ -115,7 +129,7 @@ impl Encloser {
         let (store, settings, channel, port) =
             (self.store.clone(), self.settings.clone(), self.channel.clone(), self.service_port);
         async move {
-            let Guest { project, agent, session, extra, bridge: _ } = guest;
+            let Guest { project, agent, session, extra, bridge: _, limits: _ } = guest;
             let sandboxed = fence.is_some();
             let rules_of = project.clone();
             let (project_env, others, denied) = store
@@ -164,8 +178,8 @@ impl Encloser {
         fence: Option<Fence>,
         program: String,
     ) -> impl Future<Output = Result<Enclosure, String>> {
-        let (containment, pool) = (self.containment.clone(), self.pool.clone());
-        let bridge = guest.bridge;
+        let (containment, controllers, pool) = (self.containment.clone(), self.controllers.clone(), self.pool.clone());
+        let (bridge, limits) = (guest.bridge, guest.limits);
         let fitted = self.fit(guest, fence);
         async move {
             let (mut fence, env) = fitted.await?;
@@ -179,15 +193,31 @@ impl Encloser {
             }
             let work = move || {
                 let cgroup = containment.cgroup_for(&id);
+                let discard = |cgroup: Option<Cgroup>, resources: Option<ResourceGroups>| {
+                    if let Some(cg) = cgroup {
+                        let _ = cg.kill_and_remove(std::time::Duration::from_secs(1));
+                    }
+                    if let Some(resources) = resources {
+                        let _ = resources.remove(std::time::Duration::from_secs(1));
+                    }
+                };
+                let resources = match &limits {
+                    Some(limits) => match controllers.prepare(&id, cgroup.as_ref().map(Cgroup::path), limits) {
+                        Ok(resources) => resources,
+                        Err(e) => {
+                            discard(cgroup, None);
+                            return Err(format!("the session's limits could not be applied: {e}"));
+                        }
+                    },
+                    None => None,
+                };
                 if let Some(f) = fence.as_mut() {
                     if let Err(e) = f.prepare(&program) {
-                        if let Some(cg) = cgroup {
-                            let _ = cg.kill_and_remove(std::time::Duration::from_secs(1));
-                        }
+                        discard(cgroup, resources);
                         return Err(e);
                     }
                 }
-                Ok(Enclosure { cgroup, fence, env, network })
+                Ok(Enclosure { cgroup, resources, fence, env, network })
             };
             tokio::task::spawn_blocking(work).await.map_err(|e| format!("the start was interrupted: {e}"))?
         }

@@ -10,6 +10,7 @@ use crate::db::lock::{Holder, InstanceLock};
 use crate::db::Database;
 use crate::http::health::ContainmentReport;
 use crate::process::cgroup::Containment;
+use crate::process::limits::Controllers;
 use crate::sandbox::SandboxSupport;
 
 /// Whether CLIs can be sandboxed here (bubblewrap runs a trivial sandbox), on the blocking pool.
@@ -44,12 +45,35 @@ pub(super) fn report(containment: &Containment) -> ContainmentReport {
     ContainmentReport { kind: containment.kind().to_string(), note }
 }
 
+/// What health says of the controllers that limit sessions (settled at startup too), and
+/// whether the `session_*` settings can be applied with them.
+pub(super) fn limits_report(controllers: &Controllers, settings: &Settings) -> crate::http::health::LimitsReport {
+    crate::http::health::LimitsReport {
+        mechanism: controllers.mechanism(),
+        controllers: controllers.kinds().to_vec(),
+        note: controllers.note().map(String::from),
+        settings_problem: controllers.refusal(&settings.session_limits),
+    }
+}
+
+/// Removes the cgroup folders made for a service that did not start (nothing ran in them).
+pub(super) async fn release(containment: Arc<Containment>, controllers: Arc<Controllers>) {
+    let cleared = tokio::task::spawn_blocking(move || {
+        if let Some(root) = containment.root() {
+            root.clear(false);
+        }
+        controllers.clear_except(&Default::default(), false);
+    });
+    let _ = cleared.await;
+}
+
 /// What a service holds while it runs: this machine's lock file, and on PostgreSQL the
 /// database's claim.
 pub(super) struct Claimed {
     pub(super) lock: InstanceLock,
     pub(super) postgres: Option<PostgresClaim>,
     pub(super) containment: Arc<Containment>,
+    pub(super) controllers: Arc<Controllers>,
 }
 
 /// Takes the database's lock (the file beside `db_path`, and on PostgreSQL the database's
@@ -76,13 +100,18 @@ pub(super) async fn claim_database(settings: &Settings) -> Result<Claimed, Start
                 tracing::warn!(%why, "no usable cgroup2: CLIs are contained by process groups and an environment marker only");
             }
         }
+        let key = database_key(&db_path);
+        let controllers = Controllers::detect(&key, containment.root().map(|r| r.path()));
+        tracing::info!(mechanism = ?controllers.mechanism(), controllers = ?controllers.kinds(), note = controllers.note().unwrap_or(""), "session limits");
         let holder = Holder {
             pid: std::process::id(),
             started_at: crate::domain::time::now(),
             cgroup: containment.root().map(|r| r.path().to_path_buf()),
+            controllers: controllers.v1_roots(),
         };
         lock.record(&holder)?;
-        Ok::<_, StartupError>(Claimed { lock, postgres, containment: Arc::new(containment) })
+        let (containment, controllers) = (Arc::new(containment), Arc::new(controllers));
+        Ok::<_, StartupError>(Claimed { lock, postgres, containment, controllers })
     })
     .await
     .map_err(|e| crate::db::StoreError::Other(format!("the startup task failed: {e}")))?;

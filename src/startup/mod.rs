@@ -40,7 +40,7 @@ mod machine;
 mod server;
 mod shutdown;
 mod tls;
-use machine::{claim_database, probe_sandbox, report};
+use machine::{claim_database, limits_report, probe_sandbox, report};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -93,6 +93,8 @@ pub struct Application {
     /// Writes the access audit (flushed last at shutdown).
     audit: Addr<crate::actors::audit::Auditor>,
     containment: Arc<Containment>,
+    /// Which cgroup controllers limit sessions (their v1 folders are cleared at shutdown).
+    controllers: Arc<crate::process::limits::Controllers>,
     /// What a stop does with live sessions.
     on_shutdown: crate::domain::session::OnShutdown,
     /// Cluster mode: this node's membership (it leaves at a clean shutdown).
@@ -114,17 +116,13 @@ impl Application {
 
         // Before anything touches the database or a process: one service per database.
         let claimed = claim_database(&settings).await?;
-        let containment = claimed.containment.clone();
-        match Self::start_on(settings, options, addr, (tls, peers), claimed).await {
-            Ok(app) => Ok(app),
-            Err(e) => {
-                // Nothing ran in it: the cgroup folder made for this service goes with it.
-                if let Some(root) = containment.root().cloned() {
-                    let _ = tokio::task::spawn_blocking(move || root.clear(false)).await;
-                }
-                Err(e)
-            }
+        let (containment, controllers) = (claimed.containment.clone(), claimed.controllers.clone());
+        let started = Self::start_on(settings, options, addr, (tls, peers), claimed).await;
+        if started.is_err() {
+            // Nothing ran in them: the cgroup folders made for this service go with it.
+            machine::release(containment, controllers).await;
         }
+        started
     }
 
     /// Everything after the database is claimed: recovery, the actors, the HTTP server.
@@ -135,7 +133,7 @@ impl Application {
         (tls, peers): (Option<rustls::ServerConfig>, crate::peer_tls::PeerClients),
         claimed: machine::Claimed,
     ) -> Result<Application, StartupError> {
-        let machine::Claimed { lock, postgres, containment } = claimed;
+        let machine::Claimed { lock, postgres, containment, controllers } = claimed;
         let on_shutdown = settings.on_shutdown;
         let store =
             Store::open_blocking(settings.database.clone(), settings.db_pool_size, settings.db_busy_timeout_ms).await?;
@@ -148,7 +146,7 @@ impl Application {
         let launcher = options.launcher.clone().unwrap_or_else(|| crate::sandbox::network::OWN_EXECUTABLE.into());
         let mut keepers = keepers(&settings, &launcher);
         let (recovered, found) =
-            recover_after_restart(&store, &containment, lock.previous(), scope, Some(&keepers)).await?;
+            recover_after_restart(&store, (&containment, &controllers), lock.previous(), scope, Some(&keepers)).await?;
         keepers.cgroup = keepers_cgroup(&containment);
         if recovered.sessions > 0 || recovered.executions > 0 || recovered.commands > 0 {
             tracing::warn!(
@@ -199,7 +197,7 @@ impl Application {
         let encloser = Encloser::new(
             settings.clone(),
             store.clone(),
-            containment.clone(),
+            (containment.clone(), controllers.clone()),
             sandbox.clone(),
             channel.clone(),
             port,
@@ -323,6 +321,7 @@ impl Application {
             node.do_send(crate::actors::cluster::FenceWith(registry.clone().recipient()));
         }
         let audit = crate::actors::audit::Auditor::new(store.clone(), settings.audit_retention).start();
+        let session_limits = limits_report(&controllers, &settings);
         let state = web::Data::new(AppState {
             settings,
             store,
@@ -336,6 +335,8 @@ impl Application {
             agents: agents.clone(),
             locks,
             containment: report(&containment),
+            session_limits,
+            http_counts: Default::default(),
             sandbox,
             encloser,
             terminals: terminals.clone(),
@@ -364,6 +365,7 @@ impl Application {
             writer,
             audit,
             containment,
+            controllers,
             on_shutdown,
             cluster,
             _relay: relay,
@@ -388,5 +390,10 @@ impl Application {
     /// How this service contains its CLIs' process trees.
     pub fn containment(&self) -> Arc<Containment> {
         self.containment.clone()
+    }
+
+    /// Which cgroup controllers limit its sessions (and where their v1 folders are).
+    pub fn controllers(&self) -> Arc<crate::process::limits::Controllers> {
+        self.controllers.clone()
     }
 }

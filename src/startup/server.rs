@@ -33,6 +33,8 @@ pub(super) fn http(
             // Outside the guard: the requests it refuses are audited too.
             .wrap(from_fn(http::audit::record))
             .wrap(from_fn(telemetry::request_span))
+            // Outermost: every answer is counted, refusals included.
+            .wrap(from_fn(http::metrics::count))
             .configure(http::configure)
             // Last, so the dashboard's catch-all never shadows an API route.
             .default_service(web::to(http::dashboard::serve))

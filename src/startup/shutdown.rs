@@ -85,11 +85,16 @@ impl Application {
         if !kept.is_empty() {
             tracing::info!(sessions = kept.len(), "sessions left running under their keepers");
         }
-        if let Some(root) = self.containment.root().cloned() {
-            let left = tokio::task::spawn_blocking(move || root.clear_except(&kept)).await.unwrap_or(0);
-            if left > 0 {
-                tracing::warn!(cgroups = left, "processes outlived their sessions; killed at shutdown");
-            }
+        let (containment, controllers) = (self.containment.clone(), self.controllers.clone());
+        let cleared = tokio::task::spawn_blocking(move || {
+            let left = containment.root().map_or(0, |root| root.clear_except(&kept));
+            // The v1 folders of what was ended (the tree is gone: they are empty or emptied).
+            controllers.clear_except(&kept, false);
+            left
+        });
+        let left = cleared.await.unwrap_or(0);
+        if left > 0 {
+            tracing::warn!(cgroups = left, "processes outlived their sessions; killed at shutdown");
         }
         tracing::info!("shutdown complete");
         served.unwrap_or(Ok(()))

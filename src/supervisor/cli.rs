@@ -70,6 +70,11 @@ impl<R> Cli<R> {
         &self.life
     }
 
+    /// The cgroups that limit and measure its tree, if it has any.
+    pub fn resources(&self) -> Option<&crate::process::limits::ResourceGroups> {
+        self.tree.resources.as_ref()
+    }
+
     /// Handshaking or ready: not asked to end, not exited.
     pub fn is_live(&self) -> bool {
         matches!(self.life, Life::Handshaking | Life::Ready)

@@ -34,6 +34,9 @@ pub struct ProcessEnd<R> {
     pub ran_for: Duration,
     /// Its keeper was killed (its guardian ended the tree): it crashed.
     pub keeper_lost: bool,
+    /// The OOM kill count of its memory cgroup as it ended (read before the cgroup goes), where
+    /// the machine keeps one.
+    pub oom_kills: Option<u64>,
 }
 
 impl<R> ProcessEnd<R> {

@@ -16,6 +16,7 @@ use crate::db::backlog::Backlog;
 use crate::keeper::link::{self, Durable, KeeperHandle};
 use crate::keeper::spec::Spec;
 use crate::process::cgroup::Cgroup;
+use crate::process::limits::ResourceGroups;
 use crate::process::tree::ProcessTree;
 use crate::process::{procfs, SESSION_MARKER_ENV};
 use crate::sandbox::enclosure::Enclosure;
@@ -33,6 +34,8 @@ pub struct Exit {
     /// "exited with status 1", "was killed by signal 9", ...
     pub how: String,
     pub code: Option<i32>,
+    /// The signal that killed it (read back from a sandbox's 128+N status too).
+    pub signal: Option<i32>,
 }
 
 impl Exit {
@@ -43,9 +46,9 @@ impl Exit {
         let signal =
             status.signal().or_else(|| status.code().filter(|c| sandboxed && (129..=192).contains(c)).map(|c| c - 128));
         match (signal, status.code()) {
-            (Some(sig), _) => Exit { how: format!("was killed by signal {sig}"), code: None },
-            (None, Some(code)) => Exit { how: format!("exited with status {code}"), code: Some(code) },
-            _ => Exit { how: "ended".to_string(), code: None },
+            (Some(sig), _) => Exit { how: format!("was killed by signal {sig}"), code: None, signal: Some(sig) },
+            (None, Some(code)) => Exit { how: format!("exited with status {code}"), code: Some(code), signal: None },
+            _ => Exit { how: "ended".to_string(), code: None, signal: None },
         }
     }
 }
@@ -70,6 +73,8 @@ pub struct SpawnRequest {
     pub backlog: Option<Arc<Backlog>>,
     /// The network made ahead of time its sandbox joins, if any.
     pub network: Option<TakenNetwork>,
+    /// The cgroups that limit it besides `cgroup` (v1 folders), which it joins too.
+    pub resources: Option<ResourceGroups>,
 }
 
 /// A running CLI, ready to be supervised.
@@ -92,7 +97,8 @@ pub struct Spawned {
 
 /// Starts the CLI. On failure nothing of it is left running; the error says why.
 pub fn spawn(req: SpawnRequest) -> Result<Spawned, String> {
-    let SpawnRequest { marker, program, arguments, folder, env, bridge, cgroup, fence, backlog, network } = req;
+    let SpawnRequest { marker, program, arguments, folder, env, bridge, cgroup, fence, backlog, network, resources } =
+        req;
     let secret = websocket::new_secret();
     let (wire, stdin) = match &bridge {
         None => (Wire::Stdio, std::process::Stdio::piped()),
@@ -120,21 +126,26 @@ pub fn spawn(req: SpawnRequest) -> Result<Spawned, String> {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(false);
-    let discard = |cgroup: Option<Cgroup>| {
-        if let Some(cgroup) = cgroup {
-            tokio::task::spawn_blocking(move || cgroup.kill_and_remove(std::time::Duration::from_secs(1)));
-        }
+    let discard = |cgroup: Option<Cgroup>, resources: Option<ResourceGroups>| {
+        tokio::task::spawn_blocking(move || {
+            if let Some(cgroup) = cgroup {
+                let _ = cgroup.kill_and_remove(std::time::Duration::from_secs(1));
+            }
+            if let Some(resources) = resources {
+                let _ = resources.remove(std::time::Duration::from_secs(1));
+            }
+        });
     };
     let mut child = match cmd.spawn() {
         Ok(child) => child,
         Err(e) => {
-            discard(cgroup);
+            discard(cgroup, resources);
             let how = if sandboxed { format!(" in its sandbox ({started:?})") } else { String::new() };
             return Err(format!("cannot start the CLI {program:?}{how}: {e}"));
         }
     };
     let Some(pid) = child.id().map(|p| p as i32) else {
-        discard(cgroup);
+        discard(cgroup, resources);
         return Err("the CLI exited before it could be watched".to_string());
     };
     // Into its cgroup at once, with anything it already started: writes to cgroupfs and reads
@@ -148,12 +159,18 @@ pub fn spawn(req: SpawnRequest) -> Result<Spawned, String> {
         Ok(()) => Some(cg),
         Err(e) => {
             tracing::warn!(%marker, error = %e, "cannot move the CLI into its cgroup; its process group contains it");
-            discard(Some(cg));
+            discard(Some(cg), None);
             None
         }
     });
+    // Its limits hold from the same moment: a CLI that cannot be limited as asked is ended.
+    if let Some(Err(e)) = resources.as_ref().map(|r| r.adopt(pid)) {
+        let tree = ProcessTree { pgid: pid, marker, cgroup, wrapped: sandboxed, resources };
+        tokio::task::spawn_blocking(move || tree.end(std::time::Duration::from_secs(2)));
+        return Err(format!("cannot move the CLI into the cgroups that limit it: {e}"));
+    }
     Enclosure::started(network, pid, cgroup.as_ref());
-    let tree = ProcessTree { pgid: pid, marker, cgroup, wrapped: sandboxed };
+    let tree = ProcessTree { pgid: pid, marker, cgroup, wrapped: sandboxed, resources };
     let end_now = |tree: &ProcessTree, why: &str| {
         let tree = tree.clone();
         tokio::task::spawn_blocking(move || tree.end(std::time::Duration::from_secs(2)));
@@ -193,7 +210,7 @@ pub fn spawn(req: SpawnRequest) -> Result<Spawned, String> {
     let exited = Box::pin(async move {
         match child.wait().await {
             Ok(status) => Exit::of(status, sandboxed),
-            Err(e) => Exit { how: format!("could not be waited for: {e}"), code: None },
+            Err(e) => Exit { how: format!("could not be waited for: {e}"), code: None, signal: None },
         }
     });
     let ends = outputs.len();
@@ -216,7 +233,19 @@ pub struct Keeping {
 /// Starts the CLI under a keeper of its own (stdio only: a bridge's socket is the service's),
 /// so it outlives the service. On failure nothing of it is left running; the error says why.
 pub async fn spawn_kept(req: SpawnRequest, keeping: Keeping) -> Result<Spawned, String> {
-    let SpawnRequest { marker, program, arguments, folder, mut env, bridge: _, cgroup, fence, backlog, network } = req;
+    let SpawnRequest {
+        marker,
+        program,
+        arguments,
+        folder,
+        mut env,
+        bridge: _,
+        cgroup,
+        fence,
+        backlog,
+        network,
+        resources,
+    } = req;
     let args = arguments(&Wire::Stdio);
     let (started, args) = match &fence {
         Some(fence) => fence.command_line(&program, args, None),
@@ -230,7 +259,11 @@ pub async fn spawn_kept(req: SpawnRequest, keeping: Keeping) -> Result<Spawned, 
         args,
         cwd: folder,
         env,
-        join: cgroup.iter().map(|cg| cg.path().join("cgroup.procs")).collect(),
+        join: cgroup
+            .iter()
+            .map(|cg| cg.path().join("cgroup.procs"))
+            .chain(resources.iter().flat_map(ResourceGroups::join_files))
+            .collect(),
         cgroup: cgroup.as_ref().map(|cg| cg.path().to_path_buf()),
         keeper_cgroup: keeping.keeper_cgroup,
         socket: keeping.socket,
@@ -242,16 +275,15 @@ pub async fn spawn_kept(req: SpawnRequest, keeping: Keeping) -> Result<Spawned, 
     let launched = match link::start(&keeping.launcher, &spec).await {
         Ok(launched) => launched,
         Err(why) => {
-            if let Some(cgroup) = cgroup {
-                tokio::task::spawn_blocking(move || cgroup.kill_and_remove(std::time::Duration::from_secs(1)));
-            }
+            let tree = ProcessTree { pgid: 0, marker, cgroup, wrapped: sandboxed, resources };
+            tokio::task::spawn_blocking(move || tree.end(std::time::Duration::from_secs(1)));
             return Err(format!("cannot start the CLI {program:?} under its keeper: {why}"));
         }
     };
     let pid = launched.cli_pid;
     let handed = cgroup.clone();
     tokio::task::spawn_blocking(move || Enclosure::started(network, pid, handed.as_ref()));
-    let tree = ProcessTree { pgid: pid, marker, cgroup, wrapped: sandboxed };
+    let tree = ProcessTree { pgid: pid, marker, cgroup, wrapped: sandboxed, resources };
     Ok(kept(launched.connection.attach(keeping.first_seq.saturating_sub(1), keeping.durable), tree, backlog))
 }
 

@@ -46,7 +46,7 @@ impl ShellExit {
     /// `sandboxed`: the status is bubblewrap's, which reports death by signal N as 128+N.
     pub fn of(status: std::process::ExitStatus, sandboxed: bool) -> ShellExit {
         use std::os::unix::process::ExitStatusExt;
-        let crate::supervisor::spawn::Exit { how, code } = crate::supervisor::spawn::Exit::of(status, sandboxed);
+        let crate::supervisor::spawn::Exit { how, code, .. } = crate::supervisor::spawn::Exit::of(status, sandboxed);
         let wrapped = status.code().filter(|c| sandboxed && code.is_none() && (129..=192).contains(c));
         ShellExit { how, code, signal: status.signal().or(wrapped.map(|c| c - 128)) }
     }
@@ -115,7 +115,7 @@ pub fn spawn(req: ShellRequest) -> Result<Started, String> {
     });
     crate::sandbox::enclosure::Enclosure::started(network, pid, cgroup.as_ref());
     // setsid made the shell's pid its session's and its process group's id.
-    let tree = ProcessTree { pgid: pid, marker, cgroup, wrapped: sandboxed };
+    let tree = ProcessTree { pgid: pid, marker, cgroup, wrapped: sandboxed, resources: None };
     let (reader, writer) = pty.into_split();
     Ok(Started { pid, tree, child, reader, writer })
 }

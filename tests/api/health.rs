@@ -64,6 +64,7 @@ async fn has_exactly_the_documented_keys() {
         "containment_note",
         "stream_history_bytes",
         "sandbox",
+        "session_limits",
         "agents",
     ];
     assert_eq!(keys(&body["checks"]), checks.into_iter().collect());
@@ -89,6 +90,11 @@ async fn has_exactly_the_documented_keys() {
     assert_eq!(keys(&body["checks"]["sandbox"]["network"]), network.into_iter().collect());
     assert_eq!(body["checks"]["sandbox"]["network"]["mechanism"], "pasta");
     assert_eq!(body["checks"]["sandbox"]["default_mode"], "workspace");
+    let limits = &body["checks"]["session_limits"];
+    let keys_of_limits = ["mechanism", "controllers", "note", "settings_problem"];
+    assert_eq!(keys(limits), keys_of_limits.into_iter().collect());
+    assert!(matches!(limits["mechanism"].as_str(), Some("cgroup_v2" | "cgroup_v1" | "none")), "{body}");
+    assert!(limits["controllers"].is_array() && limits["settings_problem"].is_null(), "{body}");
 
     assert!(body["uptime_seconds"].is_u64(), "{body}");
     assert!(body["session_capacity_pct"].is_number(), "{body}");

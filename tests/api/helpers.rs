@@ -9,6 +9,8 @@ use serde_json::Value;
 pub struct TestApp {
     /// How the app contains its CLIs: dropping the test ends whatever it left running.
     containment: std::sync::Arc<conduit::process::cgroup::Containment>,
+    /// Its folders in the cgroup v1 hierarchies that limit sessions (hybrid hosts), removed too.
+    controllers: std::sync::Arc<conduit::process::limits::Controllers>,
     pub address: String,
     pub port: u16,
     pub client: reqwest::Client,
@@ -53,10 +55,11 @@ pub async fn spawn_app_with(customize: impl FnOnce(&mut Settings)) -> TestApp {
     customize(&mut settings);
     let app = Application::build(settings, serve_options()).await.expect("app builds");
     let port = app.port();
-    let containment = app.containment();
+    let (containment, controllers) = (app.containment(), app.controllers());
     actix_web::rt::spawn(app.run_until_stopped());
     TestApp {
         containment,
+        controllers,
         address: format!("http://127.0.0.1:{port}"),
         port,
         client: reqwest::Client::builder()
@@ -74,7 +77,10 @@ impl Drop for TestApp {
     /// The app is not shut down (its runtime just ends with the test, passed or failed):
     /// whatever CLI it still runs is killed with its cgroup here.
     fn drop(&mut self) {
-        let Some(root) = self.containment.root() else { return };
+        let Some(root) = self.containment.root() else {
+            self.controllers.clear_except(&Default::default(), false);
+            return;
+        };
         // The app's actors still run while this happens: a CLI or agent run starting between
         // the listing and the folder's removal keeps the folder, so go again until it is gone.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
@@ -82,6 +88,8 @@ impl Drop for TestApp {
             root.clear(false);
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
+        // Emptied by the kill above: only the folders are left to remove.
+        self.controllers.clear_except(&Default::default(), false);
     }
 }
 

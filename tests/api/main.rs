@@ -57,6 +57,7 @@ mod schemathesis;
 mod secrets_processes;
 mod secrets_real;
 mod security;
+mod session_limits;
 mod sessions_api;
 mod sessions_fake;
 mod sessions_real;

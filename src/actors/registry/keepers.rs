@@ -135,7 +135,16 @@ impl SessionRegistry {
         let (_, adapter) = catalog::prepare(&self.settings, &row.agent, Path::new(""), &options, &folder)
             .map_err(|e| e.to_string())?;
         let cgroup = hello.cgroup.as_deref().map(|path| own_cgroup(Path::new(path), row.id.as_str())).transpose()?;
-        let tree = ProcessTree { pgid: hello.cli_pid, marker: row.id.to_string(), cgroup, wrapped: hello.sandboxed };
+        // Its limits were written when it started; its readings come from the same cgroups (a
+        // few stat calls on cgroupfs, once per session at start, as `own_cgroup` above does).
+        let resources = self.encloser.controllers().existing(row.id.as_str(), cgroup.as_ref().map(Cgroup::path));
+        let tree = ProcessTree {
+            pgid: hello.cli_pid,
+            marker: row.id.to_string(),
+            cgroup,
+            wrapped: hello.sandboxed,
+            resources,
+        };
         let backlog = Backlog::new(self.settings.session_backlog_bytes);
         let attached = connection.attach(stored_through, durable(self.writer.clone()));
         let spawned = kept(attached, tree, Some(backlog.clone()));

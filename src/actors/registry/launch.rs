@@ -61,6 +61,10 @@ pub enum LaunchError {
     /// The worktree cannot be made (not a repository, an unknown base ref).
     #[error(transparent)]
     Workspace(crate::workspace::WorkspaceError),
+    /// The session asks for kernel limits this machine cannot apply (the message says which
+    /// controllers are missing, and why).
+    #[error("{0}")]
+    Limits(String),
 }
 
 impl SessionRegistry {
@@ -134,6 +138,7 @@ impl SessionRegistry {
             status_reason: None,
             max_budget_usd: o.max_budget_usd,
             owner_node,
+            limits: (!spec.limits.is_empty()).then(|| crate::domain::resources::StoredLimits::new(spec.limits)),
         }
     }
 }
@@ -197,6 +202,11 @@ impl Handler<Launch> for SessionRegistry {
             Ok(fence) => fence,
             Err(e) => return AtomicResponse::new(Box::pin(actix::fut::ready(Err(e.into())))),
         };
+        // Limits this machine cannot apply refuse the launch before anything is stored.
+        let limits = match self.session_limits(msg.spec.limits, &msg.project) {
+            Ok(limits) => limits,
+            Err(e) => return AtomicResponse::new(Box::pin(actix::fut::ready(Err(e)))),
+        };
         // Only Claude Code has another transport: the `transport` setting is its default, and
         // every other agent speaks over its pipes (one asking for `websocket` was refused).
         let wanted = match msg.spec.agent {
@@ -247,7 +257,7 @@ impl Handler<Launch> for SessionRegistry {
                     Ok(Launched { session: row, created: true, pending: Some(pending) })
                 })) as LaunchFuture;
             }
-            let whose = (row.resume_session_id.clone(), Some(row.id.clone()), row.ws_port);
+            let whose = (row.resume_session_id.clone(), Some(row.id.clone()), row.ws_port, Some(limits));
             let enclose = act.enclose(row.id.to_string(), Some(row.project_id.clone()), fence, &row.agent, whose);
             // The row, then its cgroup and sandbox (off the executor).
             let writer = act.writer.clone();

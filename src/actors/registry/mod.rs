@@ -18,6 +18,7 @@ mod deliver;
 mod enclose;
 mod keepers;
 mod launch;
+mod readings;
 mod reaper;
 mod resume;
 mod revive;
@@ -29,6 +30,7 @@ pub use self::commands::SpawnCommand;
 pub use self::deliver::{Deliver, DeliverError};
 pub use self::keepers::{Found, Keepers, Reattach};
 pub use self::launch::{Launch, LaunchError, Launched};
+pub use self::readings::{LiveCount, LiveReading, ReadLive};
 pub use self::resume::{Resume, ResumeError};
 pub use self::revive::{revive_parked, Revive};
 pub use self::runs::StartRun;
@@ -61,11 +63,6 @@ pub struct CloseIdle {
 #[derive(Message)]
 #[rtype(result = "Option<Addr<CliSession>>")]
 pub struct Find(pub SessionId);
-
-/// How many sessions are live.
-#[derive(Message)]
-#[rtype(result = "usize")]
-pub struct LiveCount;
 
 /// Ends every live session of a project (before the project is deleted). Answers when all are
 /// gone. Until [`ProjectDeleted`], launches in it are refused: one accepted between the close
@@ -266,14 +263,6 @@ impl Handler<crate::actors::budgets::HoldSessions> for SessionRegistry {
         for live in self.live.values().filter(covered) {
             live.addr.do_send(crate::actors::session::Hold(msg.hold.clone()));
         }
-    }
-}
-
-impl Handler<LiveCount> for SessionRegistry {
-    type Result = usize;
-
-    fn handle(&mut self, _msg: LiveCount, _ctx: &mut Context<Self>) -> usize {
-        self.live.len()
     }
 }
 

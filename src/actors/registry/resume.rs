@@ -64,6 +64,8 @@ struct Relaunch {
     patch: SessionPatch,
     /// How it is watched, from its project as it is now.
     supervision: crate::actors::session::supervision::Supervision,
+    /// Its kernel limits: its launch's own, over its project's and the settings' as they are now.
+    limits: crate::domain::resources::SessionLimits,
 }
 
 impl SessionRegistry {
@@ -105,6 +107,8 @@ impl SessionRegistry {
             _ => (project.folder_path.clone(), None),
         };
         let fence = self.fence(project.sandbox, &folder, &row.agent).map_err(LaunchError::from)?;
+        let own = row.limits.as_ref().map(crate::domain::resources::StoredLimits::limits).unwrap_or_default();
+        let limits = self.session_limits(own, &project)?;
         let bridge = match Transport::parse(&row.transport) {
             Some(Transport::Websocket) => Some(
                 websocket::allocate_port(self.settings.ws_port_range_start, self.settings.ws_port_range_end)
@@ -152,7 +156,7 @@ impl SessionRegistry {
         };
         tracing::info!(session = %row.id, transport = %row.transport, revive, "resuming a session");
         let supervision = self.supervision(&project);
-        Ok(Relaunch { row, folder, options, bridge, fence, worktree, patch, supervision })
+        Ok(Relaunch { row, folder, options, bridge, fence, worktree, patch, supervision, limits })
     }
 }
 
@@ -225,7 +229,7 @@ impl SessionRegistry {
         last_seq: u64,
         carried: Vec<crate::db::messages::PendingTurn>,
     ) -> ResumeFuture {
-        let Relaunch { row, folder, options, bridge, fence, worktree, patch: _, supervision } = relaunch;
+        let Relaunch { row, folder, options, bridge, fence, worktree, patch: _, supervision, limits } = relaunch;
         let reused = match worktree {
             Some((repo, branch)) => {
                 futures_util::future::Either::Left(reuse(repo.into(), folder.clone().into(), branch, fence))
@@ -233,7 +237,7 @@ impl SessionRegistry {
             None => futures_util::future::Either::Right(std::future::ready(Ok(fence))),
         };
         let (id, project_id, agent) = (row.id.to_string(), row.project_id.clone(), row.agent.clone());
-        let whose = (options.resume_session_id.clone(), Some(row.id.clone()), row.ws_port);
+        let whose = (options.resume_session_id.clone(), Some(row.id.clone()), row.ws_port, Some(limits));
         let enclose = reused.into_actor(self).then(move |fence, act, _ctx| {
             let enclose = fence.map(|fence| act.enclose(id, Some(project_id), fence, &agent, whose));
             async move { enclose?.await }.into_actor(act)

@@ -103,7 +103,7 @@ impl Handler<StartRun> for SessionRegistry {
                 }
             };
             Box::pin(shared.into_actor(act).then(move |fence, act, _ctx| {
-                let enclose = fence.map(|fence| act.enclose(marker, rules_of, fence, &kind, (None, None, None)));
+                let enclose = fence.map(|fence| act.enclose(marker, rules_of, fence, &kind, (None, None, None, None)));
                 async move { enclose?.await }.into_actor(act).map(move |enclosure, _, _| enclosure.map(|e| (e, cwd)))
             }))
         });
@@ -124,7 +124,7 @@ impl SessionRegistry {
         ctx: &mut Context<Self>,
     ) -> Result<Recipient<Cancel>, String> {
         let StartRun { agent, exec, lock, parent, .. } = msg;
-        let Enclosed { enclosure: Enclosure { cgroup, fence, env, network }, program } = enclosed;
+        let Enclosed { enclosure: Enclosure { cgroup, resources, fence, env, network }, program } = enclosed;
         let options =
             CliOptions { model: agent.model.clone(), max_budget_usd: agent.max_budget_usd, ..Default::default() };
         let prepared = catalog::prepare(&self.settings, &agent.agent, &program, &options, &folder)
@@ -142,6 +142,7 @@ impl SessionRegistry {
             fence,
             backlog: None,
             network,
+            resources,
         };
         let spawned = spawn(req).inspect_err(|_| self.run_ended(exec.id.as_str()))?;
         self.children.insert(spawned.pid);

@@ -102,8 +102,8 @@ impl SessionRegistry {
         let SessionLaunch { row, folder, options, bridge, resumed, last_seq, enclosure, carried, supervision } = launch;
         let backlog = Backlog::new(self.settings.session_backlog_bytes);
         let settings = self.settings.clone();
-        let prepared =
-            enclosure.and_then(|Enclosed { enclosure: Enclosure { cgroup, fence, env, network }, program }| {
+        let prepared = enclosure.and_then(
+            |Enclosed { enclosure: Enclosure { cgroup, resources, fence, env, network }, program }| {
                 let (agent, adapter) =
                     catalog::prepare(&settings, &row.agent, &program, &options, &folder).map_err(|e| e.to_string())?;
                 let request = SpawnRequest {
@@ -117,9 +117,11 @@ impl SessionRegistry {
                     fence,
                     backlog: Some(backlog.clone()),
                     network,
+                    resources,
                 };
                 Ok((request, adapter))
-            });
+            },
+        );
         let keeping = match &prepared {
             Ok((request, _)) if request.bridge.is_none() => self.keepers.clone(),
             _ => None,
@@ -236,6 +238,22 @@ pub(super) struct SessionLaunch {
 }
 
 impl SessionRegistry {
+    /// The kernel limits of a session of `project` whose launch asked for `own`: each field
+    /// from the launch, else the project's `session_limits`, else the settings; refused when
+    /// this machine cannot apply them.
+    pub(super) fn session_limits(
+        &self,
+        own: crate::domain::resources::SessionLimits,
+        project: &crate::db::projects::Project,
+    ) -> Result<crate::domain::resources::SessionLimits, LaunchError> {
+        let of_project = project.session_limits.as_ref().map(|l| l.limits()).unwrap_or_default();
+        let limits = own.over(of_project).over(self.settings.session_limits);
+        match self.encloser.controllers().refusal(&limits) {
+            Some(why) => Err(LaunchError::Limits(why)),
+            None => Ok(limits),
+        }
+    }
+
     /// How a session of `project` is watched.
     pub(super) fn supervision(&self, project: &crate::db::projects::Project) -> Supervision {
         Supervision::resolve(project.turn_inactivity_timeout_ms, self.settings.turn_inactivity_timeout_ms)

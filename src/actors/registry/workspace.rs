@@ -133,8 +133,14 @@ pub(super) async fn prepare(
     let ran = match project.setup_script.as_deref().filter(|s| !s.trim().is_empty()) {
         Some(script) => {
             let session = Some(row.id.clone());
-            let guest =
-                Guest { project: Some(project.id.clone()), agent: None, session, extra: Vec::new(), bridge: None };
+            let guest = Guest {
+                project: Some(project.id.clone()),
+                agent: None,
+                session,
+                extra: Vec::new(),
+                bridge: None,
+                limits: None,
+            };
             let fitted = encloser.fit(guest, fence.clone()).await?;
             run_setup(script, &path, fitted, setup_timeout, stream).await?;
             true
@@ -188,6 +194,8 @@ impl super::SessionRegistry {
         use actix::prelude::*;
         let (answer, pending) = tokio::sync::oneshot::channel();
         let supervision = self.supervision(&project);
+        // Checked by the launch already: what the project says now is what the CLI gets.
+        let limits = self.session_limits(spec.limits, &project).unwrap_or(spec.limits);
         self.preparing.insert(row.id.clone(), super::Preparing { row: row.clone() });
         let job = WorktreeJob {
             project,
@@ -238,7 +246,7 @@ impl super::SessionRegistry {
                 Some(row.project_id.clone()),
                 fence,
                 &row.agent,
-                (row.resume_session_id.clone(), Some(row.id.clone()), row.ws_port),
+                (row.resume_session_id.clone(), Some(row.id.clone()), row.ws_port, Some(limits)),
             );
             Box::pin(enclose.into_actor(act).then(move |enclosure, act, _ctx| {
                 let id = row.id.clone();

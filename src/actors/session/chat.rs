@@ -91,6 +91,8 @@ pub struct Chat {
     pub(super) reattached: bool,
     /// Since when its cgroup is frozen (see pause.rs).
     pub(super) paused_since: Option<std::time::Instant>,
+    /// What its CLI uses, read from its cgroups (see resources.rs).
+    pub(super) resources: super::resources::Watch,
 }
 
 impl Chat {
@@ -138,6 +140,17 @@ impl Chat {
             self.row.status = SessionStatus::Closed;
             self.row.closed_at = Some(now.clone());
             self.row.closed_reason = Some(asked);
+        } else if self.resources.killed_cli(end) {
+            // The session went over its memory limit and the kernel chose the CLI itself.
+            self.row.status = SessionStatus::Error;
+            self.row.error_message = Some(
+                end.with_stderr(
+                    "the kernel's OOM killer ended the CLI: the session went over its memory limit (memory_max_mb)"
+                        .to_string(),
+                ),
+            );
+            self.row.closed_at = Some(now.clone());
+            self.row.closed_reason = Some(ClosedReason::OutOfMemory);
         } else {
             self.row.status = SessionStatus::Error;
             let mut reason = end.failure.clone().unwrap_or_else(|| format!("the CLI {}", end.exit.how));
@@ -207,6 +220,7 @@ impl Conversation for Chat {
     fn started(p: &mut CliSession, ctx: &mut Ctx<Self>) {
         p.conv.me = Some(ctx.address().recipient());
         super::supervision::watch(p, ctx);
+        super::resources::watch(p, ctx);
         // The first event of this process on the session's stream: a new session, or the
         // resumed (or reattached) one starting again.
         if p.conv.resumed || p.conv.reattached {
@@ -325,6 +339,10 @@ impl Conversation for Chat {
     fn ended(p: &mut CliSession, end: ProcessEnd<ClosedReason>) -> Step<Self> {
         p.conv.give_slot();
         p.conv.conclude(&end);
+        // An OOM kill at the very end (the CLI's own, or a tool's) is told like any other.
+        if let Some(count) = end.oom_kills {
+            p.conv.tell_oom_kills(count);
+        }
         let row = &p.conv.row;
         let patch = SessionPatch {
             status: Some(row.status),

@@ -16,6 +16,7 @@ pub mod kept;
 pub mod limits;
 pub mod pause;
 mod record;
+pub mod resources;
 pub mod supervision;
 mod turn_end;
 mod wip;
@@ -258,6 +259,7 @@ pub fn start(started: Started, deps: &SessionDeps) -> Addr<CliSession> {
         reattached: reattached.is_some(),
         // Frozen before the restart: still frozen (the janitor counts from now).
         paused_since: reattached.as_ref().filter(|s| s.paused).map(|_| std::time::Instant::now()),
+        resources: resources::Watch::new(reattached.is_some()),
     };
     CliProcess::start(&id, spawned, adapter, peers, CLOSE_GRACE, chat, reattached.is_some())
 }

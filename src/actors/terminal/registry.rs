@@ -204,7 +204,14 @@ impl Handler<StartTerminal> for TerminalRegistry {
                 }
             }
             use crate::sandbox::enclosure::Guest;
-            let guest = Guest { project: Some(project.id.clone()), agent: None, session, extra: env, bridge: None };
+            let guest = Guest {
+                project: Some(project.id.clone()),
+                agent: None,
+                session,
+                extra: env,
+                bridge: None,
+                limits: None,
+            };
             let enclosure =
                 encloser.enclose(id.to_string(), guest, fence, shell.clone()).await.map_err(StartError::Spawn)?;
             let request = ShellRequest {

@@ -35,7 +35,7 @@ pub struct Running {
 /// Starts it; on failure nothing of it is left running.
 pub fn spawn(launch: Launch) -> Result<Running, String> {
     let Launch { id, script, script_args, cwd, env, enclosure } = launch;
-    let Enclosure { cgroup, fence, env: base, network } = enclosure;
+    let Enclosure { cgroup, resources: _, fence, env: base, network } = enclosure;
     let mut args: Vec<String> = BASH_FLAGS.iter().map(|s| s.to_string()).collect();
     args.extend(["-c".to_string(), script]);
     args.extend(script_args);
@@ -84,7 +84,7 @@ pub fn spawn(launch: Launch) -> Result<Running, String> {
         }
     });
     Enclosure::started(network, pid, cgroup.as_ref());
-    let tree = ProcessTree { pgid: pid, marker: id.to_string(), cgroup, wrapped: sandboxed };
+    let tree = ProcessTree { pgid: pid, marker: id.to_string(), cgroup, wrapped: sandboxed, resources: None };
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         let doomed = tree.clone();
         tokio::task::spawn_blocking(move || doomed.end(std::time::Duration::from_secs(2)));

@@ -226,6 +226,7 @@ async fn begin(
         session: msg.owner.session().cloned(),
         extra: msg.env.clone(),
         bridge: None,
+        limits: None,
     };
     let enclosure =
         deps.encloser.enclose(id.to_string(), guest, fence, "bash".to_string()).await.map_err(StartError::Failed)?;

@@ -63,6 +63,7 @@ impl Writer {
         let line = matches!(op, WriteOp::Message(_));
         if line {
             self.stats.pending.fetch_add(1, Ordering::Relaxed);
+            self.stats.relayed.fetch_add(1, Ordering::Relaxed);
         }
         let charged = credit.as_ref().map_or(0, |c| c.bytes() as u64);
         self.stats.pending_bytes.fetch_add(charged, Ordering::Relaxed);

@@ -10,6 +10,9 @@ pub struct WriterStats {
     pub stored: AtomicU64,
     /// Message lines queued and not yet committed (the backlog).
     pub pending: AtomicU64,
+    /// Message lines handed to the writer since the start: each line a session relayed (and
+    /// recorded), stored or not yet.
+    pub relayed: AtomicU64,
     /// Bytes of the lines charged to a session's backlog and not yet committed.
     pub pending_bytes: AtomicU64,
     /// Writes the database refused for good (lost), since the start.
@@ -25,6 +28,12 @@ pub struct WriterStats {
 }
 
 impl WriterStats {
+    /// Writes queued and not yet done (lines, events, row changes): the write queue's depth.
+    pub fn queue_depth(&self) -> u64 {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.enqueued.load(Relaxed).saturating_sub(self.done.load(Relaxed))
+    }
+
     pub fn last_error(&self) -> Option<String> {
         self.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }

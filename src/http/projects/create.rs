@@ -15,6 +15,7 @@ use crate::domain::agent_kind::AgentKind;
 use crate::domain::cluster::NodeList;
 use crate::domain::environment::ProjectEnv;
 use crate::domain::ids::ProjectId;
+use crate::domain::resources::{SessionLimits, StoredLimits};
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::time;
 use crate::domain::validate::{self, PermissionMode};
@@ -89,6 +90,10 @@ pub struct CreateProject {
     /// `[A-Za-z_][A-Za-z0-9_]*` not starting with `CONDUIT_`, values up to 32 KiB. Stored as
     /// given; shown with each value as `[REDACTED:project_env]`.
     pub env: Option<std::collections::BTreeMap<String, String>>,
+    /// Kernel limits on its sessions' CLIs, each where a launch sets none: `memory_max_mb`
+    /// (at least 16), `pids_max` (at least 8), `cpu_weight` (1-10000). Absent or `null`: the
+    /// `session_*` settings.
+    pub session_limits: Option<SessionLimits>,
 }
 
 /// Like creating a project, but the name defaults to the folder's name and `source` is `imported`.
@@ -154,6 +159,10 @@ pub struct ImportProject {
     /// `[A-Za-z_][A-Za-z0-9_]*` not starting with `CONDUIT_`, values up to 32 KiB. Stored as
     /// given; shown with each value as `[REDACTED:project_env]`.
     pub env: Option<std::collections::BTreeMap<String, String>>,
+    /// Kernel limits on its sessions' CLIs, each where a launch sets none: `memory_max_mb`
+    /// (at least 16), `pids_max` (at least 8), `cpu_weight` (1-10000). Absent or `null`: the
+    /// `session_*` settings.
+    pub session_limits: Option<SessionLimits>,
 }
 
 /// Create a project.
@@ -183,6 +192,7 @@ pub async fn create(state: web::Data<AppState>, body: web::Json<CreateProject>) 
         budgets: (b.budget_daily_usd, b.budget_monthly_usd),
         max_running_turns: b.max_running_turns,
         turn_inactivity_timeout_ms: b.turn_inactivity_timeout_ms,
+        session_limits: b.session_limits.as_ref(),
     };
     check_defaults(&defaults)?;
     check_agent(&state, defaults.default_agent)?;
@@ -220,6 +230,7 @@ pub async fn import(state: web::Data<AppState>, body: web::Json<ImportProject>) 
         budgets: (b.budget_daily_usd, b.budget_monthly_usd),
         max_running_turns: b.max_running_turns,
         turn_inactivity_timeout_ms: b.turn_inactivity_timeout_ms,
+        session_limits: b.session_limits.as_ref(),
     };
     check_defaults(&defaults)?;
     check_agent(&state, defaults.default_agent)?;
@@ -295,6 +306,7 @@ fn new_project(
         budget_monthly_usd: d.budgets.1,
         max_running_turns: d.max_running_turns,
         turn_inactivity_timeout_ms: d.turn_inactivity_timeout_ms,
+        session_limits: d.session_limits.filter(|l| !l.is_empty()).map(|l| StoredLimits::new(*l)),
         nodes,
         env,
     }

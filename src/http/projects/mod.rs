@@ -38,6 +38,7 @@ struct Defaults<'a> {
     budgets: (Option<f64>, Option<f64>),
     max_running_turns: Option<i32>,
     turn_inactivity_timeout_ms: Option<i64>,
+    session_limits: Option<&'a crate::domain::resources::SessionLimits>,
 }
 
 /// A budget is a sum of money: 0 (nothing may be spent) up to, not including, 1000000 USD (an
@@ -90,6 +91,9 @@ fn check_defaults(d: &Defaults<'_>) -> Result<(), AppError> {
     if let Some(ms) = d.turn_inactivity_timeout_ms {
         validate::turn_inactivity(ms)
             .map_err(|why| AppError::validation(format!("`turn_inactivity_timeout_ms` {why}")))?;
+    }
+    if let Some(limits) = d.session_limits {
+        limits.check("session_limits").map_err(AppError::validation)?;
     }
     check_budget("budget_daily_usd", d.budgets.0)?;
     check_budget("budget_monthly_usd", d.budgets.1)?;

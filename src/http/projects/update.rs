@@ -12,6 +12,7 @@ use crate::db::{self, projects::Project, StoreError};
 use crate::domain::agent_kind::AgentKind;
 use crate::domain::cluster::NodeList;
 use crate::domain::ids::ProjectId;
+use crate::domain::resources::{SessionLimits, StoredLimits};
 use crate::domain::sandbox::SandboxMode;
 use crate::domain::time;
 use crate::domain::validate::{self, PermissionMode};
@@ -100,6 +101,12 @@ pub struct UpdateProject {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<std::collections::BTreeMap<String, String>>)]
     pub env: Option<Option<std::collections::BTreeMap<String, String>>>,
+    /// Kernel limits on its sessions' CLIs (`memory_max_mb`, `pids_max`, `cpu_weight`), the
+    /// whole object replacing the one stored; `null` or `{}`: none (the settings apply).
+    /// Sessions take them when they start (or resume).
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<SessionLimits>)]
+    pub session_limits: Option<Option<SessionLimits>>,
 }
 
 /// Update a project (partial: absent fields keep their value, `null` clears).
@@ -199,6 +206,7 @@ impl Checked {
             budgets: (b.budget_daily_usd.flatten(), b.budget_monthly_usd.flatten()),
             max_running_turns: b.max_running_turns.flatten(),
             turn_inactivity_timeout_ms: b.turn_inactivity_timeout_ms.flatten(),
+            session_limits: b.session_limits.as_ref().and_then(Option::as_ref),
         })?;
         Ok(Checked { name, folder_path, max_sessions, workspace_mode, workspace_copy, nodes, rest: b })
     }
@@ -246,6 +254,9 @@ impl Checked {
         }
         if let Some(ms) = b.turn_inactivity_timeout_ms {
             project.turn_inactivity_timeout_ms = ms;
+        }
+        if let Some(limits) = b.session_limits {
+            project.session_limits = limits.filter(|l| !l.is_empty()).map(StoredLimits::new);
         }
     }
 }

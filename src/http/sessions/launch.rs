@@ -11,6 +11,7 @@ use crate::db::sessions::Session;
 use crate::domain::agent_kind::AgentKind;
 use crate::domain::ids::ProjectId;
 use crate::domain::launch::{CliOptions, LaunchSpec};
+use crate::domain::resources::SessionLimits;
 use crate::domain::validate::{self, PermissionMode, Transport};
 use crate::domain::workspace::WorkspaceMode;
 use crate::error::{AppError, AppResult, ErrorBody};
@@ -63,6 +64,11 @@ pub struct LaunchSession {
     /// messages: 402 `budget_exhausted`).
     #[schema(exclusive_minimum = 0.0, exclusive_maximum = 1000000.0)]
     pub max_budget_usd: Option<f64>,
+    /// Kernel limits on the session's CLI and everything it starts: `memory_max_mb` (at
+    /// least 16), `pids_max` (at least 8), `cpu_weight` (1-10000). Each field absent comes
+    /// from the project's `session_limits`, then the `session_*` settings. A limit this
+    /// machine cannot apply is refused (503 `limits_unavailable`).
+    pub limits: Option<SessionLimits>,
 }
 
 /// Launch an agent CLI session (Claude Code, Codex, Gemini CLI or a configured ACP agent) in
@@ -79,7 +85,7 @@ pub struct LaunchSession {
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "Validation failed; an unknown `agent` (`unknown_agent`) or one that cannot do what the launch asks (`unsupported_by_agent`); the project is in `worktree` mode and its folder is no longer a git repository (`not_a_git_repository`), has no commit (`no_commit`), or `base_ref` names no commit (`unknown_base_ref`)", body = ErrorBody),
         (status = 429, description = "The project's or the global session limit is reached", body = ErrorBody),
-        (status = 503, description = "The agent's CLI cannot be found (`agent_unavailable`, naming its setting), the service is shutting down, no port is free for a WebSocket bridge, or the project asks for a sandbox this machine cannot provide (`sandbox_unavailable`)", body = ErrorBody),
+        (status = 503, description = "The agent's CLI cannot be found (`agent_unavailable`, naming its setting), the service is shutting down, no port is free for a WebSocket bridge, the project asks for a sandbox this machine cannot provide (`sandbox_unavailable`), or the session's kernel limits cannot be applied here (`limits_unavailable`: the message names the missing controllers and why)", body = ErrorBody),
     ))]
 pub async fn launch(
     state: web::Data<AppState>,
@@ -200,6 +206,9 @@ impl Wanted {
         if let Some(usd) = b.max_budget_usd {
             validate::spending_cap("max_budget_usd", usd).map_err(AppError::validation)?;
         }
+        if let Some(limits) = &b.limits {
+            limits.check("limits").map_err(AppError::validation)?;
+        }
         Ok(Wanted { name, external_key, model, resume_session_id, base_ref, body: b })
     }
 
@@ -230,6 +239,7 @@ impl Wanted {
             transport: b.transport,
             base_ref: self.base_ref,
             agent,
+            limits: b.limits.unwrap_or_default(),
         }
     }
 }

@@ -66,6 +66,7 @@ impl From<LaunchError> for AppError {
             LaunchError::Store(e) => e.into(),
             LaunchError::Storage(e) => e.into(),
             LaunchError::Workspace(e) => e.into(),
+            LaunchError::Limits(m) => AppError::unavailable("limits_unavailable", m),
         }
     }
 }

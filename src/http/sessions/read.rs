@@ -1,14 +1,18 @@
 //! Reading sessions: a project's, the live ones, one, and its lines.
 
 use actix_web::{web, HttpResponse};
-use serde::Deserialize;
-use utoipa::IntoParams;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use super::current;
+use crate::actors::registry::{Find, ReadLive};
+use crate::actors::session::resources::Readings;
+use crate::actors::session::Snapshot;
 use crate::db::messages::{Message, Window};
 use crate::db::{self, sessions::Session};
 use crate::domain::access::Identity;
 use crate::domain::ids::{ProjectId, SessionId};
+use crate::domain::resources::Resources;
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::http::pagination::Page;
 use crate::http::AppState;
@@ -39,11 +43,22 @@ pub async fn list_for_project(
     Ok(HttpResponse::Ok().json(rows))
 }
 
+/// A session with what its CLI uses now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionView {
+    #[serde(flatten)]
+    pub session: Session,
+    /// What the session's processes use, read from its cgroup at most once a second; null
+    /// while it is not live, before the first reading, or where the machine gives none (see
+    /// `checks.session_limits` in health). Each field is null when unknown.
+    pub resources: Option<Resources>,
+}
+
 /// Sessions whose CLI is running (starting, idle, active, compacting), oldest first (a token
-/// bound to a project: that project's only).
+/// bound to a project: that project's only), each with its `resources`.
 #[utoipa::path(get, path = "/api/sessions/active", tag = "sessions", params(Page),
     responses(
-        (status = 200, description = "Live sessions (of the token's project, for a project-bound token)", body = Vec<Session>),
+        (status = 200, description = "Live sessions (of the token's project, for a project-bound token)", body = Vec<SessionView>),
         (status = 400, description = "Bad query string", body = ErrorBody),
         (status = 422, description = "limit/offset out of range", body = ErrorBody),
     ))]
@@ -55,18 +70,33 @@ pub async fn list_active(
     let (limit, offset) = page.bounds()?;
     let own = identity.as_deref().and_then(Identity::project).cloned();
     let rows = state.store.run(move |conn| db::sessions::list_live(conn, own.as_ref(), limit, offset)).await?;
-    Ok(HttpResponse::Ok().json(rows))
+    let ids = rows.iter().map(|r| r.id.clone()).collect();
+    let mut readings: std::collections::HashMap<SessionId, Resources> =
+        match state.registry.send(ReadLive(Some(ids))).await {
+            Ok(live) => live.into_iter().filter_map(|l| Some((l.id, l.resources?))).collect(),
+            Err(_) => Default::default(),
+        };
+    let views: Vec<SessionView> =
+        rows.into_iter().map(|session| SessionView { resources: readings.remove(&session.id), session }).collect();
+    Ok(HttpResponse::Ok().json(views))
 }
 
 /// One session.
 #[utoipa::path(get, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "Session id (UUID)")),
     responses(
-        (status = 200, description = "The session", body = Session),
+        (status = 200, description = "The session, with what its CLI uses now (`resources`)", body = SessionView),
         (status = 404, description = "No such session", body = ErrorBody),
     ))]
 pub async fn get(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
     let id: SessionId = id.parse()?;
-    Ok(HttpResponse::Ok().json(current(&state, &id).await?))
+    // A live session answers from its actor: its row (fresher than the database's) and its
+    // latest reading.
+    if let Ok(Some(addr)) = state.registry.send(Find(id.clone())).await {
+        if let (Ok(session), Ok(resources)) = (addr.send(Snapshot).await, addr.send(Readings).await) {
+            return Ok(HttpResponse::Ok().json(SessionView { session, resources }));
+        }
+    }
+    Ok(HttpResponse::Ok().json(SessionView { session: current(&state, &id).await?, resources: None }))
 }
 
 /// Which lines `GET /api/sessions/{id}/messages` answers with.

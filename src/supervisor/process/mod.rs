@@ -223,7 +223,12 @@ impl<C: Conversation> CliProcess<C> {
         self.cli.stdin = None;
         self.cli.controls.fail_all();
         let tree = self.cli.tree.clone();
-        let cleanup = tokio::task::spawn_blocking(move || tree.end(Duration::from_secs(2)));
+        // The OOM kill count is read before the tree's cgroups go with it: it tells whether
+        // the kernel killed the CLI for its memory.
+        let cleanup = tokio::task::spawn_blocking(move || {
+            let oom_kills = tree.resources.as_ref().and_then(|r| r.oom_kills());
+            (tree.end(Duration::from_secs(2)), oom_kills)
+        });
         // The bridge's port is released before anyone hears the process ended.
         let bridge = self.cli.bridge.take();
         let cleanup = async move {
@@ -232,7 +237,7 @@ impl<C: Conversation> CliProcess<C> {
             }
             cleanup.await.unwrap_or_default()
         };
-        ctx.wait(cleanup.into_actor(self).then(move |survivors, act, _ctx| {
+        ctx.wait(cleanup.into_actor(self).then(move |(survivors, oom_kills), act, _ctx| {
             let end = ProcessEnd {
                 exit,
                 asked: act.cli.asked.clone(),
@@ -241,6 +246,7 @@ impl<C: Conversation> CliProcess<C> {
                 stderr_tail: act.cli.stderr_tail.clone(),
                 ran_for: act.cli.started.elapsed(),
                 keeper_lost: act.cli.keeper_lost,
+                oom_kills,
             };
             C::ended(act, end).map(|(), act, ctx| {
                 // The end is recorded: the keeper may go (the tree is ended already).

@@ -271,11 +271,13 @@ impl Drop for TestService {
 pub struct ServiceDir {
     dir: tempfile::TempDir,
     cgroups: Vec<PathBuf>,
+    /// The cgroup v1 folders (hybrid hosts) that limited their CLIs.
+    controllers: Vec<PathBuf>,
 }
 
 impl From<tempfile::TempDir> for ServiceDir {
     fn from(dir: tempfile::TempDir) -> ServiceDir {
-        ServiceDir { dir, cgroups: Vec::new() }
+        ServiceDir { dir, cgroups: Vec::new(), controllers: Vec::new() }
     }
 }
 
@@ -286,10 +288,15 @@ impl ServiceDir {
 
     /// Notes the cgroup folder the service now running on this folder uses.
     fn note_cgroups(&mut self) {
-        let holder = conduit::db::lock::recorded_holder(&self.path().join("data/conduit.db"));
-        if let Some(dir) = holder.and_then(|h| h.cgroup) {
+        let Some(holder) = conduit::db::lock::recorded_holder(&self.path().join("data/conduit.db")) else { return };
+        if let Some(dir) = holder.cgroup {
             if !self.cgroups.contains(&dir) {
                 self.cgroups.push(dir);
+            }
+        }
+        for dir in holder.controllers {
+            if !self.controllers.contains(&dir) {
+                self.controllers.push(dir);
             }
         }
     }
@@ -301,6 +308,8 @@ impl Drop for ServiceDir {
         for dir in self.cgroups.drain(..) {
             conduit::process::cgroup::CgroupRoot::at(dir).clear(false);
         }
+        // The v1 folders that limited its CLIs (hybrid hosts), emptied by the kill above.
+        conduit::process::limits::clear_v1(&self.controllers, &Default::default(), false);
     }
 }
 

@@ -1,4 +1,4 @@
-import { isLive, resumesIn, statusLabel } from './format';
+import { isLive, resumesIn, statusLabel, bytes } from './format';
 
 describe('the countdown to a limit wait', () => {
   const now = Date.parse('2026-03-01T18:00:00Z');
@@ -32,5 +32,15 @@ describe('session statuses', () => {
   it('waiting for a limit and paused are live (the CLI runs, turns wait); closed and error are not', () => {
     expect(['waiting_for_limit', 'paused', 'idle', 'starting'].map(isLive)).toEqual([true, true, true, true]);
     expect(['closed', 'error'].map(isLive)).toEqual([false, false]);
+  });
+});
+
+describe('bytes', () => {
+  it('read in binary units, with a decimal under ten', () => {
+    expect(bytes(null)).toBe('—');
+    expect(bytes(512)).toBe('512 B');
+    expect(bytes(1536)).toBe('1.5 KiB');
+    expect(bytes(64 * 1024 * 1024)).toBe('64 MiB');
+    expect(bytes(3 * 1024 ** 3)).toBe('3.0 GiB');
   });
 });

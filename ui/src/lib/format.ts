@@ -15,6 +15,20 @@ export function count(value: number | null | undefined): string {
   return v.toLocaleString('en-US');
 }
 
+/** Bytes as people read them: "512 B", "48 KiB", "1.5 MiB", "2.0 GiB" (binary units, as the
+ * kernel counts memory); "—" when unknown. */
+export function bytes(value: number | null | undefined): string {
+  if (value == null) return '—';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = value;
+  let unit = 0;
+  while (v >= 1024 && unit < units.length - 1) {
+    v /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${v} B` : `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[unit]}`;
+}
+
 /** "just now", "5 min ago", "3 h ago", "2 days ago", from an RFC 3339 time. */
 export function ago(iso: string | null | undefined, now: number = Date.now()): string {
   if (!iso) return '—';

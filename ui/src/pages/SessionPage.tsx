@@ -8,6 +8,7 @@ import { sessionApi } from '../api/sessions';
 import { keys } from '../query/client';
 import { Card, ErrorNote, Loading, StatusBadge } from '../components/ui';
 import { LimitNotice, TurnWaitNotice } from '../components/LimitNotice';
+import { SessionResources } from '../components/SessionResources';
 import { Transcript } from '../components/Transcript';
 import { leftBy, Controls, describeFailure, MessageBox, SurvivalButtons, type Act } from '../components/SessionControls';
 import { ago, count, isLive, statusLabel, usd } from '../lib/format';
@@ -80,6 +81,8 @@ export function SessionPage() {
             Started {ago(s.created_at)} · last active {ago(s.last_active_at)}
             {s.session_id && <span className="mono"> · CLI session {s.session_id.slice(0, 8)}</span>}
           </div>
+          {/* The page's read of the session carries its first reading (frames carry none). */}
+          <SessionResources sessionId={s.id} live={live} initial={'resources' in s ? s.resources : null} />
         </div>
         <div className="totals" data-testid="session-totals">
           <Total label="Cost" value={usd(s.total_cost_usd)} />

@@ -26,6 +26,8 @@ export const keys = {
   globalRules: ['rules', 'global'] as const,
   session: (id: string) => ['sessions', id] as const,
   sessionOptions: (id: string) => ['sessions', id, 'options'] as const,
+  /** What a live session's processes use (its `resources`), read again every few seconds. */
+  sessionResources: (id: string) => ['sessions', id, 'resources'] as const,
   /**
    * A session's transcript: stored lines loaded so far plus lines heard live (lib/sessionFeed.ts).
    * Not under `['sessions']`: refreshing session lists must not read transcripts again.
