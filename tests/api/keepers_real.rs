@@ -137,3 +137,22 @@ async fn a_crash_of_the_service_mid_turn_loses_no_line_and_repeats_none() {
     say(&service, &busy, "after").await;
     service.wait_for(&busy, READY, |r| r["num_turns"] == 3 && r["status"] == "idle").await;
 }
+
+#[actix_web::test]
+async fn a_paused_session_stops_streaming_and_finishes_whole_when_unpaused() {
+    let api = FakeApi::start().await;
+    let service = TestService::start(ServiceConfig::new(real_cli()).api(&api.base_url));
+    let project = service.project("paused").await;
+    let (id, pid) = idle_with_a_turn(&service, &api, &project, "before").await;
+    working(&service, &api, &id).await;
+    let res = service.post(&format!("/api/sessions/{id}/pause"), json!({})).await;
+    assert_eq!(res.status().as_u16(), 200);
+    // Frozen: its CLI writes nothing more (a piece already on its way may still land).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let frozen = deltas(&all_lines(&service, &id).await).len();
+    tokio::time::sleep(APART * 10).await;
+    assert_eq!(deltas(&all_lines(&service, &id).await).len(), frozen, "nothing streamed while paused");
+    let res = service.post(&format!("/api/sessions/{id}/unpause"), json!({})).await;
+    assert_eq!(res.status().as_u16(), 200);
+    finished_whole(&service, &id, pid).await;
+}

@@ -485,7 +485,10 @@ async fn turns_sent_quickly_run_in_order() {
 
 #[actix_web::test]
 async fn a_restart_after_a_crash_errors_live_sessions_and_ends_their_cli() {
-    let service = start();
+    // Without keepers (the CLI is the service's own child): what a crash leaves is ended at the
+    // next start (with keepers, keepers_* test that the session is attached to again).
+    let unkept = || ServiceConfig::new(fake_cli()).env("CONDUIT_KEEPERS", "false");
+    let service = TestService::start(unkept());
     let project = service.project("crash").await;
     let session = idle_session(&service, &project, Some("fake-ignore-term")).await;
     let (id, pid) = (id_of(&session), pid_of(&session));
@@ -493,7 +496,7 @@ async fn a_restart_after_a_crash_errors_live_sessions_and_ends_their_cli() {
     let dir = service.into_dir();
     assert!(alive(pid), "the CLI {pid} survives the service's crash");
 
-    let service = TestService::start_in(dir, ServiceConfig::new(fake_cli()));
+    let service = TestService::start_in(dir, unkept());
     let row = service.get_json(&format!("/api/sessions/{id}")).await;
     assert_eq!(row["status"], "error", "{row}");
     assert_eq!(row["error_message"], "service restarted", "{row}");
