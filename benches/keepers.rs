@@ -46,27 +46,9 @@ fn median(mut xs: Vec<f64>) -> f64 {
 /// to its step), in ms; the session is closed after.
 async fn launch_ms(service: &ServiceProcess, http: &reqwest::Client) -> f64 {
     let started = Instant::now();
-    let launched: Value = http
-        .post(format!("{}/api/projects/{}/sessions", service.base, service.project))
-        .json(&json!({ "model": "fake-default" }))
-        .send()
-        .await
-        .expect("launch")
-        .json()
-        .await
-        .expect("json");
-    let id = launched["id"].as_str().expect("id").to_string();
-    let url = format!("{}/api/sessions/{id}", service.base);
-    loop {
-        let row: Value = http.get(&url).send().await.expect("get").json().await.expect("json");
-        if row["status"] == "idle" {
-            break;
-        }
-        assert_ne!(row["status"], "error", "{row}");
-        tokio::time::sleep(Duration::from_micros(500)).await;
-    }
+    let id = service.idle_session_every(http, "fake-default", Duration::from_micros(500)).await;
     let took = started.elapsed().as_secs_f64() * 1000.0;
-    let _ = http.delete(&url).send().await;
+    let _ = http.delete(format!("{}/api/sessions/{id}", service.base)).send().await;
     took
 }
 

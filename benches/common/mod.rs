@@ -225,6 +225,11 @@ impl ServiceProcess {
     /// kill -9: nothing gets a chance to clean up or store what waits.
     /// Launches a session of the fake CLI playing `model` and waits until it is idle.
     pub async fn idle_session(&self, http: &reqwest::Client, model: &str) -> String {
+        self.idle_session_every(http, model, std::time::Duration::from_millis(5)).await
+    }
+
+    /// The same, looking every `poll` (a fine one for timing a launch).
+    pub async fn idle_session_every(&self, http: &reqwest::Client, model: &str, poll: std::time::Duration) -> String {
         let launched: serde_json::Value = http
             .post(format!("{}/api/projects/{}/sessions", self.base, self.project))
             .json(&serde_json::json!({ "model": model }))
@@ -248,7 +253,7 @@ impl ServiceProcess {
                 return id;
             }
             assert_ne!(row["status"], "error", "{row}");
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            tokio::time::sleep(poll).await;
         }
     }
 

@@ -147,10 +147,12 @@ fn redact_scheme(url: &str) -> String {
 
 /// Per-connection settings: WAL (readers never block the writer), enforced foreign keys
 /// (SQLite leaves them off by default, per connection), and a busy timeout so concurrent
-/// writers wait instead of failing at once.
+/// writers wait instead of failing at once. The busy timeout comes first: switching to WAL
+/// takes a lock too, and a connection opened while another one writes or checkpoints failed
+/// with "database is locked" before it had a timeout to wait with.
 fn sqlite_pragmas(busy_timeout_ms: u64) -> String {
     format!(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = {busy_timeout_ms};"
+        "PRAGMA busy_timeout = {busy_timeout_ms}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"
     )
 }
 

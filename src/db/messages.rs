@@ -194,17 +194,42 @@ pub struct PendingTurn {
 }
 
 /// The user turns of session `session_id` from stream number `from` on, oldest first: what a
-/// session parked at a usage limit still has to deliver. A stored line that is not a user turn
-/// Conduit wrote is skipped with a warning (it cannot be sent again as it was).
+/// session parked at a usage limit still has to deliver.
 pub fn turns_from(conn: &mut DbConnection, session_id: &str, from: i64) -> Result<Vec<PendingTurn>, StoreError> {
-    let rows: Vec<(i64, Option<i64>, String)> = messages::table
+    user_turns(conn, session_id, from, false)
+}
+
+/// The user turns of session `session_id` after stream number `after` that were never written
+/// to the CLI, oldest first: what a session attached again after a restart still has to
+/// deliver.
+pub fn undelivered_turns(
+    conn: &mut DbConnection,
+    session_id: &str,
+    after: u64,
+) -> Result<Vec<PendingTurn>, StoreError> {
+    user_turns(conn, session_id, i64::try_from(after).unwrap_or(i64::MAX).saturating_add(1), true)
+}
+
+/// Conduit's user turns of a session from stream number `from` on (only those never written
+/// to the CLI, when `undelivered`), oldest first. A stored line that is not a user turn
+/// Conduit wrote is skipped with a warning (it cannot be sent again as it was).
+fn user_turns(
+    conn: &mut DbConnection,
+    session_id: &str,
+    from: i64,
+    undelivered: bool,
+) -> Result<Vec<PendingTurn>, StoreError> {
+    let mut query = messages::table
         .filter(messages::session_id.eq(session_id))
         .filter(messages::direction.eq("to_cli"))
         .filter(messages::message_type.eq("user"))
         .filter(messages::seq.ge(from))
-        .order(messages::seq.asc())
-        .select((messages::id, messages::seq, messages::content))
-        .load(conn)?;
+        .into_boxed();
+    if undelivered {
+        query = query.filter(messages::delivered_at.is_null());
+    }
+    let rows: Vec<(i64, Option<i64>, String)> =
+        query.order(messages::seq.asc()).select((messages::id, messages::seq, messages::content)).load(conn)?;
     Ok(rows
         .into_iter()
         .filter_map(|(message_id, seq, line)| {
@@ -213,33 +238,6 @@ pub fn turns_from(conn: &mut DbConnection, session_id: &str, from: i64) -> Resul
                 tracing::warn!(session = session_id, message_id, "a stored user turn could not be read back; skipped");
             }
             Some(PendingTurn { message_id, seq: seq?.max(0) as u64, content: content? })
-        })
-        .collect())
-}
-
-/// The user turns of session `session_id` after stream number `after` that were never written
-/// to the CLI, oldest first: what a session attached again after a restart still has to
-/// deliver (see [`turns_from`] for the lines that cannot be read back).
-pub fn undelivered_turns(
-    conn: &mut DbConnection,
-    session_id: &str,
-    after: u64,
-) -> Result<Vec<PendingTurn>, StoreError> {
-    let after = i64::try_from(after).unwrap_or(i64::MAX);
-    let rows: Vec<(i64, Option<i64>, String)> = messages::table
-        .filter(messages::session_id.eq(session_id))
-        .filter(messages::direction.eq("to_cli"))
-        .filter(messages::message_type.eq("user"))
-        .filter(messages::seq.gt(after))
-        .filter(messages::delivered_at.is_null())
-        .order(messages::seq.asc())
-        .select((messages::id, messages::seq, messages::content))
-        .load(conn)?;
-    Ok(rows
-        .into_iter()
-        .filter_map(|(message_id, seq, line)| {
-            let content = crate::protocol::outgoing::user_turn_content(&line)?;
-            Some(PendingTurn { message_id, seq: seq?.max(0) as u64, content })
         })
         .collect())
 }

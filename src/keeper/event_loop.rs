@@ -33,6 +33,9 @@ struct Conn {
     socket: UnixStream,
     inbox: Vec<u8>,
     outbox: Vec<u8>,
+    /// How much of the outbox is written (a large line goes out in many writes, without the
+    /// rest being moved after each).
+    sent: usize,
     /// It said what it has stored: records flow.
     attached: bool,
 }
@@ -133,7 +136,7 @@ impl Keeper {
                 if self.stdin_pending.len() < STDIN_HIGH {
                     events |= libc::POLLIN;
                 }
-                if !conn.outbox.is_empty() {
+                if conn.sent < conn.outbox.len() {
                     events |= libc::POLLOUT;
                 }
                 entry(conn.socket.as_raw_fd(), events)
@@ -217,7 +220,7 @@ impl Keeper {
             let mut hello = self.hello.clone();
             hello.buffered_bytes = self.buffer.bytes() as u64;
             FromKeeper::Hello(hello).encode(&mut outbox);
-            self.conn = Some(Conn { socket, inbox: Vec::new(), outbox, attached: false });
+            self.conn = Some(Conn { socket, inbox: Vec::new(), outbox, sent: 0, attached: false });
         }
     }
 
@@ -228,9 +231,13 @@ impl Keeper {
 
     fn send(&mut self) {
         let Some(conn) = &mut self.conn else { return };
-        match conn.socket.write(&conn.outbox) {
+        match conn.socket.write(&conn.outbox[conn.sent..]) {
             Ok(n) => {
-                conn.outbox.drain(..n);
+                conn.sent += n;
+                if conn.sent == conn.outbox.len() {
+                    conn.outbox.clear();
+                    conn.sent = 0;
+                }
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {}
             Err(_) => self.drop_conn(),
@@ -242,6 +249,10 @@ impl Keeper {
         let Some(conn) = &mut self.conn else { return };
         if !conn.attached {
             return;
+        }
+        if conn.sent > 0 && conn.outbox.len() - conn.sent < OUT_HIGH {
+            conn.outbox.drain(..conn.sent);
+            conn.sent = 0;
         }
         while conn.outbox.len() < OUT_HIGH && self.buffer.write_next(&mut conn.outbox) {}
     }

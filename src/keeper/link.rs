@@ -277,65 +277,91 @@ fn read_from_keeper(
 ) -> impl futures_util::Stream<Item = CliOutput> {
     struct State {
         read: OwnedReadHalf,
-        inbox: Vec<u8>,
+        frames: Inbox,
         exited: Option<oneshot::Sender<Exit>>,
         done: bool,
     }
-    let state = State { read, inbox, exited: Some(exited), done: false };
+    let state = State { read, frames: Inbox { buf: inbox, start: 0 }, exited: Some(exited), done: false };
     stream::unfold(state, move |mut s| async move {
         loop {
             if s.done {
                 return None;
             }
-            match split_frame(&s.inbox) {
-                Ok(Some((tag, payload, used))) => {
-                    let frame = FromKeeper::decode(tag, payload);
-                    s.inbox.drain(..used);
-                    let item = match frame {
-                        Ok(FromKeeper::Line(Line { seq, stream: Stream::Stdout, frame, seen: true })) => {
-                            CliOutput::Seen { seq, frame }
+            let item = match s.frames.next() {
+                Ok(Some(frame)) => match frame {
+                    FromKeeper::Line(Line { seq, stream: Stream::Stdout, frame, seen: true }) => {
+                        CliOutput::Seen { seq, frame }
+                    }
+                    FromKeeper::Line(Line { seen: true, .. }) | FromKeeper::Hello(_) => continue,
+                    FromKeeper::Line(Line { seq, stream, frame, seen: false }) => {
+                        CliOutput::Numbered { seq, stream, frame }
+                    }
+                    FromKeeper::End { stream: Stream::Stdout, .. } => CliOutput::StdoutEnd,
+                    FromKeeper::End { stream: Stream::Stderr, .. } => CliOutput::StderrEnd,
+                    FromKeeper::Exit { status: WaitStatus(raw), .. } => {
+                        if let Some(tx) = s.exited.take() {
+                            let _ = tx.send(Exit::of(std::process::ExitStatus::from_raw(raw), sandboxed));
                         }
-                        Ok(FromKeeper::Line(Line { seen: true, .. })) => continue,
-                        Ok(FromKeeper::Line(Line { seq, stream, frame, seen: false })) => {
-                            CliOutput::Numbered { seq, stream, frame }
-                        }
-                        Ok(FromKeeper::End { stream: Stream::Stdout, .. }) => CliOutput::StdoutEnd,
-                        Ok(FromKeeper::End { stream: Stream::Stderr, .. }) => CliOutput::StderrEnd,
-                        Ok(FromKeeper::Exit { status: WaitStatus(raw), .. }) => {
-                            if let Some(tx) = s.exited.take() {
-                                let _ = tx.send(Exit::of(std::process::ExitStatus::from_raw(raw), sandboxed));
-                            }
-                            continue;
-                        }
-                        Ok(FromKeeper::Hello(_)) => continue,
-                        Err(e) => {
-                            s.done = true;
-                            CliOutput::Failed(e.to_string())
-                        }
-                    };
-                    return Some((item, s));
-                }
-                Ok(None) => {}
+                        continue;
+                    }
+                },
+                Ok(None) => match s.frames.fill(&mut s.read).await {
+                    Ok(true) => continue,
+                    _ => {
+                        s.done = true;
+                        // Without its exit, the keeper was lost (killed): its guardian ended the CLI.
+                        let Some(tx) = s.exited.take() else { return None };
+                        let _ = tx.send(Exit { how: "lost its keeper".to_string(), code: None, signal: None });
+                        CliOutput::KeeperLost
+                    }
+                },
                 Err(e) => {
                     s.done = true;
-                    return Some((CliOutput::Failed(e.to_string()), s));
+                    CliOutput::Failed(e.to_string())
                 }
-            }
-            let mut chunk = vec![0u8; 64 * 1024];
-            match s.read.read(&mut chunk).await {
-                Ok(n) if n > 0 => s.inbox.extend_from_slice(&chunk[..n]),
-                _ => {
-                    s.done = true;
-                    // Without its exit, the keeper was lost (killed): its guardian ended the CLI.
-                    if let Some(tx) = s.exited.take() {
-                        let _ = tx.send(Exit { how: "lost its keeper".to_string(), code: None, signal: None });
-                        return Some((CliOutput::KeeperLost, s));
-                    }
-                    return None;
-                }
-            }
+            };
+            return Some((item, s));
         }
     })
+}
+
+/// Bytes read from a keeper: frames are cut off the front without moving what follows (a
+/// read's hundreds of small lines cost one compaction, not one each), and a large one is read
+/// into room made for it at once and taken out whole.
+struct Inbox {
+    buf: Vec<u8>,
+    /// Where the first frame not yet taken starts.
+    start: usize,
+}
+
+impl Inbox {
+    /// The next whole frame, if one is there.
+    fn next(&mut self) -> Result<Option<FromKeeper>, super::wire::WireError> {
+        let Some((_, _, used)) = split_frame(&self.buf[self.start..])? else { return Ok(None) };
+        if self.start == 0 && used == self.buf.len() {
+            // Alone in the buffer (as a large line always is): taken out without a copy.
+            return FromKeeper::decode_owned(std::mem::take(&mut self.buf)).map(Some);
+        }
+        let frame = FromKeeper::decode_owned(self.buf[self.start..self.start + used].to_vec());
+        self.start += used;
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
+        frame.map(Some)
+    }
+
+    /// Reads more; false at the end of the connection.
+    async fn fill(&mut self, read: &mut OwnedReadHalf) -> std::io::Result<bool> {
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        // Room for the whole frame that has begun (its length is known), else for a read.
+        let wanted = super::wire::frame_len(&self.buf).unwrap_or(0).max(self.buf.len() + 64 * 1024);
+        self.buf.reserve_exact(wanted.saturating_sub(self.buf.len()));
+        Ok(read.read_buf(&mut self.buf).await? > 0)
+    }
 }
 
 /// The last line handed to the store, and a wake-up for the acknowledgements when it moves.

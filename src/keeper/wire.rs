@@ -192,6 +192,30 @@ impl FromKeeper {
     }
 }
 
+impl FromKeeper {
+    /// Decodes a whole frame the caller owns (its length prefix included): a line's text is
+    /// taken out of it in place, so a 30 MiB line is never copied to be read.
+    pub fn decode_owned(mut frame: Vec<u8>) -> Result<FromKeeper, WireError> {
+        const LINE_HEADER: usize = 4 + 1 + 8 + 1 + 1;
+        let plain_line = frame.len() >= LINE_HEADER && frame[4] == tag::LINE && frame[LINE_HEADER - 1] & OVERSIZED == 0;
+        if !plain_line {
+            let tag = *frame.get(4).ok_or_else(|| WireError("a frame cut short".to_string()))?;
+            return FromKeeper::decode(tag, &frame[5..]);
+        }
+        let mut r = Reader(&frame[5..LINE_HEADER]);
+        let (seq, stream, flags) = (r.u64()?, Stream::from_byte(r.u8()?)?, r.u8()?);
+        frame.drain(..LINE_HEADER);
+        let text = String::from_utf8(frame).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        Ok(FromKeeper::Line(Line { seq, stream, frame: Frame::Line(text), seen: flags & SEEN != 0 }))
+    }
+}
+
+/// The length of the frame at the front of `buf` (its prefix included), once its prefix is there.
+pub fn frame_len(buf: &[u8]) -> Option<usize> {
+    let len = buf.get(..4)?;
+    Some(4 + u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize)
+}
+
 /// A line's frame, written straight from its parts (the keeper's hot path: no copy).
 pub fn encode_line_parts(seq: u64, stream: Stream, frame: &Frame, seen: bool, out: &mut Vec<u8>) {
     let flags = if seen { SEEN } else { 0 };
@@ -353,6 +377,27 @@ mod tests {
         round_trip_to(ToKeeper::Unpin { seq: 2 });
         round_trip_to(ToKeeper::Ack { through: 3 });
         round_trip_to(ToKeeper::Release);
+    }
+
+    #[test]
+    fn an_owned_frame_reads_as_a_borrowed_one() {
+        let frames = [
+            FromKeeper::Line(Line {
+                seq: 9,
+                stream: Stream::Stdout,
+                frame: Frame::Line("{\"a\": \"é\"}".into()),
+                seen: true,
+            }),
+            FromKeeper::Line(Line { seq: 1, stream: Stream::Stderr, frame: Frame::Oversized { len: 5 }, seen: false }),
+            FromKeeper::End { seq: 2, stream: Stream::Stdout },
+        ];
+        for frame in frames {
+            let mut bytes = Vec::new();
+            frame.encode(&mut bytes);
+            assert_eq!(frame_len(&bytes), Some(bytes.len()));
+            assert_eq!(FromKeeper::decode_owned(bytes).expect("decodes"), frame);
+        }
+        assert!(FromKeeper::decode_owned(vec![1, 0, 0]).is_err(), "a frame cut short");
     }
 
     #[test]

@@ -4,7 +4,7 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{ended, live, load_row, resume_session};
+use super::{ask_live, load_row, resume_session};
 use crate::actors::registry::Find;
 use crate::actors::session::{Close, Control};
 use crate::db::sessions::Session;
@@ -30,9 +30,7 @@ pub struct SetPermissionMode {
 
 /// Sends a control request to the live session; answers with its row after the CLI's answer.
 async fn control(state: &AppState, id: &SessionId, command: Control) -> AppResult<HttpResponse> {
-    let addr = live(state, id).await?;
-    let row = addr.send(command).await.map_err(ended)??;
-    Ok(HttpResponse::Ok().json(row))
+    ask_live(state, id, command).await
 }
 
 /// Interrupt the running turn; the session goes back to idle after the CLI's result.

@@ -125,6 +125,17 @@ async fn live(state: &AppState, id: &SessionId) -> AppResult<Addr<CliSession>> {
     }
 }
 
+/// Asks the live session `id` (a control request, a pause), answering with its row.
+async fn ask_live<M>(state: &AppState, id: &SessionId, ask: M) -> AppResult<actix_web::HttpResponse>
+where
+    M: actix::Message<Result = Result<Session, SessionError>> + Send + 'static,
+    CliSession: actix::Handler<M>,
+{
+    let addr = live(state, id).await?;
+    let row = addr.send(ask).await.map_err(ended)??;
+    Ok(actix_web::HttpResponse::Ok().json(row))
+}
+
 /// Current view of a session: the actor's own row while live, the database's afterwards.
 async fn current(state: &AppState, id: &SessionId) -> AppResult<Session> {
     if let Ok(Some(addr)) = state.registry.send(Find(id.clone())).await {

@@ -3,10 +3,9 @@
 
 use actix_web::{web, HttpResponse};
 
-use super::{ended, live};
+use super::ask_live;
 use crate::actors::session::pause::{Pause, Unpause};
 use crate::db::sessions::Session;
-use crate::domain::ids::SessionId;
 use crate::error::{AppResult, ErrorBody};
 use crate::http::AppState;
 
@@ -24,10 +23,7 @@ use crate::http::AppState;
         (status = 503, description = "Its processes cannot be frozen here (no cgroup v2 of its own: see health's `process_containment`)", body = ErrorBody),
     ))]
 pub async fn pause(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
-    let id: SessionId = id.parse()?;
-    let addr = live(&state, &id).await?;
-    let row = addr.send(Pause).await.map_err(ended)??;
-    Ok(HttpResponse::Ok().json(row))
+    ask_live(&state, &id.parse()?, Pause).await
 }
 
 /// Thaw a paused session: it goes on where it was (a turn that was running continues), and
@@ -41,8 +37,5 @@ pub async fn pause(state: web::Data<AppState>, id: web::Path<String>) -> AppResu
         (status = 503, description = "Its processes could not be thawed", body = ErrorBody),
     ))]
 pub async fn unpause(state: web::Data<AppState>, id: web::Path<String>) -> AppResult<HttpResponse> {
-    let id: SessionId = id.parse()?;
-    let addr = live(&state, &id).await?;
-    let row = addr.send(Unpause).await.map_err(ended)??;
-    Ok(HttpResponse::Ok().json(row))
+    ask_live(&state, &id.parse()?, Unpause).await
 }
