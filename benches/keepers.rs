@@ -17,7 +17,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{env_usize, ServiceProcess};
+use common::{env_usize, get_json, ServiceProcess};
 use serde_json::{json, Value};
 
 fn main() {
@@ -104,14 +104,8 @@ fn children_of(pid: i32) -> Vec<i32> {
 }
 
 async fn memory(service: &ServiceProcess, http: &reqwest::Client) {
-    let sessions: Value = http
-        .get(format!("{}/api/projects/{}/sessions?limit=100", service.base, service.project))
-        .send()
-        .await
-        .expect("list")
-        .json()
-        .await
-        .expect("json");
+    let sessions =
+        get_json(http, &format!("{}/api/projects/{}/sessions?limit=100", service.base, service.project)).await;
     let rows = sessions.get("items").unwrap_or(&sessions).as_array().cloned().unwrap_or_default();
     let (mut keeper, mut guardian, mut cli) = (Vec::new(), Vec::new(), Vec::new());
     for row in rows.iter().filter(|r| r["status"] == "idle") {
@@ -142,8 +136,7 @@ async fn turn(http: &reqwest::Client, base: &str, id: &str, turns: i64) {
     let res = http.post(format!("{base}/api/sessions/{id}/message")).json(&json!({"content": "again"})).send().await;
     assert!(res.is_ok_and(|r| r.status().is_success()), "a message to {id}");
     loop {
-        let row: Value =
-            http.get(format!("{base}/api/sessions/{id}")).send().await.expect("get").json().await.expect("json");
+        let row = get_json(http, &format!("{base}/api/sessions/{id}")).await;
         if row["num_turns"] == turns && row["status"] == "idle" {
             return;
         }
@@ -164,17 +157,11 @@ async fn restart() {
     for _ in 0..n {
         ids.push(service.idle_session(&http, "fake-default").await);
     }
-    let pids: Vec<Value> =
-        futures_util::future::join_all(
-            ids.iter().map(|id| {
-                let http = http.clone();
-                let url = format!("{}/api/sessions/{id}", service.base);
-                async move {
-                    http.get(url).send().await.expect("get").json::<Value>().await.expect("json")["cli_pid"].clone()
-                }
-            }),
-        )
-        .await;
+    let rows = ids.iter().map(|id| {
+        let (http, url) = (http.clone(), format!("{}/api/sessions/{id}", service.base));
+        async move { get_json(&http, &url).await["cli_pid"].clone() }
+    });
+    let pids: Vec<Value> = futures_util::future::join_all(rows).await;
     let listening = service.restart();
     let started = Instant::now();
     let answered = futures_util::future::join_all(ids.iter().map(|id| turn(&http, &service.base, id, 1)));
@@ -182,14 +169,7 @@ async fn restart() {
     let all_answered = listening + started.elapsed();
     let mut same = 0;
     for (id, pid) in ids.iter().zip(&pids) {
-        let row: Value = http
-            .get(format!("{}/api/sessions/{id}", service.base))
-            .send()
-            .await
-            .expect("get")
-            .json()
-            .await
-            .expect("json");
+        let row = get_json(&http, &format!("{}/api/sessions/{id}", service.base)).await;
         same += usize::from(row["cli_pid"] == *pid);
     }
     println!(

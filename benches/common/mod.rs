@@ -117,6 +117,12 @@ pub async fn start_service(max_sessions_global: u32) -> Started {
     let containment = app.containment();
     actix_web::rt::spawn(app.run_until_stopped());
     let base = format!("http://127.0.0.1:{port}");
+    let project = bench_project(&base, max_sessions_global).await;
+    Started { base, port, project, stats, dir, containment }
+}
+
+/// Creates the "bench" project (folder `p` of the service's folder); returns its id.
+async fn bench_project(base: &str, max_sessions_global: u32) -> String {
     let project: serde_json::Value = reqwest::Client::new()
         .post(format!("{base}/api/projects"))
         .json(&serde_json::json!({"name": "bench", "folder_path": "p", "max_sessions": max_sessions_global.min(1000)}))
@@ -126,8 +132,12 @@ pub async fn start_service(max_sessions_global: u32) -> Started {
         .json()
         .await
         .expect("json");
-    let project = project["id"].as_str().expect("project id").to_string();
-    Started { base, port, project, stats, dir, containment }
+    project["id"].as_str().expect("project id").to_string()
+}
+
+/// GETs `url` and reads its JSON body.
+pub async fn get_json(http: &reqwest::Client, url: &str) -> serde_json::Value {
+    http.get(url).send().await.expect("get").json().await.expect("json")
 }
 
 /// The service as its own process (the release binary), so its memory is measured apart from
@@ -152,16 +162,7 @@ impl ServiceProcess {
         let settings: Vec<(String, String)> = settings.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
         let (child, base) = Self::spawn(dir.path(), max_sessions_global, &settings);
         let port = base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port");
-        let project: serde_json::Value = reqwest::Client::new()
-            .post(format!("{base}/api/projects"))
-            .json(&serde_json::json!({"name": "bench", "folder_path": "p", "max_sessions": max_sessions_global.min(1000)}))
-            .send()
-            .await
-            .expect("create project")
-            .json()
-            .await
-            .expect("json");
-        let project = project["id"].as_str().expect("project id").to_string();
+        let project = bench_project(&base, max_sessions_global).await;
         ServiceProcess { base, port, project, child, dir, max_sessions_global, settings }
     }
 
@@ -241,14 +242,7 @@ impl ServiceProcess {
             .expect("json");
         let id = launched["id"].as_str().expect("id").to_string();
         loop {
-            let row: serde_json::Value = http
-                .get(format!("{}/api/sessions/{id}", self.base))
-                .send()
-                .await
-                .expect("get")
-                .json()
-                .await
-                .expect("json");
+            let row = get_json(http, &format!("{}/api/sessions/{id}", self.base)).await;
             if row["status"] == "idle" {
                 return id;
             }

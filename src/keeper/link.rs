@@ -310,7 +310,7 @@ fn read_from_keeper(
                     _ => {
                         s.done = true;
                         // Without its exit, the keeper was lost (killed): its guardian ended the CLI.
-                        let Some(tx) = s.exited.take() else { return None };
+                        let tx = s.exited.take()?;
                         let _ = tx.send(Exit { how: "lost its keeper".to_string(), code: None, signal: None });
                         CliOutput::KeeperLost
                     }
