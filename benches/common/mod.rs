@@ -151,6 +151,10 @@ pub struct ServiceProcess {
     /// What it was started with, for a restart on the same folder.
     max_sessions_global: u32,
     settings: Vec<(String, String)>,
+    /// The cgroup folders of every start on this folder (keepers' included) and the cgroup v1
+    /// folders that limited their CLIs (hybrid hosts): removed when it is dropped.
+    cgroups: Vec<PathBuf>,
+    controllers: Vec<PathBuf>,
 }
 
 impl ServiceProcess {
@@ -163,7 +167,24 @@ impl ServiceProcess {
         let (child, base) = Self::spawn(dir.path(), max_sessions_global, &settings);
         let port = base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port");
         let project = bench_project(&base, max_sessions_global).await;
-        ServiceProcess { base, port, project, child, dir, max_sessions_global, settings }
+        let (cgroups, controllers) = (Vec::new(), Vec::new());
+        let mut service =
+            ServiceProcess { base, port, project, child, dir, max_sessions_global, settings, cgroups, controllers };
+        service.note_cgroups();
+        service
+    }
+
+    /// Notes the cgroup folders of the service now running, for the clean-up.
+    fn note_cgroups(&mut self) {
+        let Some(holder) = conduit::db::lock::recorded_holder(&self.db_path()) else { return };
+        if let Some(dir) = holder.cgroup.filter(|dir| !self.cgroups.contains(dir)) {
+            self.cgroups.push(dir);
+        }
+        for dir in holder.controllers {
+            if !self.controllers.contains(&dir) {
+                self.controllers.push(dir);
+            }
+        }
     }
 
     /// Stops the service (SIGTERM; it waits for the process to end), then starts it again on
@@ -179,6 +200,7 @@ impl ServiceProcess {
         self.child = child;
         self.port = base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port");
         self.base = base;
+        self.note_cgroups();
         took
     }
 
@@ -271,9 +293,11 @@ impl Drop for ServiceProcess {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
-        if let Some(dir) = conduit::db::lock::recorded_holder(&self.db_path()).and_then(|h| h.cgroup) {
+        self.note_cgroups();
+        for dir in self.cgroups.drain(..) {
             conduit::process::cgroup::CgroupRoot::at(dir).clear(false);
         }
+        conduit::process::limits::clear_v1(&self.controllers, &Default::default(), false);
     }
 }
 
